@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs everything the build and the tests need: Debian packages, and DuckDB's C library and header from npm
+# (DuckDB has no Debian package). Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEBIAN_PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config clang-format
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libzstd-dev libgtest-dev
+  libsimdjson-dev pybind11-dev python3-dev python3-pytest
+)
+# npm fetches DuckDB; the machine may already have Node.js from elsewhere, which Debian's npm would conflict with.
+command -v npm >/dev/null || DEBIAN_PACKAGES+=(nodejs npm)
+missing=()
+for p in "${DEBIAN_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get install -y -q "${missing[@]}" >/dev/null 2>&1 || {
+    $SUDO apt-get update -q >/dev/null
+    $SUDO apt-get install -y -q "${missing[@]}"
+  }
+fi
+
+# DuckDB: libduckdb.so from the prebuilt node bindings, duckdb.h from the duckdb package of the same version.
+DUCKDB_VERSION=1.4.4
+DUCKDB_BINDINGS=1.4.4-r.4
+DEST=third_party/duckdb
+if [ ! -f "$DEST/lib/libduckdb.so" ] || [ ! -f "$DEST/include/duckdb.h" ] || \
+   [ "$(cat "$DEST/VERSION" 2>/dev/null)" != "$DUCKDB_BINDINGS" ]; then
+  echo "install-deps: fetching DuckDB $DUCKDB_VERSION from the npm registry"
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  (cd "$tmp" && npm pack --silent "@duckdb/node-bindings-linux-x64@$DUCKDB_BINDINGS" "duckdb@$DUCKDB_VERSION" >/dev/null)
+  mkdir -p "$DEST/lib" "$DEST/include"
+  tar -xzf "$tmp"/duckdb-node-bindings-linux-x64-*.tgz -C "$tmp" package/libduckdb.so
+  mv "$tmp/package/libduckdb.so" "$DEST/lib/"
+  tar -xzf "$tmp/duckdb-$DUCKDB_VERSION.tgz" -C "$tmp" package/src/duckdb/src/include/duckdb.h
+  mv "$tmp/package/src/duckdb/src/include/duckdb.h" "$DEST/include/"
+  echo "$DUCKDB_BINDINGS" > "$DEST/VERSION"
+fi

@@ -1,0 +1,76 @@
+// skippr.yml (+ .env + environment) -> a typed, validated configuration. Every mistake is reported with file:line
+// and what to do, all of them at once, before anything is read or written.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/connector.h"
+#include "core/result.h"
+
+namespace skippr {
+
+struct SourceLocation {
+  std::string file;
+  int line = 0;    // 1-based
+  int column = 0;  // 1-based
+  std::string str() const;  // "file:line:column"
+};
+
+struct ConnectorConfig {
+  std::string name;            // the key under data_sources / data_sinks
+  std::string type;            // the single key under the name, e.g. "DuckDB"
+  nlohmann::json params;       // validated against the spec: defaults applied, ${VAR} expanded, paths absolute
+  SourceLocation where;
+  const ConnectorSpec* spec = nullptr;
+};
+
+struct PipelineConfig {
+  std::string name;
+  std::string data_source;  // the connector's name (without the "data_sources." prefix)
+  std::string data_sink;
+  bool chaos_mode = false;
+  Landing landing = Landing::kAppend;
+  std::vector<std::string> primary_key;
+  SourceLocation where;
+};
+
+struct Config {
+  std::filesystem::path file;  // absolute path of skippr.yml
+  std::map<std::string, ConnectorConfig> sources;
+  std::map<std::string, ConnectorConfig> sinks;
+  std::map<std::string, PipelineConfig> pipelines;
+
+  // kConfig with a sentence naming the pipeline and the ones that exist, when absent.
+  Result<const PipelineConfig*> pipeline(const std::string& name) const;
+};
+
+// --config, else SKIPPR_CONFIG_FILE, else skippr.yml in `start_dir` or its nearest parent.
+Result<std::filesystem::path> discover_config(const std::optional<std::filesystem::path>& explicit_path,
+                                              const std::filesystem::path& start_dir);
+
+// Loads .env beside the file (without overriding variables already set), then parses and validates.
+Result<Config> load_config(const std::filesystem::path& file);
+
+// Process-wide settings from the environment (PRODUCT.md's table). A malformed number is a kConfig error.
+struct Settings {
+  std::filesystem::path data_dir;  // absolute
+  std::string wal_storage = "disk";
+  uint64_t buffer_threshold_bytes = 10ull << 20;
+  double buffer_threshold_seconds = 60;
+  uint64_t wal_bytes_per_file = 64ull << 20;
+  double sync_frequency_seconds = 900;
+  double sink_retry_seconds = 60;
+  std::optional<bool> chaos_mode;  // SKIPPR_CHAOS_MODE, when set
+  double chaos_min_seconds = 5;
+  double chaos_max_seconds = 30;
+  std::optional<uint64_t> chaos_seed;
+};
+Result<Settings> settings_from_env();
+
+}  // namespace skippr

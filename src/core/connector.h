@@ -1,0 +1,96 @@
+// The two interfaces every connector implements, and the description each one registers (its YAML type name, its
+// parameters, its guarantee). Config validation, `skipprd connectors` and the Python classes all read the same
+// description, so a connector is declared once.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/batch.h"
+#include "core/result.h"
+
+namespace skippr {
+
+// How much a poll may return at most.
+struct Budget {
+  size_t max_rows = 65536;
+  size_t max_bytes = 10 << 20;
+};
+
+struct Poll {
+  Batch records;           // may be empty
+  Position position_after; // where to resume once `records` are committed
+  bool drained = false;    // nothing more to read right now
+};
+
+class Source {
+ public:
+  virtual ~Source() = default;
+  // Opens connections and checks what can be checked before anything is read (exit 2 on a config mistake).
+  virtual Status open() { return ok(); }
+  virtual Result<Poll> poll(const Budget& budget) = 0;
+  // Resume after `position` (the position_after of the last committed batch). An empty position = from the start.
+  virtual Status seek(const Position& position) = 0;
+  // Everything up to `position` is committed to the WAL. Called from the WAL stage's thread.
+  virtual Status acknowledge(const Position&) { return ok(); }
+};
+
+enum class Guarantee { kExactlyOnce, kOverwriteOnRetry, kAtLeastOnce, kNone };
+const char* to_string(Guarantee g);
+
+enum class WriteOutcome { kApplied, kAlreadyApplied };
+
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  virtual Guarantee guarantee() const = 0;
+  // Connects. kUnavailable is retried by the engine; kConfig stops the run.
+  virtual Status open() { return ok(); }
+  virtual Result<WriteOutcome> write(const Batch& batch, const BatchId& id) = 0;
+};
+
+enum class ParamType { kString, kInt, kDouble, kBool, kPath, kStringList, kStringMap };
+const char* to_string(ParamType t);
+
+struct ParamSpec {
+  std::string name;
+  ParamType type = ParamType::kString;
+  bool required = false;
+  nlohmann::json default_value;  // null when there is none
+  std::string doc;
+};
+
+enum class Landing { kAppend, kMergeByKey, kReplacePartition, kReplaceTable };
+const char* to_string(Landing l);
+
+// What a connector factory receives: validated parameters (defaults applied, ${VAR} expanded, paths absolute).
+struct ConnectorContext {
+  std::string name;           // the connector's name in skippr.yml
+  std::string pipeline;
+  nlohmann::json params;      // an object
+  std::filesystem::path pipeline_dir;  // DATA_DIR/pipelines/<name>
+  Landing landing = Landing::kAppend;
+  std::vector<std::string> primary_key;
+};
+
+struct ConnectorSpec {
+  std::string type_name;  // the YAML key, e.g. "DuckDB"
+  bool is_source = false;
+  std::string summary;
+  Guarantee guarantee = Guarantee::kNone;  // sinks only
+  std::vector<ParamSpec> params;
+  std::function<Result<std::unique_ptr<Source>>(const ConnectorContext&)> make_source;
+  std::function<Result<std::unique_ptr<Sink>>(const ConnectorContext&)> make_sink;
+};
+
+// Every connector this build has, sources first. Defined in engine/registry.cc: one line per connector.
+const std::vector<ConnectorSpec>& connector_registry();
+const ConnectorSpec* find_connector(std::string_view type_name, bool is_source);
+
+}  // namespace skippr

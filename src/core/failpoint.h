@@ -1,0 +1,23 @@
+// Named points in the commit protocol where a test or chaos mode may crash the process on purpose.
+// Production code calls hit("wal.before_fsync"); with no handler installed it costs one relaxed load.
+#pragma once
+
+#include <string_view>
+
+namespace skippr::failpoint {
+
+using Handler = void (*)(std::string_view name);
+
+// The points the engine and the sinks pass through, in protocol order (chaos mode arms them by name).
+inline constexpr std::string_view kWalBeforeFsync = "wal.before_fsync";
+inline constexpr std::string_view kWalAfterFsync = "wal.after_fsync";
+inline constexpr std::string_view kSinkInTransaction = "sink.in_transaction";
+inline constexpr std::string_view kSinkAfterCommit = "sink.after_commit";
+inline constexpr std::string_view kWalSegmentDelete = "wal.segment_delete";
+inline constexpr std::string_view kAll[] = {kWalBeforeFsync, kWalAfterFsync, kSinkInTransaction, kSinkAfterCommit,
+                                           kWalSegmentDelete};
+
+void set_handler(Handler handler);
+void hit(std::string_view name);
+
+}  // namespace skippr::failpoint

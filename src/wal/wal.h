@@ -1,0 +1,106 @@
+// The write-ahead log of one pipeline: the place where a batch becomes committed. See DESIGN.md for the protocol.
+//
+// Layout: DATA_DIR/pipelines/<name>/wal/<first-seq, 20 digits>.wal, each a sequence of records
+//   [u32 length][u32 crc32c(type + payload)][u8 type][payload]   (little-endian; length = payload bytes)
+// Record types: SEGMENT_HEADER (first record of every segment: epoch, first seq, landed watermark and the position
+// at the segment's start, so a segment alone restores the resume point), BATCH (seq, BatchId, position_after,
+// row count, then the zstd-compressed columns), LANDED (watermark: every seq <= it has landed; batches land in order).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/batch.h"
+#include "core/result.h"
+
+namespace skippr {
+
+struct WalOptions {
+  std::filesystem::path dir;  // DATA_DIR/pipelines/<name>/wal
+  std::string pipeline;
+  uint64_t epoch = 0;
+  uint64_t bytes_per_file = 64ull << 20;  // roll to a new segment once the current one reaches this size
+  int zstd_level = 1;
+};
+
+struct WalBatchInfo {
+  uint64_t seq = 0;
+  BatchId id;
+  Position position_after;
+  uint64_t rows = 0;
+  std::filesystem::path segment;
+  uint64_t offset = 0;          // of the record header in the segment
+  uint64_t record_bytes = 0;    // header + payload
+  uint32_t crc = 0;
+  bool landed = false;
+};
+
+struct WalSegmentInfo {
+  std::filesystem::path path;
+  uint64_t first_seq = 0;
+  uint64_t bytes = 0;
+  uint64_t batches = 0;
+};
+
+// What is on disk, read without changing anything (for SHOW PIPELINE and `wal inspect` while a sync runs).
+struct WalInspection {
+  std::vector<WalSegmentInfo> segments;
+  std::vector<WalBatchInfo> batches;  // every batch still on disk, in seq order
+  uint64_t landed_watermark = 0;      // every seq <= this has landed
+  uint64_t last_committed_seq = 0;    // 0 = none
+  Position last_position;             // resume point; empty = from the start
+  uint64_t epoch = 0;
+  uint64_t bytes = 0;
+  bool torn_tail = false;             // the newest segment ends in an incomplete record (a sync would truncate it)
+};
+
+class Wal {
+ public:
+  // Opens the WAL in `options.dir`, creating it if absent, and recovers it: a record that fails its checksum or is
+  // cut short at the tail of the newest segment is a torn write and is truncated; damage anywhere else is
+  // kCorruption with a message naming the file and the byte offset. Reads record headers and the small metadata
+  // of each batch, never the compressed columns.
+  static Result<std::unique_ptr<Wal>> open(const WalOptions& options);
+
+  // Read-only scan; the same checks as open() but truncates nothing (a torn tail is reported, not an error).
+  static Result<WalInspection> inspect(const std::filesystem::path& dir);
+
+  ~Wal();
+  Wal(const Wal&) = delete;
+  Wal& operator=(const Wal&) = delete;
+
+  // Appends a BATCH record and makes it durable (fdatasync; directory fsync when a new segment was created).
+  // When this returns, the batch is committed. Thread-safe. An fsync failure is kFatalIo and poisons the WAL: every
+  // later call fails (never retry fsync on the same descriptor). ENOSPC is kDiskFull.
+  // Calls failpoint::hit(kWalBeforeFsync) and (kWalAfterFsync) around the sync.
+  Result<BatchId> commit(const Batch& batch, const Position& position_after);
+
+  // Records that every batch up to and including `seq` has landed (a LANDED record; made durable by the next
+  // commit or by sync(), which is enough: a lost mark only means an idempotent re-write). Then deletes every segment,
+  // other than the newest, whose batches have all landed (failpoint kWalSegmentDelete before each unlink).
+  Status mark_landed(uint64_t seq);
+
+  // Makes everything written so far durable (used at clean shutdown).
+  Status sync();
+
+  // Committed batches that have not landed, in seq order.
+  std::vector<WalBatchInfo> pending() const;
+  // Reads and decompresses one batch; verifies its checksum again.
+  Result<Batch> read_batch(const WalBatchInfo& info) const;
+
+  Position last_position() const;   // position_after of the last committed batch (or of the segment header)
+  uint64_t last_committed_seq() const;
+  uint64_t landed_watermark() const;
+  uint64_t bytes_on_disk() const;
+
+ private:
+  struct Impl;
+  explicit Wal(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace skippr
