@@ -1,0 +1,160 @@
+#include "cli/commands.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+
+#include "cli/table.h"
+#include "config/config.h"
+#include "core/connector.h"
+#include "engine/control.h"
+#include "engine/sync.h"
+#include "state/pipeline_state.h"
+#include "wal/wal.h"
+
+namespace skippr::cli {
+namespace {
+
+std::atomic<bool> g_stop_requested{false};
+
+// First SIGINT/SIGTERM: stop reading and land what is committed. A second one: leave at once (the WAL keeps it all).
+void on_stop_signal(int) {
+  if (g_stop_requested.exchange(true)) _exit(exit_code::kRetryLater);
+}
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+int report(const Error& e) {
+  fmt::print(stderr, "error: {}\n", e.message);
+  return exit_code_for(e.kind);
+}
+
+Result<Config> discover_and_load(const std::optional<std::filesystem::path>& explicit_path) {
+  auto file = discover_config(explicit_path, std::filesystem::current_path());
+  if (!file) return std::unexpected(file.error());
+  return load_config(*file);
+}
+
+}  // namespace
+
+int run_sync_command(const SyncArgs& args) {
+  auto config = discover_and_load(args.config);
+  if (!config) return report(config.error());
+  auto settings = settings_from_env();
+  if (!settings) return report(settings.error());
+  auto pipeline = config->pipeline(args.pipeline);
+  if (!pipeline) return report(pipeline.error());
+
+  OutputMode mode = isatty(STDERR_FILENO) ? OutputMode::kProgress : OutputMode::kText;
+  if (args.output == "json") mode = OutputMode::kJson;
+  if (args.output == "text") mode = OutputMode::kText;
+  if (args.output == "progress") mode = OutputMode::kProgress;
+  // Events go to stdout unless the sink itself writes there.
+  const bool sink_uses_stdout = config->sinks.at((*pipeline)->data_sink).type == "Stdout";
+  auto reporter = make_reporter(mode, sink_uses_stdout ? stderr : stdout);
+
+  install_stop_handlers();
+  SyncOptions options;
+  options.pipeline = args.pipeline;
+  options.once = args.once;
+  options.stop_requested = &g_stop_requested;
+  SyncResult result = run_sync(*config, *settings, options, *reporter);
+  if (result.exit_code != 0) fmt::print(stderr, "error: {}\n", result.message);
+  return result.exit_code;
+}
+
+int run_query_command(const std::string& sql, const std::optional<std::filesystem::path>& config_path,
+                      const std::string& output) {
+  auto statement = parse_statement(sql);
+  if (!statement) return report(statement.error());
+  auto settings = settings_from_env();
+  if (!settings) return report(settings.error());
+  std::optional<Config> config;
+  auto file = discover_config(config_path, std::filesystem::current_path());
+  if (file) {
+    auto loaded = load_config(*file);
+    if (!loaded) return report(loaded.error());
+    config = std::move(*loaded);
+  } else if (config_path) {
+    return report(file.error());
+  }
+  auto result = execute_statement(*statement, config ? &*config : nullptr, *settings);
+  if (!result) return report(result.error());
+  if (!result->message.empty()) fmt::print("{}\n", result->message);
+  if (!result->columns.empty()) {
+    fmt::print("{}", output == "json" ? format_json_rows(result->columns, result->rows)
+                                      : format_table(result->columns, result->rows));
+  }
+  return 0;
+}
+
+int run_validate_command(const std::optional<std::filesystem::path>& config_path) {
+  auto config = discover_and_load(config_path);
+  if (!config) return report(config.error());
+  auto settings = settings_from_env();
+  if (!settings) return report(settings.error());
+  fmt::print("{} is valid: {} source{}, {} sink{}, {} pipeline{}\n", config->file.string(), config->sources.size(),
+             config->sources.size() == 1 ? "" : "s", config->sinks.size(), config->sinks.size() == 1 ? "" : "s",
+             config->pipelines.size(), config->pipelines.size() == 1 ? "" : "s");
+  return 0;
+}
+
+int run_connectors_command() {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& spec : connector_registry()) {
+    std::vector<std::string> params;
+    for (const auto& p : spec.params) params.push_back(p.required ? p.name + "*" : p.name);
+    rows.push_back({spec.is_source ? "source" : "sink", spec.type_name,
+                    spec.is_source ? "-" : to_string(spec.guarantee), spec.summary,
+                    params.empty() ? "-" : fmt::format("{}", fmt::join(params, ", "))});
+  }
+  fmt::print("{}", format_table({"kind", "type", "guarantee on retry", "what", "parameters (* required)"}, rows));
+  return 0;
+}
+
+int run_wal_inspect_command(const std::string& pipeline, const std::string& output) {
+  auto settings = settings_from_env();
+  if (!settings) return report(settings.error());
+  const auto paths = PipelinePaths::of(settings->data_dir, pipeline);
+  if (!std::filesystem::exists(paths.wal)) {
+    fmt::print("pipeline '{}' has no WAL in {} (never run, or reset)\n", pipeline, paths.wal.string());
+    return 0;
+  }
+  auto wal = Wal::inspect(paths.wal);
+  if (!wal) return report(wal.error());
+  std::vector<std::vector<std::string>> segments, batches;
+  for (const auto& s : wal->segments) {
+    segments.push_back({s.path.filename().string(), std::to_string(s.first_seq), std::to_string(s.batches),
+                        std::to_string(s.bytes)});
+  }
+  for (const auto& b : wal->batches) {
+    batches.push_back({b.id.str(), std::to_string(b.rows), b.segment.filename().string(), std::to_string(b.offset),
+                       std::to_string(b.record_bytes), fmt::format("{:08x}", b.crc), b.landed ? "landed" : "committed",
+                       b.position_after.token});
+  }
+  if (output == "json") {
+    fmt::print("{}", format_json_rows({"segment", "first_seq", "batches", "bytes"}, segments));
+    fmt::print("{}", format_json_rows({"batch_id", "rows", "segment", "offset", "bytes", "crc32c", "state",
+                                       "position_after"},
+                                      batches));
+    return 0;
+  }
+  fmt::print("WAL of pipeline '{}' in {}: epoch {}, {} bytes, landed up to seq {}{}\n\n", pipeline,
+             paths.wal.string(), wal->epoch, wal->bytes, wal->landed_watermark,
+             wal->torn_tail ? " (torn tail: the next sync truncates it)" : "");
+  fmt::print("{}\n", format_table({"segment", "first_seq", "batches", "bytes"}, segments));
+  fmt::print("{}", format_table({"batch_id", "rows", "segment", "offset", "bytes", "crc32c", "state", "position_after"},
+                                batches));
+  return 0;
+}
+
+}  // namespace skippr::cli

@@ -1,0 +1,24 @@
+// One function per command; each returns the process exit code and prints its own errors (one sentence on stderr).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace skippr::cli {
+
+struct SyncArgs {
+  std::string pipeline;
+  bool once = false;
+  std::string output;  // empty = progress on a terminal, text otherwise
+  std::optional<std::filesystem::path> config;
+};
+
+int run_sync_command(const SyncArgs& args);
+int run_query_command(const std::string& sql, const std::optional<std::filesystem::path>& config,
+                      const std::string& output);
+int run_validate_command(const std::optional<std::filesystem::path>& config);
+int run_connectors_command();
+int run_wal_inspect_command(const std::string& pipeline, const std::string& output);
+
+}  // namespace skippr::cli

@@ -1,0 +1,78 @@
+#include "core/time_util.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+
+namespace skippr {
+
+std::optional<int64_t> parse_iso8601_micros(std::string_view text) {
+  std::string s(text);
+  int year, month, day, hour = 0, minute = 0, second = 0, consumed = 0;
+  if (std::sscanf(s.c_str(), "%4d-%2d-%2d%n", &year, &month, &day, &consumed) != 3) return std::nullopt;
+  size_t pos = static_cast<size_t>(consumed);
+  int64_t fraction_us = 0;
+  int offset_minutes = 0;
+  if (pos < s.size() && (s[pos] == 'T' || s[pos] == ' ')) {
+    int n = 0;
+    if (std::sscanf(s.c_str() + pos + 1, "%2d:%2d:%2d%n", &hour, &minute, &second, &n) != 3) return std::nullopt;
+    pos += 1 + static_cast<size_t>(n);
+    if (pos < s.size() && s[pos] == '.') {
+      int64_t scale = 100000;
+      for (++pos; pos < s.size() && std::isdigit(static_cast<unsigned char>(s[pos])); ++pos) {
+        fraction_us += (s[pos] - '0') * scale;
+        scale /= 10;
+      }
+    }
+    if (pos < s.size() && s[pos] == 'Z') {
+      ++pos;
+    } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
+      int oh = 0, om = 0;
+      if (std::sscanf(s.c_str() + pos + 1, "%2d:%2d", &oh, &om) < 1) return std::nullopt;
+      offset_minutes = (s[pos] == '-' ? -1 : 1) * (oh * 60 + om);
+      pos = s.size();
+    }
+  }
+  if (pos != s.size() || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
+    return std::nullopt;
+  }
+  std::tm tm{};
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  const int64_t seconds = static_cast<int64_t>(timegm(&tm)) - offset_minutes * 60;
+  return seconds * 1000000 + fraction_us;
+}
+
+std::string format_iso8601_micros(int64_t micros) {
+  int64_t seconds = micros / 1000000;
+  int64_t fraction = micros % 1000000;
+  if (fraction < 0) {
+    fraction += 1000000;
+    seconds -= 1;
+  }
+  std::time_t t = static_cast<std::time_t>(seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                     tm.tm_hour, tm.tm_min, tm.tm_sec, fraction);
+}
+
+std::string format_date(int64_t days) {
+  std::time_t t = static_cast<std::time_t>(days * 86400);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return fmt::format("{:04}-{:02}-{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
+}
+
+int64_t now_micros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace skippr

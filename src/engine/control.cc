@@ -1,0 +1,228 @@
+#include "engine/control.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <sstream>
+
+#include "core/env.h"
+#include "state/pipeline_state.h"
+#include "wal/wal.h"
+
+namespace skippr {
+namespace {
+
+std::vector<std::string> tokenize(std::string_view sql) {
+  std::string text(sql);
+  while (!text.empty() && (std::isspace(static_cast<unsigned char>(text.back())) || text.back() == ';')) {
+    text.pop_back();
+  }
+  std::vector<std::string> words;
+  std::istringstream in(text);
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+std::string upper(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool starts_with_words(const std::vector<std::string>& words, std::initializer_list<const char*> keywords) {
+  if (words.size() < keywords.size()) return false;
+  size_t i = 0;
+  for (const char* k : keywords) {
+    if (upper(words[i++]) != k) return false;
+  }
+  return true;
+}
+
+std::string unquote(std::string name) {
+  if (name.size() >= 2 && (name.front() == '"' || name.front() == '\'' || name.front() == '`') &&
+      name.back() == name.front()) {
+    return name.substr(1, name.size() - 2);
+  }
+  return name;
+}
+
+std::string batch_label(uint64_t epoch, uint64_t seq, const std::string& pipeline) {
+  return seq == 0 ? "none" : BatchId{pipeline, epoch, seq}.str();
+}
+
+Status ensure_known(const std::string& pipeline, const Config* config, const PipelinePaths& paths) {
+  if (config && config->pipelines.count(pipeline)) return ok();
+  if (std::filesystem::exists(paths.root)) return ok();
+  if (config) return std::unexpected(config->pipeline(pipeline).error());
+  return fail(ErrorKind::kConfig, fmt::format("pipeline '{}' is unknown: it is in no skippr.yml and has no state in {}",
+                                              pipeline, paths.root.parent_path().string()));
+}
+
+Result<QueryResult> show_pipeline(const std::string& name, const Config* config, const Settings& settings) {
+  const auto paths = PipelinePaths::of(settings.data_dir, name);
+  SKIPPR_TRY(ensure_known(name, config, paths));
+  auto state = load_state(paths);
+  if (!state) return std::unexpected(state.error());
+  QueryResult r;
+  r.columns = {"property", "value"};
+  auto add = [&](std::string k, std::string v) { r.rows.push_back({std::move(k), std::move(v)}); };
+  add("pipeline", name);
+  if (config && config->pipelines.count(name)) {
+    const auto& p = config->pipelines.at(name);
+    add("source", fmt::format("{} ({})", p.data_source, config->sources.at(p.data_source).type));
+    add("sink", fmt::format("{} ({})", p.data_sink, config->sinks.at(p.data_sink).type));
+    add("landing", to_string(p.landing));
+  }
+  add("enabled", state->enabled ? "yes" : "no");
+  add("running", PipelineLock::holder(paths).value_or("no"));
+  add("epoch", std::to_string(state->epoch));
+  WalInspection wal;
+  if (std::filesystem::exists(paths.wal)) {
+    auto inspected = Wal::inspect(paths.wal);
+    if (!inspected) return std::unexpected(inspected.error());
+    wal = *inspected;
+  }
+  add("source_position", wal.last_position.empty() ? "start" : wal.last_position.token);
+  add("last_committed_batch", batch_label(state->epoch, wal.last_committed_seq, name));
+  add("last_landed_batch", batch_label(state->epoch, std::min(wal.landed_watermark, wal.last_committed_seq), name));
+  add("batches_waiting", std::to_string(wal.last_committed_seq > wal.landed_watermark
+                                            ? wal.last_committed_seq - wal.landed_watermark
+                                            : 0));
+  add("wal_bytes", std::to_string(wal.bytes));
+  add("wal_segments", std::to_string(wal.segments.size()));
+  add("data_dir", paths.root.string());
+  return r;
+}
+
+Result<QueryResult> show_stats(const std::string& name, const Config* config, const Settings& settings) {
+  const auto paths = PipelinePaths::of(settings.data_dir, name);
+  SKIPPR_TRY(ensure_known(name, config, paths));
+  const PipelineStats s = load_stats(paths);
+  QueryResult r;
+  r.columns = {"stat", "value"};
+  auto add = [&](std::string k, auto v) { r.rows.push_back({std::move(k), fmt::format("{}", v)}); };
+  add("runs", s.runs);
+  add("rows_read", s.rows_read);
+  add("rows_committed", s.rows_committed);
+  add("rows_landed", s.rows_landed);
+  add("batches_committed", s.batches_committed);
+  add("batches_landed", s.batches_landed);
+  add("batches_replayed", s.batches_replayed);
+  add("already_applied", s.already_applied);
+  add("dead_letters", s.dead_letters);
+  add("last_run_started", s.last_run_started.empty() ? "never" : s.last_run_started);
+  add("last_run_finished", s.last_run_finished.empty() ? "never" : s.last_run_finished);
+  add("last_exit_code", s.last_exit_code);
+  add("last_rows_per_second", fmt::format("{:.0f}", s.last_rows_per_second));
+  return r;
+}
+
+Result<QueryResult> show_pipelines(const Config* config, const Settings& settings) {
+  std::set<std::string> names;
+  if (config) {
+    for (const auto& [name, _] : config->pipelines) names.insert(name);
+  }
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(settings.data_dir / "pipelines", ec)) {
+    if (entry.is_directory()) names.insert(entry.path().filename().string());
+  }
+  QueryResult r;
+  r.columns = {"pipeline", "source", "sink", "enabled", "epoch", "running", "batches_waiting"};
+  for (const auto& name : names) {
+    const auto paths = PipelinePaths::of(settings.data_dir, name);
+    auto state = load_state(paths);
+    std::string source = "-", sink = "-";
+    if (config && config->pipelines.count(name)) {
+      source = config->pipelines.at(name).data_source;
+      sink = config->pipelines.at(name).data_sink;
+    }
+    std::string waiting = "0";
+    if (std::filesystem::exists(paths.wal)) {
+      auto wal = Wal::inspect(paths.wal);
+      waiting = wal ? std::to_string(wal->last_committed_seq > wal->landed_watermark
+                                         ? wal->last_committed_seq - wal->landed_watermark
+                                         : 0)
+                    : "unreadable";
+    }
+    r.rows.push_back({name, source, sink, state && state->enabled ? "yes" : (state ? "no" : "?"),
+                      state ? std::to_string(state->epoch) : "?", PipelineLock::holder(paths) ? "yes" : "no",
+                      waiting});
+  }
+  return r;
+}
+
+// The epoch is bumped (durably) before the WAL is deleted; a sync that finds a WAL of an older epoch finishes the
+// deletion. So a RESET killed half-way can never let old batches land under the new epoch.
+Result<QueryResult> reset_pipeline(const std::string& name, const Config* config, const Settings& settings) {
+  const auto paths = PipelinePaths::of(settings.data_dir, name);
+  SKIPPR_TRY(ensure_known(name, config, paths));
+  auto lock = PipelineLock::acquire(paths, name);
+  if (!lock) return std::unexpected(lock.error());
+  auto state = load_state(paths);
+  if (!state) return std::unexpected(state.error());
+  state->epoch += 1;
+  SKIPPR_TRY(save_state(paths, *state));
+  std::error_code ec;
+  std::filesystem::remove_all(paths.wal, ec);
+  if (ec) return fail(ErrorKind::kUnavailable, fmt::format("cannot remove {}: {}", paths.wal.string(), ec.message()));
+  SKIPPR_TRY(default_env().fsync_dir(paths.root));
+  QueryResult r;
+  r.message = fmt::format("pipeline '{}' reset: WAL and source position deleted, now epoch {}. The next sync reads the "
+                          "source from the start; append-only destinations get the rows again unless you clear them",
+                          name, state->epoch);
+  return r;
+}
+
+Result<QueryResult> set_enabled(const std::string& name, bool enabled, const Config* config, const Settings& settings) {
+  const auto paths = PipelinePaths::of(settings.data_dir, name);
+  SKIPPR_TRY(ensure_known(name, config, paths));
+  auto state = load_state(paths);
+  if (!state) return std::unexpected(state.error());
+  state->enabled = enabled;
+  std::error_code ec;
+  std::filesystem::create_directories(paths.root, ec);
+  SKIPPR_TRY(save_state(paths, *state));
+  QueryResult r;
+  r.message = fmt::format("pipeline '{}' {}", name, enabled ? "enabled" : "disabled");
+  return r;
+}
+
+}  // namespace
+
+Result<Statement> parse_statement(std::string_view sql) {
+  const auto words = tokenize(sql);
+  auto named = [&](StatementKind kind, size_t keywords) -> Result<Statement> {
+    if (words.size() != keywords + 1) {
+      return fail(ErrorKind::kConfig, fmt::format("'{}' needs exactly one pipeline name after it",
+                                                  fmt::join(words.begin(), words.begin() + keywords, " ")));
+    }
+    return Statement{kind, unquote(words[keywords])};
+  };
+  if (starts_with_words(words, {"RESET", "PIPELINE"})) return named(StatementKind::kResetPipeline, 2);
+  if (starts_with_words(words, {"ENABLE", "PIPELINE"})) return named(StatementKind::kEnablePipeline, 2);
+  if (starts_with_words(words, {"DISABLE", "PIPELINE"})) return named(StatementKind::kDisablePipeline, 2);
+  if (starts_with_words(words, {"SHOW", "STATS", "FOR"})) return named(StatementKind::kShowStats, 3);
+  if (starts_with_words(words, {"SHOW", "PIPELINES"}) && words.size() == 2) {
+    return Statement{StatementKind::kShowPipelines, ""};
+  }
+  if (starts_with_words(words, {"SHOW", "PIPELINE"})) return named(StatementKind::kShowPipeline, 2);
+  return fail(ErrorKind::kConfig,
+              fmt::format("cannot run '{}': expected one of RESET PIPELINE <name>, SHOW PIPELINES, SHOW PIPELINE "
+                          "<name>, SHOW STATS FOR <name>, ENABLE PIPELINE <name>, DISABLE PIPELINE <name>",
+                          sql));
+}
+
+Result<QueryResult> execute_statement(const Statement& s, const Config* config, const Settings& settings) {
+  switch (s.kind) {
+    case StatementKind::kResetPipeline: return reset_pipeline(s.pipeline, config, settings);
+    case StatementKind::kShowPipelines: return show_pipelines(config, settings);
+    case StatementKind::kShowPipeline: return show_pipeline(s.pipeline, config, settings);
+    case StatementKind::kShowStats: return show_stats(s.pipeline, config, settings);
+    case StatementKind::kEnablePipeline: return set_enabled(s.pipeline, true, config, settings);
+    case StatementKind::kDisablePipeline: return set_enabled(s.pipeline, false, config, settings);
+  }
+  return fail(ErrorKind::kInternal, "unknown statement");
+}
+
+}  // namespace skippr

@@ -1,0 +1,45 @@
+// What a run tells the user while it works: a live progress line on a terminal, JSON-lines events for machines, or
+// plain text lines. The engine calls the same events whatever the output.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "core/batch.h"
+
+namespace skippr {
+
+enum class OutputMode { kProgress, kJson, kText };
+
+struct RunTotals {
+  uint64_t rows_read = 0;
+  uint64_t rows_committed = 0;
+  uint64_t rows_landed = 0;
+  uint64_t batches_committed = 0;
+  uint64_t batches_landed = 0;
+  uint64_t batches_replayed = 0;
+  uint64_t already_applied = 0;
+  uint64_t wal_bytes = 0;
+  uint64_t batches_waiting = 0;
+  double seconds = 0;
+  double rows_per_second() const { return seconds > 0 ? rows_landed / seconds : 0; }
+};
+
+class Reporter {
+ public:
+  virtual ~Reporter() = default;
+  virtual void sync_start(const std::string& pipeline, uint64_t epoch, uint64_t pending_batches) = 0;
+  virtual void batch_committed(const BatchId& id, uint64_t rows, const RunTotals& totals) = 0;
+  virtual void batch_landed(const BatchId& id, uint64_t rows, bool replayed, bool already_applied,
+                            const RunTotals& totals) = 0;
+  virtual void rows_read(const RunTotals& totals) = 0;
+  virtual void sync_complete(const RunTotals& totals, int exit_code) = 0;
+  virtual void error(const std::string& message) = 0;
+};
+
+// `out` is where events go; the progress line always goes to stderr.
+std::unique_ptr<Reporter> make_reporter(OutputMode mode, std::FILE* out);
+
+}  // namespace skippr

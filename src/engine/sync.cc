@@ -1,0 +1,412 @@
+#include "engine/sync.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "core/failpoint.h"
+#include "core/time_util.h"
+#include "engine/bounded_queue.h"
+#include "engine/chaos.h"
+#include "state/pipeline_state.h"
+#include "wal/wal.h"
+
+namespace skippr {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kQueueDepth = 2;  // batches in flight between two stages; bounds memory with the batch size
+
+struct ReadBatch {
+  Batch batch;
+  Position position_after;
+};
+
+struct CommittedBatch {
+  BatchId id;
+  uint64_t seq = 0;
+  Batch batch;
+};
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+class SyncRun {
+ public:
+  SyncRun(const Config& config, const Settings& settings, const SyncOptions& options, Reporter& reporter)
+      : config_(config), settings_(settings), options_(options), reporter_(reporter) {}
+
+  SyncResult run() {
+    started_ = Clock::now();
+    Status st = prepare();
+    if (!st) return finish_with(st.error());
+    stages();
+    return finish();
+  }
+
+ private:
+  // Everything that can fail on a user's mistake happens here, before anything is read or committed.
+  Status prepare() {
+    auto pipeline = config_.pipeline(options_.pipeline);
+    if (!pipeline) return std::unexpected(pipeline.error());
+    pipe_ = *pipeline;
+    paths_ = PipelinePaths::of(settings_.data_dir, pipe_->name);
+
+    const ConnectorConfig& source_cfg = config_.sources.at(pipe_->data_source);
+    const ConnectorConfig& sink_cfg = config_.sinks.at(pipe_->data_sink);
+    auto source = source_cfg.spec->make_source(context_for(source_cfg));
+    if (!source) return std::unexpected(source.error());
+    source_ = std::move(*source);
+    auto sink = sink_cfg.spec->make_sink(context_for(sink_cfg));
+    if (!sink) return std::unexpected(sink.error());
+    sink_ = std::move(*sink);
+
+    auto lock = PipelineLock::acquire(paths_, pipe_->name);
+    if (!lock) return std::unexpected(lock.error());
+    lock_.emplace(std::move(*lock));
+
+    auto state = load_state(paths_);
+    if (!state) return std::unexpected(state.error());
+    state_ = *state;
+    if (!state_.enabled) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("pipeline '{}' is disabled; enable it with: skipprd query --sql \"ENABLE PIPELINE {}\"",
+                              pipe_->name, pipe_->name));
+    }
+    if (!std::filesystem::exists(paths_.state)) SKIPPR_TRY(save_state(paths_, state_));
+    SKIPPR_TRY(finish_interrupted_reset());
+
+    if (settings_.chaos_mode.value_or(pipe_->chaos_mode)) {
+      start_chaos({settings_.chaos_min_seconds, settings_.chaos_max_seconds,
+                   settings_.chaos_seed.value_or(random_chaos_seed()), paths_.chaos_log});
+    }
+
+    WalOptions wal_options;
+    wal_options.dir = paths_.wal;
+    wal_options.pipeline = pipe_->name;
+    wal_options.epoch = state_.epoch;
+    wal_options.bytes_per_file = settings_.wal_bytes_per_file;
+    auto wal = Wal::open(wal_options);
+    if (!wal) return std::unexpected(wal.error());
+    wal_ = std::move(*wal);
+
+    SKIPPR_TRY(source_->open());
+    SKIPPR_TRY(source_->seek(wal_->last_position()));
+    return ok();
+  }
+
+  ConnectorContext context_for(const ConnectorConfig& c) const {
+    ConnectorContext ctx;
+    ctx.name = c.name;
+    ctx.pipeline = pipe_->name;
+    ctx.params = c.params;
+    ctx.pipeline_dir = paths_.root;
+    ctx.landing = pipe_->landing;
+    ctx.primary_key = pipe_->primary_key;
+    return ctx;
+  }
+
+  // RESET bumps the epoch first and deletes the WAL second; a WAL of an older epoch is what a RESET killed half-way
+  // left behind, and finishing it is the only safe reading (its batches must not land under the new epoch).
+  Status finish_interrupted_reset() {
+    if (!std::filesystem::exists(paths_.wal)) return ok();
+    auto inspection = Wal::inspect(paths_.wal);
+    if (!inspection) return std::unexpected(inspection.error());
+    if (inspection->segments.empty() || inspection->epoch == state_.epoch) return ok();
+    if (inspection->epoch > state_.epoch) {
+      return fail(ErrorKind::kCorruption,
+                  fmt::format("the WAL in {} is from epoch {} but {} says epoch {}; nothing was changed. Restore "
+                              "DATA_DIR from a backup or run RESET PIPELINE {}",
+                              paths_.wal.string(), inspection->epoch, paths_.state.string(), state_.epoch, pipe_->name));
+    }
+    spdlog::warn("finishing an interrupted RESET PIPELINE {}: removing the WAL of epoch {}", pipe_->name,
+                 inspection->epoch);
+    std::error_code ec;
+    std::filesystem::remove_all(paths_.wal, ec);
+    if (ec) return fail(ErrorKind::kUnavailable, fmt::format("cannot remove {}: {}", paths_.wal.string(), ec.message()));
+    return ok();
+  }
+
+  void stages() {
+    const auto pending = wal_->pending();
+    reporter_.sync_start(pipe_->name, state_.epoch, pending.size());
+    std::thread reader([this] { read_stage(); });
+    std::thread committer([this] { commit_stage(); });
+    land_stage(pending);
+    // The lander stops first only on failure; unblock the other stages then.
+    stopping_ = true;
+    to_commit_.close_and_clear();
+    to_land_.close_and_clear();
+    reader.join();
+    committer.join();
+  }
+
+  bool stop_requested() const {
+    return stopping_ || (options_.stop_requested && options_.stop_requested->load());
+  }
+
+  // Stage 1: poll the source and cut batches at BUFFER_THRESHOLD_BYTES / _SECONDS or when the source is drained.
+  void read_stage() {
+    Batch pending;
+    Position position;
+    auto batch_started = Clock::now();
+    while (!stop_requested()) {
+      Budget budget;
+      const size_t have = pending.byte_size();
+      budget.max_bytes = settings_.buffer_threshold_bytes > have ? settings_.buffer_threshold_bytes - have : 1;
+      auto polled = source_->poll(budget);
+      if (!polled) {
+        record_error(polled.error());
+        break;
+      }
+      if (const size_t got = polled->records.rows; got > 0) {
+        if (pending.rows == 0) {
+          pending = std::move(polled->records);
+          batch_started = Clock::now();
+        } else if (auto st = pending.append(polled->records); !st) {
+          record_error(st.error());
+          break;
+        }
+        add([&](RunTotals& t) { t.rows_read += got; });
+        reporter_.rows_read(snapshot());
+      }
+      position = polled->position_after;
+      const bool cut = pending.rows > 0 && (pending.byte_size() >= settings_.buffer_threshold_bytes ||
+                                            seconds_since(batch_started) >= settings_.buffer_threshold_seconds ||
+                                            polled->drained);
+      if (cut) {
+        if (!to_commit_.push({std::move(pending), position})) break;
+        pending = Batch{};
+      }
+      if (polled->drained) {
+        if (options_.once) break;
+        sleep_unless_stopped(settings_.sync_frequency_seconds);
+      }
+    }
+    to_commit_.close();
+  }
+
+  // Stage 2: commit to the WAL (durable), acknowledge the source, hand over to the sink stage.
+  void commit_stage() {
+    while (auto item = to_commit_.pop()) {
+      if (stop_requested()) break;
+      auto id = wal_->commit(item->batch, item->position_after);
+      if (!id) {
+        record_error(id.error());
+        stopping_ = true;
+        to_commit_.close_and_clear();
+        break;
+      }
+      if (auto st = source_->acknowledge(item->position_after); !st) {
+        spdlog::warn("source acknowledge failed (the WAL stays the truth; it is retried on the next commit): {}",
+                     st.error().message);
+      }
+      const uint64_t rows = item->batch.rows;
+      add([&](RunTotals& t) {
+        t.rows_committed += rows;
+        t.batches_committed += 1;
+        t.wal_bytes = wal_->bytes_on_disk();
+      });
+      reporter_.batch_committed(*id, rows, snapshot());
+      if (!to_land_.push({*id, id->seq, std::move(item->batch)})) break;
+    }
+    to_land_.close();
+  }
+
+  // Stage 3 (this thread): first the batches an earlier run committed but did not land, then the new ones.
+  void land_stage(const std::vector<WalBatchInfo>& pending) {
+    for (const auto& info : pending) {
+      auto batch = wal_->read_batch(info);
+      if (!batch) return record_error(batch.error());
+      if (!land(*batch, info.id, info.seq, /*replayed=*/true)) return;
+    }
+    while (auto item = to_land_.pop()) {
+      if (!land(item->batch, item->id, item->seq, /*replayed=*/false)) return;
+    }
+  }
+
+  // Writes one batch, retrying definite and unknown-outcome failures with backoff (always with the same BatchId).
+  // Gives up after SINK_RETRY_SECONDS with --once, after the grace period once a stop was requested.
+  bool land(const Batch& batch, const BatchId& id, uint64_t seq, bool replayed) {
+    const bool retryable_sink = sink_->guarantee() != Guarantee::kNone;
+    if (replayed && !retryable_sink) {
+      spdlog::warn("{}: not re-sent after a restart (the sink's guarantee is 'none')", id.str());
+      return mark_landed(batch, id, seq, replayed, false);
+    }
+    std::optional<Clock::time_point> failing_since;
+    auto backoff = std::chrono::milliseconds(100);
+    while (true) {
+      Result<WriteOutcome> outcome = WriteOutcome::kApplied;
+      if (!sink_open_) {
+        if (auto st = sink_->open(); st) {
+          sink_open_ = true;
+        } else {
+          outcome = std::unexpected(st.error());
+        }
+      }
+      if (sink_open_) outcome = sink_->write(batch, id);
+      if (outcome) {
+        if (failing_since) spdlog::info("sink is available again; {} landed", id.str());
+        return mark_landed(batch, id, seq, replayed, *outcome == WriteOutcome::kAlreadyApplied);
+      }
+      const Error& e = outcome.error();
+      const bool transient = e.kind == ErrorKind::kUnavailable || e.kind == ErrorKind::kUnknownOutcome;
+      if (!transient || !retryable_sink) {
+        record_error(e);
+        return false;
+      }
+      if (!failing_since) {
+        failing_since = Clock::now();
+        spdlog::warn("writing {} failed, retrying with backoff: {}", id.str(), e.message);
+      }
+      if (give_up_retrying(*failing_since)) {
+        record_error(e);
+        return false;
+      }
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+    }
+  }
+
+  bool give_up_retrying(Clock::time_point failing_since) {
+    if (options_.stop_requested && options_.stop_requested->load()) {
+      if (!stop_seen_) stop_seen_ = Clock::now();
+      return seconds_since(*stop_seen_) >= options_.shutdown_grace_seconds;
+    }
+    return options_.once && seconds_since(failing_since) >= settings_.sink_retry_seconds;
+  }
+
+  bool mark_landed(const Batch& batch, const BatchId& id, uint64_t seq, bool replayed, bool already_applied) {
+    failpoint::hit(failpoint::kSinkAfterCommit);
+    if (auto st = wal_->mark_landed(seq); !st) {
+      record_error(st.error());
+      return false;
+    }
+    add([&](RunTotals& t) {
+      t.rows_landed += batch.rows;
+      t.batches_landed += 1;
+      t.batches_replayed += replayed ? 1 : 0;
+      t.already_applied += already_applied ? 1 : 0;
+      t.wal_bytes = wal_->bytes_on_disk();
+    });
+    reporter_.batch_landed(id, batch.rows, replayed, already_applied, snapshot());
+    return true;
+  }
+
+  void sleep_unless_stopped(double seconds) {
+    const auto until = Clock::now() + std::chrono::duration<double>(seconds);
+    while (!stop_requested() && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+
+  void record_error(const Error& e) {
+    std::lock_guard lock(mu_);
+    if (!error_) error_ = e;  // the first failure is the cause; later ones are its consequences
+  }
+
+  template <class F>
+  void add(F&& update) {
+    std::lock_guard lock(mu_);
+    update(totals_);
+    totals_.seconds = seconds_since(started_);
+  }
+
+  RunTotals snapshot() {
+    std::lock_guard lock(mu_);
+    totals_.seconds = seconds_since(started_);
+    return totals_;
+  }
+
+  SyncResult finish() {
+    if (auto st = wal_->sync(); !st) record_error(st.error());
+    uint64_t waiting = 0, rows_waiting = 0;
+    for (const auto& info : wal_->pending()) {
+      ++waiting;
+      rows_waiting += info.rows;
+    }
+    SyncResult result;
+    add([&](RunTotals& t) { t.batches_waiting = waiting; });
+    result.totals = snapshot();
+    const bool stopped_by_signal = options_.stop_requested && options_.stop_requested->load();
+    if (error_) {
+      result.exit_code = exit_code_for(error_->kind);
+      result.message = error_->message;
+      if (waiting > 0 && error_->kind != ErrorKind::kCorruption) {
+        result.exit_code = exit_code::kRetryLater;
+        result.message = waiting_sentence(waiting, rows_waiting, error_->message);
+      }
+    } else if (waiting > 0) {
+      result.exit_code = exit_code::kRetryLater;
+      result.message = waiting_sentence(waiting, rows_waiting, stopped_by_signal ? "stopped before they landed"
+                                                                                 : "they did not land in this run");
+    }
+    if (result.exit_code != 0) reporter_.error(result.message);
+    reporter_.sync_complete(result.totals, result.exit_code);
+    save_run_stats(result);
+    return result;
+  }
+
+  std::string waiting_sentence(uint64_t batches, uint64_t rows, const std::string& why) const {
+    return fmt::format("{} committed batch{} ({} rows) wait in the WAL ({}): {}. Nothing is lost: run the same "
+                       "command again to deliver them",
+                       batches, batches == 1 ? "" : "es", rows, paths_.wal.string(), why);
+  }
+
+  SyncResult finish_with(const Error& e) {
+    SyncResult result;
+    result.exit_code = exit_code_for(e.kind);
+    result.message = e.message;
+    result.totals = snapshot();
+    reporter_.error(e.message);
+    return result;
+  }
+
+  void save_run_stats(const SyncResult& result) {
+    PipelineStats s = load_stats(paths_);
+    const RunTotals& t = result.totals;
+    s.runs += 1;
+    s.rows_read += t.rows_read;
+    s.rows_committed += t.rows_committed;
+    s.rows_landed += t.rows_landed;
+    s.batches_committed += t.batches_committed;
+    s.batches_landed += t.batches_landed;
+    s.batches_replayed += t.batches_replayed;
+    s.already_applied += t.already_applied;
+    s.last_run_started = format_iso8601_micros(now_micros() - static_cast<int64_t>(t.seconds * 1e6));
+    s.last_run_finished = format_iso8601_micros(now_micros());
+    s.last_exit_code = result.exit_code;
+    s.last_rows_per_second = t.rows_per_second();
+    if (auto st = save_stats(paths_, s); !st) spdlog::warn("could not save statistics: {}", st.error().message);
+  }
+
+  const Config& config_;
+  const Settings& settings_;
+  const SyncOptions& options_;
+  Reporter& reporter_;
+  const PipelineConfig* pipe_ = nullptr;
+  PipelinePaths paths_;
+  PipelineState state_;
+  std::optional<PipelineLock> lock_;
+  std::unique_ptr<Source> source_;
+  std::unique_ptr<Sink> sink_;
+  bool sink_open_ = false;
+  std::unique_ptr<Wal> wal_;
+  BoundedQueue<ReadBatch> to_commit_{kQueueDepth};
+  BoundedQueue<CommittedBatch> to_land_{kQueueDepth};
+  std::atomic<bool> stopping_{false};
+  std::optional<Clock::time_point> stop_seen_;
+  std::mutex mu_;
+  RunTotals totals_;
+  std::optional<Error> error_;
+  Clock::time_point started_;
+};
+
+}  // namespace
+
+SyncResult run_sync(const Config& config, const Settings& settings, const SyncOptions& options, Reporter& reporter) {
+  return SyncRun(config, settings, options, reporter).run();
+}
+
+}  // namespace skippr

@@ -1,0 +1,29 @@
+// One run of one pipeline: the commit protocol of DESIGN.md, with the source reader, the WAL committer and the sink
+// writer as three stages joined by bounded queues.
+#pragma once
+
+#include <atomic>
+#include <string>
+
+#include "config/config.h"
+#include "engine/reporter.h"
+
+namespace skippr {
+
+struct SyncOptions {
+  std::string pipeline;
+  bool once = false;
+  // Set by SIGTERM / Ctrl-C: stop reading, land what is committed within the grace period, then return.
+  const std::atomic<bool>* stop_requested = nullptr;
+  double shutdown_grace_seconds = 10;
+};
+
+struct SyncResult {
+  int exit_code = 0;
+  std::string message;  // one sentence for the user when exit_code != 0
+  RunTotals totals;
+};
+
+SyncResult run_sync(const Config& config, const Settings& settings, const SyncOptions& options, Reporter& reporter);
+
+}  // namespace skippr

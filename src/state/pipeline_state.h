@@ -1,0 +1,75 @@
+// The small durable state of one pipeline besides its WAL: the epoch (bumped by RESET so new BatchIds are never
+// mistaken for replays), the enable flag, the single-process lock and cumulative statistics.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "core/result.h"
+
+namespace skippr {
+
+// Where a pipeline keeps its files: DATA_DIR/pipelines/<name>/...
+struct PipelinePaths {
+  std::filesystem::path root;
+  std::filesystem::path wal;         // wal/<first-seq>.wal
+  std::filesystem::path state;       // state.json: epoch, enabled
+  std::filesystem::path lock;        // held with flock() by the running process; names its holder
+  std::filesystem::path stats;       // stats.json: cumulative counters
+  std::filesystem::path chaos_log;   // one line per chaos kill, so tests can count them
+  std::filesystem::path dead_letter; // deadletter.jsonl: records that could not be read, with the reason
+
+  static PipelinePaths of(const std::filesystem::path& data_dir, const std::string& pipeline);
+};
+
+struct PipelineState {
+  uint64_t epoch = 1;
+  bool enabled = true;
+};
+
+// Absent file = a pipeline never run: epoch 1, enabled. An unreadable file is kCorruption naming it.
+Result<PipelineState> load_state(const PipelinePaths& paths);
+// Written whole to a temporary file, fsynced and renamed over the old one.
+Status save_state(const PipelinePaths& paths, const PipelineState& state);
+
+// Cumulative counters shown by SHOW STATS, added up at the end of each run: a killed run's counts are missing (the
+// data itself is protected by the WAL, not by this file).
+struct PipelineStats {
+  uint64_t runs = 0;
+  uint64_t rows_read = 0;
+  uint64_t rows_committed = 0;
+  uint64_t rows_landed = 0;
+  uint64_t batches_committed = 0;
+  uint64_t batches_landed = 0;
+  uint64_t batches_replayed = 0;  // landed from the WAL after a restart
+  uint64_t already_applied = 0;   // retries the sink recognised as done
+  uint64_t dead_letters = 0;
+  std::string last_run_started;
+  std::string last_run_finished;
+  int last_exit_code = -1;
+  double last_rows_per_second = 0;
+};
+PipelineStats load_stats(const PipelinePaths& paths);  // absent or unreadable = zeros
+Status save_stats(const PipelinePaths& paths, const PipelineStats& stats);
+
+// One process per pipeline: an exclusive flock() on the lock file, released by the kernel when the process dies
+// (kill -9 included), so there is no stale lock to clean up.
+class PipelineLock {
+ public:
+  // kLocked with "pipeline X is already running: pid N on host H since T" when another process holds it.
+  static Result<PipelineLock> acquire(const PipelinePaths& paths, const std::string& pipeline);
+  // Who holds it, without taking it; nullopt when nobody does.
+  static std::optional<std::string> holder(const PipelinePaths& paths);
+
+  PipelineLock(PipelineLock&& other) noexcept;
+  PipelineLock& operator=(PipelineLock&&) = delete;
+  ~PipelineLock();
+
+ private:
+  explicit PipelineLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+}  // namespace skippr

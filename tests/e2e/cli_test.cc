@@ -1,0 +1,124 @@
+// The CLI's contract for mistakes: exit 2 with file:line, nothing read or written; and its informational commands.
+#include <gtest/gtest.h>
+
+#include "support/pipeline_fixture.h"
+
+namespace skippr::test {
+namespace {
+
+struct BadConfig {
+  const char* name;
+  const char* yaml;
+  const char* expected_location;  // "skippr.yml:<line>:"
+  const char* expected_words;
+};
+
+const BadConfig kBadConfigs[] = {
+    {"unknown key",
+     "data_sources:\n  sample:\n    Sample: { rows: 10 }\ndata_sinks:\n  warehouse:\n    DuckDB:\n      path: o.duckdb\n"
+     "      tabel: trips\npipelines:\n  bikehire:\n    data_source: data_sources.sample\n"
+     "    data_sink: data_sinks.warehouse\n",
+     "skippr.yml:8:", "tabel"},
+    {"missing required key",
+     "data_sources:\n  sample:\n    Sample: { rows: 10 }\ndata_sinks:\n  warehouse:\n    DuckDB: { path: o.duckdb }\n"
+     "pipelines:\n  bikehire:\n    data_source: data_sources.sample\n    data_sink: data_sinks.warehouse\n",
+     "skippr.yml:6:", "table"},
+    {"wrong type",
+     "data_sources:\n  sample:\n    Sample: { rows: lots }\ndata_sinks:\n  warehouse:\n"
+     "    DuckDB: { path: o.duckdb, table: t }\npipelines:\n  bikehire:\n    data_source: data_sources.sample\n"
+     "    data_sink: data_sinks.warehouse\n",
+     "skippr.yml:3:", "rows"},
+    {"pipeline naming a missing sink",
+     "data_sources:\n  sample:\n    Sample: { rows: 10 }\ndata_sinks:\n  warehouse:\n"
+     "    DuckDB: { path: o.duckdb, table: t }\npipelines:\n  bikehire:\n    data_source: data_sources.sample\n"
+     "    data_sink: data_sinks.lake\n",
+     "skippr.yml:10:", "lake"},
+    {"unknown connector type",
+     "data_sources:\n  sample:\n    Sampel: { rows: 10 }\ndata_sinks:\n  warehouse:\n"
+     "    DuckDB: { path: o.duckdb, table: t }\npipelines:\n  bikehire:\n    data_source: data_sources.sample\n"
+     "    data_sink: data_sinks.warehouse\n",
+     "skippr.yml:3:", "Sampel"},
+    {"malformed yaml",
+     "data_sources:\n  sample:\n    Sample: { rows: 10\ndata_sinks:\n", "skippr.yml:", "skippr.yml"},
+};
+
+class BadConfigTest : public ::testing::TestWithParam<BadConfig> {};
+
+TEST_P(BadConfigTest, Exits2WithFileAndLineAndWritesNothing) {
+  const BadConfig& c = GetParam();
+  PipelineFixture f(c.yaml);
+  for (const auto& command : {std::vector<std::string>{"validate"},
+                              std::vector<std::string>{"sync", "--pipeline", "bikehire", "--once"}}) {
+    auto r = f.skipprd(command);
+    EXPECT_EQ(r.exit_code, 2) << c.name << ": " << r.err;
+    EXPECT_NE(r.err.find(c.expected_location), std::string::npos) << c.name << ": " << r.err;
+    EXPECT_NE(r.err.find(c.expected_words), std::string::npos) << c.name << ": " << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(f.path("data"))) << "nothing may be written on a config error";
+  EXPECT_FALSE(std::filesystem::exists(f.path("o.duckdb")));
+}
+
+INSTANTIATE_TEST_SUITE_P(Cli, BadConfigTest, ::testing::ValuesIn(kBadConfigs),
+                         [](const auto& info) {
+                           std::string n = info.param.name;
+                           for (auto& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+                           return n;
+                         });
+
+TEST(Cli, UnknownPipelineExits2ListingTheKnownOnes) {
+  PipelineFixture f(sample_to_duckdb_config(10));
+  auto r = f.skipprd({"sync", "--pipeline", "bikehyre", "--once"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("bikehire"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(f.path("data")));
+}
+
+TEST(Cli, UsageErrorsExit2) {
+  PipelineFixture f(sample_to_duckdb_config(10));
+  EXPECT_EQ(f.skipprd({"sync"}).exit_code, 2);  // --pipeline is required
+  EXPECT_EQ(f.skipprd({"frobnicate"}).exit_code, 2);
+  EXPECT_EQ(f.skipprd({"sync", "--pipeline", "bikehire", "--output", "xml"}).exit_code, 2);
+}
+
+TEST(Cli, ValidateVersionConnectorsAndHelp) {
+  PipelineFixture f(sample_to_duckdb_config(10));
+  auto v = f.skipprd({"validate"});
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_NE(v.out.find("is valid"), std::string::npos);
+  auto version = f.skipprd({"--version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_NE(version.out.find("skipprd "), std::string::npos);
+  auto connectors = f.skipprd({"connectors"});
+  EXPECT_EQ(connectors.exit_code, 0);
+  EXPECT_NE(connectors.out.find("DuckDB"), std::string::npos);
+  EXPECT_NE(connectors.out.find("exactly once"), std::string::npos);
+  EXPECT_NE(connectors.out.find("Stdout"), std::string::npos);
+  auto help = f.skipprd({"help", "sync"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--once"), std::string::npos);
+}
+
+TEST(Cli, EnvFileAndVariablesFeedTheConfig) {
+  PipelineFixture f(
+      "data_sources:\n  sample:\n    Sample: { rows: ${ROWS}, seed: ${SEED:-3} }\ndata_sinks:\n  warehouse:\n"
+      "    DuckDB: { path: out.duckdb, table: trips }\npipelines:\n  bikehire:\n    data_source: data_sources.sample\n"
+      "    data_sink: data_sinks.warehouse\n");
+  write_text(f.path(".env"), "ROWS=1234\n");
+  auto r = f.skipprd({"sync", "--pipeline", "bikehire", "--once"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(trips_digest(f.path("out.duckdb")).rows, 1234u);
+}
+
+TEST(Cli, StdoutSinkPrintsJsonLines) {
+  PipelineFixture f(
+      "data_sources:\n  sample:\n    Sample: { rows: 3 }\ndata_sinks:\n  console:\n    Stdout: {}\n"
+      "pipelines:\n  peek:\n    data_source: data_sources.sample\n    data_sink: data_sinks.console\n");
+  auto r = f.skipprd({"sync", "--pipeline", "peek", "--once", "--output", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"trip_id\":3"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("sync_complete"), std::string::npos) << "events must not mix into the sink's stdout";
+  EXPECT_NE(r.err.find("sync_complete"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace skippr::test

@@ -1,0 +1,59 @@
+#include "support/duckdb_probe.h"
+
+#include <duckdb.h>
+
+#include <stdexcept>
+
+namespace skippr::test {
+
+std::vector<std::vector<std::string>> duckdb_rows(const std::filesystem::path& db, const std::string& sql) {
+  duckdb_database database = nullptr;
+  duckdb_connection connection = nullptr;
+  duckdb_config config = nullptr;
+  duckdb_create_config(&config);
+  duckdb_set_config(config, "access_mode", "READ_ONLY");
+  char* open_error = nullptr;
+  if (duckdb_open_ext(db.c_str(), &database, config, &open_error) != DuckDBSuccess) {
+    std::string message = open_error ? open_error : "unknown error";
+    duckdb_free(open_error);
+    duckdb_destroy_config(&config);
+    throw std::runtime_error("cannot open " + db.string() + ": " + message);
+  }
+  duckdb_destroy_config(&config);
+  duckdb_connect(database, &connection);
+  duckdb_result result;
+  std::vector<std::vector<std::string>> rows;
+  std::string error;
+  if (duckdb_query(connection, sql.c_str(), &result) != DuckDBSuccess) {
+    error = duckdb_result_error(&result);
+  } else {
+    const idx_t columns = duckdb_column_count(&result);
+    const idx_t count = duckdb_row_count(&result);
+    for (idx_t r = 0; r < count; ++r) {
+      std::vector<std::string> row;
+      for (idx_t c = 0; c < columns; ++c) {
+        if (duckdb_value_is_null(&result, c, r)) {
+          row.push_back("NULL");
+          continue;
+        }
+        char* text = duckdb_value_varchar(&result, c, r);
+        row.push_back(text ? text : "");
+        duckdb_free(text);
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  duckdb_destroy_result(&result);
+  duckdb_disconnect(&connection);
+  duckdb_close(&database);
+  if (!error.empty()) throw std::runtime_error(error + " in: " + sql);
+  return rows;
+}
+
+std::string duckdb_value(const std::filesystem::path& db, const std::string& sql) {
+  auto rows = duckdb_rows(db, sql);
+  if (rows.size() != 1 || rows[0].size() != 1) throw std::runtime_error("expected one value from: " + sql);
+  return rows[0][0];
+}
+
+}  // namespace skippr::test

@@ -1,0 +1,31 @@
+#include "support/pipeline_fixture.h"
+
+#include <fmt/format.h>
+
+namespace skippr::test {
+
+std::string sample_to_duckdb_config(uint64_t rows, uint64_t seed, const std::string& db) {
+  return fmt::format(R"(data_sources:
+  sample:
+    Sample: {{ rows: {}, seed: {} }}
+data_sinks:
+  warehouse:
+    DuckDB: {{ path: {}, table: trips }}
+pipelines:
+  bikehire:
+    data_source: data_sources.sample
+    data_sink: data_sinks.warehouse
+)",
+                     rows, seed, db);
+}
+
+TableDigest trips_digest(const std::filesystem::path& db) {
+  auto row = duckdb_rows(db,
+                         "SELECT count(*), count(DISTINCT trip_id), "
+                         "sum(hash(trip_id, rider_id, bike_id, event_type, event_time, station, duration_s, firmware, "
+                         "metadata)::HUGEINT) FROM trips")
+                 .at(0);
+  return TableDigest{std::stoull(row[0]), std::stoull(row[1]), row[2]};
+}
+
+}  // namespace skippr::test

@@ -1,0 +1,46 @@
+// Test support: a temp folder with a skippr.yml, a DATA_DIR and a way to run skipprd against them.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "support/duckdb_probe.h"
+#include "support/process.h"
+
+namespace skippr::test {
+
+class PipelineFixture {
+ public:
+  explicit PipelineFixture(const std::string& config_yaml) { write_text(dir_ / "skippr.yml", config_yaml); }
+
+  // Runs skipprd with `args`, in the temp folder, DATA_DIR=<temp>/data plus `env`.
+  ProcessResult skipprd(const std::vector<std::string>& args, std::map<std::string, std::string> env = {},
+                        double timeout_seconds = 600) const {
+    std::vector<std::string> argv = {SKIPPRD_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    env.emplace("DATA_DIR", (dir_ / "data").string());
+    env.emplace("SKIPPR_CONFIG_FILE", "");
+    return run_process(argv, dir_.path(), env, timeout_seconds);
+  }
+
+  std::filesystem::path path(const std::string& name) const { return dir_ / name; }
+  const std::filesystem::path& root() const { return dir_.path(); }
+
+ private:
+  TempDir dir_;
+};
+
+// A config with the Sample source (rows, seed) into DuckDB file out.duckdb, table trips, pipeline "bikehire".
+std::string sample_to_duckdb_config(uint64_t rows, uint64_t seed = 1, const std::string& db = "out.duckdb");
+
+// count(*), count(DISTINCT trip_id) and an order-independent hash over every column of the trips table.
+struct TableDigest {
+  uint64_t rows = 0;
+  uint64_t distinct_ids = 0;
+  std::string hash;
+  bool operator==(const TableDigest&) const = default;
+};
+TableDigest trips_digest(const std::filesystem::path& db);
+
+}  // namespace skippr::test

@@ -1,0 +1,119 @@
+#include "support/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace skippr::test {
+
+namespace {
+
+void exec_child(const std::vector<std::string>& args, const std::filesystem::path& cwd,
+                const std::map<std::string, std::string>& env, const std::string& out_file,
+                const std::string& err_file) {
+  if (chdir(cwd.c_str()) != 0) _exit(127);
+  for (const auto& [k, v] : env) {
+    if (v.empty()) {
+      unsetenv(k.c_str());
+    } else {
+      setenv(k.c_str(), v.c_str(), 1);
+    }
+  }
+  int out = open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int err = open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int devnull = open("/dev/null", O_RDONLY);
+  dup2(devnull, 0);
+  dup2(out, 1);
+  dup2(err, 2);
+  setpgid(0, 0);
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execv(argv[0], argv.data());
+  _exit(127);
+}
+
+int decode_status(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+}  // namespace
+
+ProcessResult run_process(const std::vector<std::string>& args, const std::filesystem::path& cwd,
+                          const std::map<std::string, std::string>& env, double timeout_seconds) {
+  static int counter = 0;
+  const std::string stem = (std::filesystem::temp_directory_path() /
+                            ("skippr-proc-" + std::to_string(getpid()) + "-" + std::to_string(counter++)))
+                               .string();
+  const std::string out_file = stem + ".out", err_file = stem + ".err";
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) exec_child(args, cwd, env, out_file, err_file);
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ProcessResult r;
+  r.exit_code = decode_status(status);
+  r.out = read_text(out_file);
+  r.err = read_text(err_file);
+  std::filesystem::remove(out_file);
+  std::filesystem::remove(err_file);
+  return r;
+}
+
+int spawn_process(const std::vector<std::string>& args, const std::filesystem::path& cwd,
+                  const std::map<std::string, std::string>& env) {
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) exec_child(args, cwd, env, (cwd / "spawned.out").string(), (cwd / "spawned.err").string());
+  return pid;
+}
+
+int wait_process(int pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return decode_status(status);
+}
+
+TempDir::TempDir() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "skippr-test-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  if (std::getenv("SKIPPR_KEEP_TEST_DIRS")) return;
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+void write_text(const std::filesystem::path& file, const std::string& text) {
+  std::filesystem::create_directories(file.parent_path());
+  std::ofstream(file, std::ios::binary) << text;
+}
+
+std::string read_text(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace skippr::test

@@ -1,0 +1,41 @@
+// Test support: run the real skipprd binary in a temp folder with a chosen environment, and read what it printed.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace skippr::test {
+
+struct ProcessResult {
+  int exit_code = -1;  // 128 + signal when killed, as a shell reports it (SIGKILL = 137)
+  std::string out;
+  std::string err;
+};
+
+// Runs `args` (args[0] = program) in `cwd` with the current environment plus `env` (an empty value unsets).
+ProcessResult run_process(const std::vector<std::string>& args, const std::filesystem::path& cwd,
+                          const std::map<std::string, std::string>& env = {}, double timeout_seconds = 600);
+
+// Starts a process without waiting; returns its pid. stdout/stderr go to files in cwd.
+int spawn_process(const std::vector<std::string>& args, const std::filesystem::path& cwd,
+                  const std::map<std::string, std::string>& env = {});
+int wait_process(int pid);
+
+// A fresh temporary directory, removed when the object dies (kept when SKIPPR_KEEP_TEST_DIRS is set).
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+void write_text(const std::filesystem::path& file, const std::string& text);
+std::string read_text(const std::filesystem::path& file);
+
+}  // namespace skippr::test
