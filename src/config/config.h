@@ -17,15 +17,15 @@ namespace skippr {
 
 struct SourceLocation {
   std::string file;
-  int line = 0;    // 1-based
-  int column = 0;  // 1-based
+  int line = 0;             // 1-based
+  int column = 0;           // 1-based
   std::string str() const;  // "file:line:column"
 };
 
 struct ConnectorConfig {
-  std::string name;            // the key under data_sources / data_sinks
-  std::string type;            // the single key under the name, e.g. "DuckDB"
-  nlohmann::json params;       // validated against the spec: defaults applied, ${VAR} expanded, paths absolute
+  std::string name;       // the key under data_sources / data_sinks
+  std::string type;       // the single key under the name, e.g. "DuckDB"
+  nlohmann::json params;  // validated against the spec: defaults applied, ${VAR} expanded, paths absolute
   SourceLocation where;
   const ConnectorSpec* spec = nullptr;
 };
@@ -45,6 +45,10 @@ struct Config {
   std::map<std::string, ConnectorConfig> sources;
   std::map<std::string, ConnectorConfig> sinks;
   std::map<std::string, PipelineConfig> pipelines;
+  // The file's text exactly as read: ${VAR} unexpanded, comments kept. The later config writer (Python API) edits
+  // and saves this rather than re-emitting the expanded values, so secrets are never written back. Text rather
+  // than a YAML::Node keeps yaml-cpp out of this header, and a YAML::Node would drop the comments anyway.
+  std::string raw_yaml;
 
   // kConfig with a sentence naming the pipeline and the ones that exist, when absent.
   Result<const PipelineConfig*> pipeline(const std::string& name) const;

@@ -1,0 +1,102 @@
+// load_config: .env, then YAML, then the three sections; every problem collected into one kConfig error.
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "config/config.h"
+#include "config/diagnostics.h"
+#include "config/dotenv.h"
+#include "config/sections.h"
+#include "config/suggest.h"
+#include "config/yaml_values.h"
+
+namespace skippr {
+
+namespace {
+
+Result<std::string> read_text(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) {
+    return fail(ErrorKind::kConfig, fmt::format("{}: cannot read the config file ({}); check the path, or pass "
+                                                "--config <file>",
+                                                file.string(), std::strerror(errno)));
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+void read_document(const YAML::Node& root, Config& config, config_detail::Diagnostics& diag) {
+  using namespace config_detail;
+  static const std::vector<std::string> kSections = {"data_sources", "data_sinks", "pipelines"};
+  if (root.IsNull()) {
+    diag.add(1, 1, "the file is empty; define data_sources, data_sinks and pipelines in it");
+    return;
+  }
+  if (!root.IsMap()) {
+    diag.add(root.Mark(),
+             fmt::format("must be a map with data_sources, data_sinks and pipelines, got {}", describe(root)));
+    return;
+  }
+  YAML::Node sources, sinks, pipelines;
+  for (const auto& entry : read_entries(root, "top level", diag)) {
+    if (entry.key == "data_sources") {
+      sources = entry.value;
+    } else if (entry.key == "data_sinks") {
+      sinks = entry.value;
+    } else if (entry.key == "pipelines") {
+      pipelines = entry.value;
+    } else {
+      diag.add(entry.key_node.Mark(),
+               fmt::format("unknown top-level key '{}'{}", entry.key, suggestion(entry.key, kSections, "sections")));
+    }
+  }
+  const std::filesystem::path base_dir = config.file.parent_path();
+  std::vector<std::string> source_names, sink_names;
+  read_connectors(sources, /*is_source=*/true, base_dir, diag, config.sources, source_names);
+  read_connectors(sinks, /*is_source=*/false, base_dir, diag, config.sinks, sink_names);
+  read_pipelines(pipelines, source_names, sink_names, diag, config.pipelines);
+}
+
+}  // namespace
+
+Result<Config> load_config(const std::filesystem::path& file) {
+  Config config;
+  config.file = std::filesystem::absolute(file).lexically_normal();
+  auto text = read_text(config.file);
+  if (!text) return std::unexpected(text.error());
+  config.raw_yaml = std::move(*text);
+
+  config_detail::Diagnostics diag(file.string());
+  const std::string env_display = (file.parent_path() / ".env").string();
+  for (const auto& problem : config_detail::load_dotenv(config.file.parent_path() / ".env")) {
+    diag.add(SourceLocation{env_display, problem.line, 1}, problem.message);
+  }
+
+  // yaml-cpp reports through exceptions; none may cross this boundary.
+  try {
+    const YAML::Node root = YAML::Load(config.raw_yaml);
+    read_document(root, config, diag);
+  } catch (const YAML::ParserException& e) {
+    diag.add(e.mark, fmt::format("invalid YAML: {}; fix the syntax here", e.msg));
+  } catch (const YAML::Exception& e) {
+    diag.add(e.mark, fmt::format("cannot read this: {}", e.msg));
+  }
+  if (!diag.empty()) return std::unexpected(diag.to_error());
+  return config;
+}
+
+Result<const PipelineConfig*> Config::pipeline(const std::string& name) const {
+  if (auto it = pipelines.find(name); it != pipelines.end()) return &it->second;
+  std::vector<std::string> names;
+  for (const auto& [n, _] : pipelines) names.push_back(n);
+  return fail(ErrorKind::kConfig, fmt::format("pipeline '{}' is not in {}; {}", name, file.string(),
+                                              names.empty() ? "it has none, add one under pipelines:"
+                                                            : fmt::format("it has: {}", config_detail::join(names))));
+}
+
+}  // namespace skippr

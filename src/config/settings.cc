@@ -1,0 +1,108 @@
+// settings_from_env: PRODUCT.md's environment table. An empty variable counts as unset (compose files often
+// write `VAR=`). Every malformed variable is reported, one per line.
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "config/config.h"
+#include "config/parse_text.h"
+#include "config/suggest.h"
+
+namespace skippr {
+
+namespace {
+
+using namespace config_detail;
+
+class EnvReader {
+ public:
+  std::optional<std::string> get(const char* name) const {
+    const char* value = std::getenv(name);
+    if (value == nullptr || *value == '\0') return std::nullopt;
+    return std::string(value);
+  }
+
+  void bytes(const char* name, uint64_t& out) {
+    read(name, out, "a positive byte count such as 10485760, 10MiB or 512KiB", [](std::string_view t) {
+      auto v = parse_byte_size(t);
+      return v && *v > 0 ? v : std::nullopt;
+    });
+  }
+
+  // Seconds; `allow_zero` for durations where 0 means "do not wait".
+  void seconds(const char* name, double& out, bool allow_zero = false) {
+    read(name, out,
+         allow_zero ? "a number of seconds >= 0, such as 60 or 0.5" : "a number of seconds > 0, such as 60 or 0.5",
+         [allow_zero](std::string_view t) {
+           auto v = parse_double(t);
+           return v && (*v > 0 || (allow_zero && *v == 0)) ? v : std::nullopt;
+         });
+  }
+
+  void problem(std::string message) { problems_.push_back(std::move(message)); }
+
+  Status status() const {
+    if (problems_.empty()) return ok();
+    return fail(ErrorKind::kConfig, join(problems_, "\n"));
+  }
+
+  template <class T, class Parse>
+  void read(const char* name, T& out, std::string_view expected, Parse parse) {
+    auto text = get(name);
+    if (!text) return;
+    if (auto value = parse(*text)) {
+      out = *value;
+    } else {
+      problem(fmt::format("{}='{}' is not valid; it must be {}", name, *text, expected));
+    }
+  }
+
+ private:
+  std::vector<std::string> problems_;
+};
+
+}  // namespace
+
+Result<Settings> settings_from_env() {
+  Settings s;
+  EnvReader env;
+
+  s.data_dir = std::filesystem::absolute(env.get("DATA_DIR").value_or("./data")).lexically_normal();
+
+  if (auto storage = env.get("WAL_STORAGE")) {
+    if (*storage == "s3" || *storage == "clustered") {
+      env.problem(
+          fmt::format("WAL_STORAGE={} is not supported by this build, only disk is; unset WAL_STORAGE or set "
+                      "it to disk",
+                      *storage));
+    } else if (*storage != "disk") {
+      env.problem(fmt::format("WAL_STORAGE='{}' is not valid; it must be disk, s3 or clustered", *storage));
+    } else {
+      s.wal_storage = *storage;
+    }
+  }
+
+  env.bytes("BUFFER_THRESHOLD_BYTES", s.buffer_threshold_bytes);
+  env.seconds("BUFFER_THRESHOLD_SECONDS", s.buffer_threshold_seconds);
+  env.bytes("WAL_BYTES_PER_FILE", s.wal_bytes_per_file);
+  env.seconds("SYNC_FREQUENCY", s.sync_frequency_seconds);
+  env.seconds("SINK_RETRY_SECONDS", s.sink_retry_seconds, /*allow_zero=*/true);
+
+  env.read("SKIPPR_CHAOS_MODE", s.chaos_mode, "yes or no (also true/false, on/off, 1/0)", parse_bool);
+  env.seconds("SKIPPR_CHAOS_MIN_SECONDS", s.chaos_min_seconds);
+  env.seconds("SKIPPR_CHAOS_MAX_SECONDS", s.chaos_max_seconds);
+  if (s.chaos_min_seconds > s.chaos_max_seconds) {
+    env.problem(
+        fmt::format("SKIPPR_CHAOS_MIN_SECONDS ({}) is above SKIPPR_CHAOS_MAX_SECONDS ({}); make the minimum "
+                    "at most the maximum",
+                    s.chaos_min_seconds, s.chaos_max_seconds));
+  }
+  env.read("SKIPPR_CHAOS_SEED", s.chaos_seed, "an unsigned 64-bit integer such as 42", parse_uint64);
+
+  SKIPPR_TRY(env.status());
+  return s;
+}
+
+}  // namespace skippr
