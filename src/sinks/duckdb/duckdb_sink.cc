@@ -1,6 +1,259 @@
 #include "sinks/duckdb/duckdb_sink.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <optional>
+#include <system_error>
+
+#include "core/failpoint.h"
+#include "sinks/duckdb/duckdb_client.h"
+#include "sinks/duckdb/duckdb_types.h"
+
 namespace skippr {
+
+namespace {
+
+struct TableColumn {
+  std::string name;
+  std::string data_type;  // as information_schema.columns spells it
+};
+
+// DuckDB matches identifiers case-insensitively, so "ID" in a batch is the table's "id".
+bool same_identifier(std::string_view a, std::string_view b) {
+  return std::ranges::equal(a, b, [](char x, char y) { return std::tolower(uint8_t(x)) == std::tolower(uint8_t(y)); });
+}
+
+class DuckDbSink final : public Sink {
+ public:
+  DuckDbSink(std::string path, std::string table) : path_(std::move(path)), table_(std::move(table)) {}
+
+  Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
+  Status open() override;
+  Result<WriteOutcome> write(const Batch& batch, const BatchId& id) override;
+
+ private:
+  Result<bool> ledger_has(const BatchId& id);
+  Result<std::vector<TableColumn>> describe_table();
+  // Creates the table, or adds the batch's new fields as nullable columns; a changed type is an error.
+  Result<std::vector<TableColumn>> prepare_table(const Batch& batch);
+  Status append_rows(const Batch& batch, const std::vector<TableColumn>& columns);
+  Status insert_ledger_row(const Batch& batch, const BatchId& id);
+  Result<WriteOutcome> write_in_transaction(const Batch& batch, const BatchId& id);
+
+  std::string where() const { return fmt::format("DuckDB table {} in {}", quote_identifier(table_), path_); }
+
+  std::string path_;
+  std::string table_;
+  // Declared in this order so the connection closes before the database.
+  std::optional<DuckDbDatabase> db_;
+  std::optional<DuckDbConnection> conn_;
+};
+
+Status DuckDbSink::open() {
+  if (conn_) return ok();
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path_).parent_path(), ec);
+  if (ec) {
+    return fail(ErrorKind::kConfig,
+                fmt::format("cannot create the folder of the DuckDB database {}: {}", path_, ec.message()));
+  }
+  auto db = DuckDbDatabase::open(path_);
+  if (!db) {
+    // A lock held by another process, a full disk, a permission being fixed: all of these can go away, so the
+    // engine retries; the reason (with the lock holder's PID) tells the user what to look at meanwhile.
+    return fail(ErrorKind::kUnavailable,
+                fmt::format("cannot open the DuckDB database {}: {}", path_, db.error().message));
+  }
+  auto conn = DuckDbConnection::connect(*db);
+  if (!conn) return fail(ErrorKind::kUnavailable, fmt::format("{}: {}", path_, conn.error().message));
+  auto created = conn->execute(fmt::format(
+      "CREATE TABLE IF NOT EXISTS {} (batch_id VARCHAR PRIMARY KEY, pipeline VARCHAR, epoch UBIGINT, seq UBIGINT, "
+      "target_table VARCHAR, \"rows\" UBIGINT, landed_at TIMESTAMPTZ DEFAULT now())",
+      quote_identifier(kDuckDbLedgerTable)));
+  if (!created) {
+    return fail(ErrorKind::kUnavailable, fmt::format("cannot create the ledger table {} in {}: {}", kDuckDbLedgerTable,
+                                                     path_, created.error().message));
+  }
+  db_ = std::move(*db);
+  conn_ = std::move(*conn);
+  return ok();
+}
+
+Result<bool> DuckDbSink::ledger_has(const BatchId& id) {
+  auto found = conn_->query(fmt::format("SELECT 1 FROM {} WHERE batch_id = {}", quote_identifier(kDuckDbLedgerTable),
+                                        quote_literal(id.str())));
+  if (!found) return std::unexpected(found.error());
+  return !found->rows.empty();
+}
+
+Result<std::vector<TableColumn>> DuckDbSink::describe_table() {
+  auto rows = conn_->query(fmt::format(
+      "SELECT column_name, data_type FROM information_schema.columns WHERE table_catalog = current_database() AND "
+      "table_schema = current_schema() AND lower(table_name) = lower({}) ORDER BY ordinal_position",
+      quote_literal(table_)));
+  if (!rows) return std::unexpected(rows.error());
+  std::vector<TableColumn> columns;
+  for (auto& row : rows->rows) columns.push_back({row[0].value_or(""), row[1].value_or("")});
+  return columns;
+}
+
+Result<std::vector<TableColumn>> DuckDbSink::prepare_table(const Batch& batch) {
+  auto columns = describe_table();
+  if (!columns) return columns;
+  if (columns->empty()) {
+    if (batch.schema.fields.empty()) return columns;  // nothing to create a table from yet
+    std::string definition;
+    for (const auto& field : batch.schema.fields) {
+      if (!definition.empty()) definition += ", ";
+      definition += fmt::format("{} {}", quote_identifier(field.name), duckdb_sql_type(field.type));
+      columns->push_back({field.name, std::string(duckdb_sql_type(field.type))});
+    }
+    SKIPPR_TRY(conn_->execute(fmt::format("CREATE TABLE {} ({})", quote_identifier(table_), definition)));
+    return describe_table();  // DuckDB's own spelling of the types
+  }
+  bool altered = false;
+  for (const auto& field : batch.schema.fields) {
+    auto existing =
+        std::ranges::find_if(*columns, [&](const TableColumn& c) { return same_identifier(c.name, field.name); });
+    if (existing == columns->end()) {
+      SKIPPR_TRY(conn_->execute(fmt::format("ALTER TABLE {} ADD COLUMN {} {}", quote_identifier(table_),
+                                            quote_identifier(field.name), duckdb_sql_type(field.type))));
+      altered = true;
+    } else if (!duckdb_column_accepts(existing->data_type, field.type)) {
+      // Stops the run rather than dead-lettering a whole batch: the user chooses a cast or a new table, and the
+      // batch waits in the WAL meanwhile.
+      return fail(ErrorKind::kConfig,
+                  fmt::format("{}: column {} is {} but the batch's field {} is {}; a type change is not applied "
+                              "silently. Cast it in the source, alter the column, or land it in a new table",
+                              where(), quote_identifier(existing->name), existing->data_type,
+                              quote_identifier(field.name), to_string(field.type)));
+    }
+  }
+  if (altered) return describe_table();
+  return columns;
+}
+
+Status DuckDbSink::append_rows(const Batch& batch, const std::vector<TableColumn>& columns) {
+  // Where each table column comes from in the batch (-1: absent, stays NULL).
+  std::vector<int> source(columns.size(), -1);
+  for (size_t c = 0; c < columns.size(); ++c) {
+    for (size_t f = 0; f < batch.schema.fields.size(); ++f) {
+      if (same_identifier(columns[c].name, batch.schema.fields[f].name)) source[c] = static_cast<int>(f);
+    }
+  }
+  for (size_t f = 0; f < batch.columns.size(); ++f) {
+    if (auto row = first_invalid_utf8_row(batch.columns[f])) {
+      return fail(ErrorKind::kBadInput, fmt::format("field {} has invalid UTF-8 in row {}",
+                                                    quote_identifier(batch.schema.fields[f].name), *row));
+    }
+  }
+
+  auto appender = DuckDbAppender::create(*conn_, table_);
+  if (!appender) return std::unexpected(appender.error());
+  if (appender->column_count() != columns.size()) {
+    return fail(ErrorKind::kUnavailable, fmt::format("{} changed while being written to", where()));
+  }
+  std::vector<duckdb_logical_type> types(columns.size());
+  for (size_t c = 0; c < columns.size(); ++c) types[c] = appender->column_type(c);
+  duckdb_data_chunk chunk = duckdb_create_data_chunk(types.data(), types.size());
+  for (auto& type : types) duckdb_destroy_logical_type(&type);
+  struct ChunkGuard {
+    duckdb_data_chunk& chunk;
+    ~ChunkGuard() { duckdb_destroy_data_chunk(&chunk); }
+  } chunk_guard{chunk};
+
+  const size_t chunk_rows = duckdb_vector_size();
+  for (size_t first = 0; first < batch.rows; first += chunk_rows) {
+    const size_t count = std::min(chunk_rows, batch.rows - first);
+    duckdb_data_chunk_reset(chunk);
+    for (size_t c = 0; c < columns.size(); ++c) {
+      duckdb_vector vector = duckdb_data_chunk_get_vector(chunk, c);
+      if (source[c] < 0) {
+        fill_vector_with_nulls(vector, count);
+      } else {
+        copy_column_to_vector(batch.columns[source[c]], first, count, vector);
+      }
+    }
+    duckdb_data_chunk_set_size(chunk, count);
+    SKIPPR_TRY(appender->append(chunk));
+  }
+  // The appender's rows join the connection's open transaction here (verified by
+  // DuckDbSink.RolledBackTransactionLeavesNoRowsAndNoLedgerRow and .CrashBeforeCommitLeavesNothing), so no staging
+  // table is needed.
+  return appender->close();
+}
+
+Status DuckDbSink::insert_ledger_row(const Batch& batch, const BatchId& id) {
+  return conn_->execute(fmt::format(
+      "INSERT INTO {} (batch_id, pipeline, epoch, seq, target_table, \"rows\") VALUES ({}, {}, {}, {}, {}, {})",
+      quote_identifier(kDuckDbLedgerTable), quote_literal(id.str()), quote_literal(id.pipeline), id.epoch, id.seq,
+      quote_literal(table_), batch.rows));
+}
+
+Status check_shape(const Batch& batch) {
+  if (batch.columns.size() != batch.schema.fields.size()) {
+    return fail(ErrorKind::kInternal, "batch has a different number of columns and fields");
+  }
+  for (size_t f = 0; f < batch.columns.size(); ++f) {
+    const Column& column = batch.columns[f];
+    if (column.type != batch.schema.fields[f].type || column.size() != batch.rows ||
+        (!column.validity.empty() && column.validity.size() * 8 < batch.rows)) {
+      return fail(ErrorKind::kInternal, fmt::format("batch column '{}' does not match its field or the row count",
+                                                    batch.schema.fields[f].name));
+    }
+  }
+  return ok();
+}
+
+Result<WriteOutcome> DuckDbSink::write(const Batch& batch, const BatchId& id) {
+  SKIPPR_TRY(check_shape(batch));
+  SKIPPR_TRY(open());
+  auto outcome = write_in_transaction(batch, id);
+  if (!outcome &&
+      (outcome.error().kind == ErrorKind::kUnavailable || outcome.error().kind == ErrorKind::kUnknownOutcome)) {
+    // After an I/O error DuckDB may invalidate the whole instance; the retry starts from a fresh open.
+    conn_.reset();
+    db_.reset();
+  }
+  return outcome;
+}
+
+Result<WriteOutcome> DuckDbSink::write_in_transaction(const Batch& batch, const BatchId& id) {
+  // Everything before COMMIT is definite: the transaction guard rolls it back, so a retry starts clean.
+  auto definite = [&](const Error& e) {
+    return fail(e.kind, fmt::format("writing batch {} to {}: {}", id.str(), where(), e.message));
+  };
+  auto tx = DuckDbTransaction::begin(*conn_);
+  if (!tx) return definite(tx.error());
+
+  auto applied = ledger_has(id);
+  if (!applied) return definite(applied.error());
+  if (*applied) return WriteOutcome::kAlreadyApplied;  // tx rolls back
+
+  auto columns = prepare_table(batch);
+  if (!columns) {
+    return columns.error().kind == ErrorKind::kConfig ? std::unexpected(columns.error()) : definite(columns.error());
+  }
+  if (batch.rows > 0) {
+    if (auto appended = append_rows(batch, *columns); !appended) return definite(appended.error());
+  }
+  failpoint::hit(failpoint::kSinkInTransaction);
+  if (auto recorded = insert_ledger_row(batch, id); !recorded) return definite(recorded.error());
+
+  if (auto committed = tx->commit(); !committed) {
+    // DuckDB's commit writes its WAL; a failure there may or may not have made the batch durable. Only the same
+    // BatchId may be retried, and the ledger then decides.
+    return fail(ErrorKind::kUnknownOutcome,
+                fmt::format("committing batch {} to {}: {}", id.str(), where(), committed.error().message));
+  }
+  failpoint::hit(failpoint::kSinkAfterCommit);
+  return WriteOutcome::kApplied;
+}
+
+}  // namespace
 
 ConnectorSpec duckdb_sink_spec() {
   ConnectorSpec spec;
@@ -12,8 +265,17 @@ ConnectorSpec duckdb_sink_spec() {
       {"path", ParamType::kPath, true, nullptr, "the database file; created when absent"},
       {"table", ParamType::kString, true, nullptr, "the target table; created from the first batch's schema"},
   };
-  spec.make_sink = [](const ConnectorContext&) -> Result<std::unique_ptr<Sink>> {
-    return fail(ErrorKind::kInternal, "DuckDB sink: not built yet");  // STUB: replaced by the real sink
+  spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
+    if (ctx.landing != Landing::kAppend) {
+      return fail(ErrorKind::kConfig, fmt::format("sink '{}': landing {} is not supported by DuckDB yet; use append",
+                                                  ctx.name, to_string(ctx.landing)));
+    }
+    const auto& path = ctx.params.value("path", std::string());
+    const auto& table = ctx.params.value("table", std::string());
+    if (path.empty() || table.empty()) {
+      return fail(ErrorKind::kConfig, fmt::format("sink '{}': DuckDB needs both path and table", ctx.name));
+    }
+    return std::make_unique<DuckDbSink>(path, table);
   };
   return spec;
 }

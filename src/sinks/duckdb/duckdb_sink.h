@@ -5,5 +5,10 @@
 #include "core/connector.h"
 
 namespace skippr {
+
 ConnectorSpec duckdb_sink_spec();
-}
+
+// The ledger: one row per landed batch, written in the same transaction as the batch's rows.
+inline constexpr std::string_view kDuckDbLedgerTable = "_skippr_batches";
+
+}  // namespace skippr

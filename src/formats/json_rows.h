@@ -1,0 +1,23 @@
+// One batch row as one JSON object, the shape the Stdout and File sinks write (JSON lines):
+// json columns are embedded as JSON values, timestamps as ISO-8601 UTC strings with microseconds
+// ("2024-01-02T03:04:05.000006Z"), dates as "YYYY-MM-DD", binary as base64, NULL and non-finite doubles as null.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/batch.h"
+
+namespace skippr {
+
+// Appends the row's JSON object to `out` (no newline), so a caller fills one buffer for a whole batch.
+void append_row_json(const Batch& batch, size_t row, std::string& out);
+std::string row_to_json(const Batch& batch, size_t row);
+
+// Pieces the File sink and tests reuse.
+void append_json_string(std::string_view text, std::string& out);  // quoted, escaped; invalid UTF-8 becomes U+FFFD
+std::string format_timestamp_utc(int64_t micros_since_epoch);      // 2024-01-02T03:04:05.000006Z
+std::string format_date(int64_t days_since_epoch);                 // 2024-01-02
+std::string base64_encode(std::string_view bytes);
+
+}  // namespace skippr

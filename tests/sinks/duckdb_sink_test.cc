@@ -1,0 +1,394 @@
+#include "sinks/duckdb/duckdb_sink.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <stdexcept>
+
+#include "core/failpoint.h"
+#include "sink_test_util.h"
+#include "sinks/duckdb/duckdb_client.h"
+
+namespace skippr {
+namespace {
+
+using testing::TempDir;
+
+std::unique_ptr<Sink> make_sink(const std::filesystem::path& path, const std::string& table,
+                                Landing landing = Landing::kAppend) {
+  ConnectorContext ctx;
+  ctx.name = "warehouse";
+  ctx.pipeline = "p";
+  ctx.params = {{"path", path.string()}, {"table", table}};
+  ctx.landing = landing;
+  auto sink = duckdb_sink_spec().make_sink(ctx);
+  EXPECT_TRUE(sink) << sink.error().message;
+  return sink ? std::move(*sink) : nullptr;
+}
+
+// Reads the file through its own database handle; call it only while no sink has the file open.
+QueryRows read_db(const std::filesystem::path& path, const std::string& sql) {
+  auto db = DuckDbDatabase::open(path.string());
+  EXPECT_TRUE(db) << db.error().message;
+  if (!db) return {};
+  auto conn = DuckDbConnection::connect(*db);
+  EXPECT_TRUE(conn);
+  auto rows = conn->query(sql);
+  EXPECT_TRUE(rows) << sql << ": " << rows.error().message;
+  return rows ? *rows : QueryRows{};
+}
+
+std::string scalar(const std::filesystem::path& path, const std::string& sql) {
+  auto rows = read_db(path, sql);
+  if (rows.rows.size() != 1 || rows.rows[0].size() != 1) return "<no single value>";
+  return rows.rows[0][0].value_or("NULL");
+}
+
+using Row = std::vector<std::optional<std::string>>;
+
+TEST(DuckDbSink, EveryTypeAndNullRoundTripsWithItsLedgerRow) {
+  TempDir dir;
+  const auto db = dir.path() / "nested" / "folder" / "out.duckdb";  // parent folders are created
+  {
+    auto sink = make_sink(db, "events");
+    ASSERT_TRUE(sink->open());
+    EXPECT_EQ(sink->guarantee(), Guarantee::kExactlyOnce);
+    auto outcome = sink->write(testing::every_type_batch(), BatchId{"p", 1, 1});
+    ASSERT_TRUE(outcome) << outcome.error().message;
+    EXPECT_EQ(*outcome, WriteOutcome::kApplied);
+  }
+  auto types = read_db(db,
+                       "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'events' "
+                       "ORDER BY ordinal_position");
+  std::vector<Row> expected_types = {{"b", "BOOLEAN"}, {"i", "BIGINT"}, {"d", "DOUBLE"},
+                                     {"s", "VARCHAR"}, {"bin", "BLOB"}, {"ts", "TIMESTAMP WITH TIME ZONE"},
+                                     {"day", "DATE"},  {"j", "JSON"}};
+  EXPECT_EQ(types.rows, expected_types);
+
+  auto rows = read_db(db,
+                      "SELECT b::VARCHAR, i::VARCHAR, d = 3.25 OR d = -1e-300, s, hex(bin), epoch_us(ts)::VARCHAR, "
+                      "day::VARCHAR, j::VARCHAR FROM events ORDER BY i NULLS LAST");
+  ASSERT_EQ(rows.rows.size(), 3u);
+  EXPECT_EQ(rows.rows[0], (Row{"true", "-42", "true", "h\u00e9llo \"quoted\"\n", "0001FF", "1704164645123456",
+                               "2024-01-02", R"({"a":[1,2,{"b":null}]})"}));
+  EXPECT_EQ(rows.rows[1], (Row{"false", "9007199254740993", "true", "", "", "-1", "1969-12-31", "42"}));
+  EXPECT_EQ(rows.rows[2], Row(8, std::nullopt));
+  EXPECT_EQ(scalar(db, "SELECT d FROM events WHERE i = 9007199254740993"), "-1e-300");
+
+  auto ledger = read_db(db,
+                        "SELECT batch_id, pipeline, epoch::VARCHAR, seq::VARCHAR, target_table, \"rows\"::VARCHAR, "
+                        "landed_at IS NOT NULL FROM _skippr_batches");
+  EXPECT_EQ(ledger.rows, (std::vector<Row>{{"p/1/1", "p", "1", "1", "events", "3", "true"}}));
+}
+
+TEST(DuckDbSink, TheSameBatchIdIsAppliedOnceEvenAfterReopening) {
+  TempDir dir;
+  const auto db = dir.path() / "out.duckdb";
+  {
+    auto sink = make_sink(db, "t");
+    ASSERT_EQ(sink->write(testing::simple_batch(10), BatchId{"p", 1, 7}).value(), WriteOutcome::kApplied);
+    ASSERT_EQ(sink->write(testing::simple_batch(10), BatchId{"p", 1, 7}).value(), WriteOutcome::kAlreadyApplied);
+  }
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM t"), "10");
+  {
+    // A new process would have no local memory of the batch: the ledger in the file decides.
+    auto sink = make_sink(db, "t");
+    ASSERT_EQ(sink->write(testing::simple_batch(10), BatchId{"p", 1, 7}).value(), WriteOutcome::kAlreadyApplied);
+    // After RESET the epoch changes: the same sequence number is a new batch.
+    ASSERT_EQ(sink->write(testing::simple_batch(10), BatchId{"p", 2, 7}).value(), WriteOutcome::kApplied);
+  }
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM t"), "20");
+  EXPECT_EQ(scalar(db, "SELECT string_agg(batch_id, ',' ORDER BY batch_id) FROM _skippr_batches"), "p/1/7,p/2/7");
+}
+
+TEST(DuckDbSink, NewFieldsBecomeNullableColumnsAndMissingOnesLandAsNull) {
+  TempDir dir;
+  const auto db = dir.path() / "out.duckdb";
+  {
+    auto sink = make_sink(db, "t");
+    ASSERT_TRUE(sink->write(testing::simple_batch(3), BatchId{"p", 1, 1}));
+
+    Batch wider = testing::simple_batch(2, 100);
+    wider.add_column({"extra", Type::kString});  // null for both rows...
+    wider.columns[3] = Column(Type::kString);
+    wider.columns[3].append_string("e100");  // ...then real values
+    wider.columns[3].append_null();
+    ASSERT_TRUE(sink->write(wider, BatchId{"p", 1, 2}));
+
+    Batch narrower;  // only `id`, and spelled in capitals: DuckDB's names are case-insensitive
+    narrower.add_column({"ID", Type::kInt64});
+    narrower.columns[0].append_int(200);
+    narrower.rows = 1;
+    auto outcome = sink->write(narrower, BatchId{"p", 1, 3});
+    ASSERT_TRUE(outcome) << outcome.error().message;
+  }
+  EXPECT_EQ(scalar(db,
+                   "SELECT string_agg(column_name, ',' ORDER BY ordinal_position) FROM information_schema.columns "
+                   "WHERE table_name = 't'"),
+            "id,x,name,extra");
+  auto rows = read_db(db, "SELECT id::VARCHAR, name, extra FROM t ORDER BY id");
+  EXPECT_EQ(rows.rows, (std::vector<Row>{{"0", "name-0", std::nullopt},
+                                         {"1", "name-1", std::nullopt},
+                                         {"2", "name-2", std::nullopt},
+                                         {"100", "name-100", "e100"},
+                                         {"101", "name-101", std::nullopt},
+                                         {"200", std::nullopt, std::nullopt}}));
+}
+
+TEST(DuckDbSink, ATypeChangeIsAClearErrorAndChangesNothing) {
+  TempDir dir;
+  const auto db = dir.path() / "out.duckdb";
+  {
+    auto sink = make_sink(db, "t");
+    ASSERT_TRUE(sink->write(testing::simple_batch(3), BatchId{"p", 1, 1}));
+
+    Batch changed;
+    changed.add_column({"brand_new", Type::kInt64});  // would be added first: must be rolled back too
+    changed.add_column({"id", Type::kString});
+    changed.columns[0].append_int(1);
+    changed.columns[1].append_string("not a number");
+    changed.rows = 1;
+    auto outcome = sink->write(changed, BatchId{"p", 1, 2});
+    ASSERT_FALSE(outcome);
+    EXPECT_EQ(outcome.error().kind, ErrorKind::kConfig);
+    const auto& message = outcome.error().message;
+    EXPECT_NE(message.find("column \"id\" is BIGINT"), std::string::npos) << message;
+    EXPECT_NE(message.find("is string"), std::string::npos) << message;
+    EXPECT_NE(message.find((dir.path() / "out.duckdb").string()), std::string::npos) << message;
+  }
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM t"), "3");
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM information_schema.columns WHERE table_name = 't'"), "3");
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM _skippr_batches"), "1");
+}
+
+TEST(DuckDbSink, InvalidUtf8IsBadInputNamingFieldAndRow) {
+  TempDir dir;
+  const auto db = dir.path() / "out.duckdb";
+  {
+    auto sink = make_sink(db, "t");
+    Batch b = testing::simple_batch(3);
+    b.columns[2] = Column(Type::kString);
+    b.columns[2].append_string("ok");
+    b.columns[2].append_string("caf\xc3");  // a character cut in half
+    b.columns[2].append_string("\xa9 ok");  // ...and its rest: the buffer as a whole is valid UTF-8
+    auto outcome = sink->write(b, BatchId{"p", 1, 1});
+    ASSERT_FALSE(outcome);
+    EXPECT_EQ(outcome.error().kind, ErrorKind::kBadInput);
+    EXPECT_NE(outcome.error().message.find("field \"name\" has invalid UTF-8 in row 1"), std::string::npos)
+        << outcome.error().message;
+  }
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM _skippr_batches"), "0");
+}
+
+TEST(DuckDbSink, IdentifiersAreQuoted) {
+  TempDir dir;
+  const auto db = dir.path() / "out.duckdb";
+  Batch b;
+  b.add_column({"sel\"ect", Type::kString});
+  b.columns[0].append_string("x");
+  b.rows = 1;
+  {
+    auto sink = make_sink(db, "we\"ird table");
+    auto outcome = sink->write(b, BatchId{"it's", 1, 1});
+    ASSERT_TRUE(outcome) << outcome.error().message;
+  }
+  EXPECT_EQ(scalar(db, R"(SELECT "sel""ect" FROM "we""ird table")"), "x");
+  EXPECT_EQ(scalar(db, "SELECT batch_id FROM _skippr_batches"), "it's/1/1");
+}
+
+TEST(DuckDbSink, OtherLandingsAreAConfigError) {
+  ConnectorContext ctx;
+  ctx.name = "warehouse";
+  ctx.params = {{"path", "/tmp/x.duckdb"}, {"table", "t"}};
+  ctx.landing = Landing::kMergeByKey;
+  auto sink = duckdb_sink_spec().make_sink(ctx);
+  ASSERT_FALSE(sink);
+  EXPECT_EQ(sink.error().kind, ErrorKind::kConfig);
+  EXPECT_NE(sink.error().message.find("landing merge_by_key is not supported by DuckDB yet"), std::string::npos);
+}
+
+// ---- transaction scope ----
+
+// The measurement behind the sink's design: rows from the C API appender become part of the connection's open
+// transaction when the appender is closed, so a ROLLBACK takes them back. (If this failed, the sink would need a
+// TEMP staging table and INSERT ... SELECT inside the transaction.)
+TEST(DuckDbSink, AppenderRowsBelongToTheOpenTransaction) {
+  TempDir dir;
+  auto db = DuckDbDatabase::open((dir.path() / "a.duckdb").string());
+  ASSERT_TRUE(db);
+  auto conn = DuckDbConnection::connect(*db);
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(conn->execute("CREATE TABLE t (v BIGINT)"));
+  {
+    auto tx = DuckDbTransaction::begin(*conn);
+    ASSERT_TRUE(tx);
+    auto appender = DuckDbAppender::create(*conn, "t");
+    ASSERT_TRUE(appender);
+    duckdb_logical_type type = appender->column_type(0);
+    duckdb_data_chunk chunk = duckdb_create_data_chunk(&type, 1);
+    duckdb_destroy_logical_type(&type);
+    auto* values = static_cast<int64_t*>(duckdb_vector_get_data(duckdb_data_chunk_get_vector(chunk, 0)));
+    for (int i = 0; i < 100; ++i) values[i] = i;
+    duckdb_data_chunk_set_size(chunk, 100);
+    ASSERT_TRUE(appender->append(chunk));
+    ASSERT_TRUE(appender->close());
+    duckdb_destroy_data_chunk(&chunk);
+    EXPECT_EQ(conn->query("SELECT count(*) FROM t")->rows[0][0], "100");  // visible inside the transaction
+    tx->rollback();
+  }
+  EXPECT_EQ(conn->query("SELECT count(*) FROM t")->rows[0][0], "0");
+}
+
+void throw_in_transaction(std::string_view name) {
+  if (name == failpoint::kSinkInTransaction) throw std::runtime_error("injected failure between append and commit");
+}
+
+struct FailpointReset {
+  ~FailpointReset() { failpoint::set_handler(nullptr); }
+};
+
+TEST(DuckDbSink, RolledBackTransactionLeavesNoRowsAndNoLedgerRow) {
+  TempDir dir;
+  const auto db = dir.path() / "out.duckdb";
+  {
+    auto sink = make_sink(db, "t");
+    ASSERT_TRUE(sink->write(testing::simple_batch(5), BatchId{"p", 1, 1}));
+    {
+      FailpointReset reset;
+      failpoint::set_handler(throw_in_transaction);
+      // Rows are appended and the failpoint sits right before the ledger row and COMMIT.
+      EXPECT_THROW((void)sink->write(testing::simple_batch(200000, 1000), BatchId{"p", 1, 2}), std::runtime_error);
+    }
+    // A brand-new table is rolled back too.
+    {
+      auto other = make_sink(dir.path() / "other.duckdb", "fresh");
+      FailpointReset reset;
+      failpoint::set_handler(throw_in_transaction);
+      EXPECT_THROW((void)other->write(testing::simple_batch(5), BatchId{"p", 1, 1}), std::runtime_error);
+    }
+    EXPECT_EQ(scalar(dir.path() / "other.duckdb",
+                     "SELECT count(*) FROM information_schema.tables WHERE "
+                     "table_name = 'fresh'"),
+              "0");
+    // The connection is usable after the rollback, and the retry of the same BatchId lands.
+    auto retry = sink->write(testing::simple_batch(200000, 1000), BatchId{"p", 1, 2});
+    ASSERT_TRUE(retry) << retry.error().message;
+    EXPECT_EQ(*retry, WriteOutcome::kApplied);
+  }
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM t"), "200005");
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM _skippr_batches"), "2");
+}
+
+// A crash (no rollback, no close) between append and commit: DuckDB's recovery must show neither rows nor ledger row.
+TEST(DuckDbSink, CrashBeforeCommitLeavesNothing) {
+  TempDir dir;
+  const auto db = dir.path() / "out.duckdb";
+  {
+    auto sink = make_sink(db, "t");
+    ASSERT_TRUE(sink->write(testing::simple_batch(5), BatchId{"p", 1, 1}));
+  }
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    failpoint::set_handler([](std::string_view name) {
+      if (name == failpoint::kSinkInTransaction) _exit(42);
+    });
+    auto sink = make_sink(db, "t");
+    // Large enough for DuckDB to write row groups to the file before COMMIT (optimistic writes).
+    (void)sink->write(testing::simple_batch(500000, 1000), BatchId{"p", 1, 2});
+    _exit(1);  // the failpoint was not reached
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 42);
+
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM t"), "5");
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM _skippr_batches"), "1");
+  {
+    auto sink = make_sink(db, "t");
+    ASSERT_EQ(sink->write(testing::simple_batch(500000, 1000), BatchId{"p", 1, 2}).value(), WriteOutcome::kApplied);
+  }
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM t"), "500005");
+}
+
+// ---- another process holds the file ----
+
+TEST(DuckDbSink, OpenIsUnavailableWhileAnotherProcessHoldsTheFile) {
+  TempDir dir;
+  const auto db = dir.path() / "held.duckdb";
+  int ready[2], release[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(release), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(ready[0]);
+    close(release[1]);
+    auto holder = DuckDbDatabase::open(db.string());
+    char byte = holder ? 'y' : 'n';
+    (void)!::write(ready[1], &byte, 1);
+    (void)!::read(release[0], &byte, 1);  // returns when the parent closes its end
+    _exit(holder ? 0 : 1);
+  }
+  close(ready[1]);
+  close(release[0]);
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  ASSERT_EQ(byte, 'y');
+
+  auto sink = make_sink(db, "t");
+  auto opened = sink->open();
+  ASSERT_FALSE(opened);
+  EXPECT_EQ(opened.error().kind, ErrorKind::kUnavailable);
+  const auto& message = opened.error().message;
+  EXPECT_NE(message.find(db.string()), std::string::npos) << message;
+  EXPECT_NE(message.find(fmt::format("PID {}", child)), std::string::npos) << message;
+  // write() opens on demand and reports the same definite, retryable failure.
+  auto written = sink->write(testing::simple_batch(1), BatchId{"p", 1, 1});
+  ASSERT_FALSE(written);
+  EXPECT_EQ(written.error().kind, ErrorKind::kUnavailable);
+
+  close(release[1]);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  close(ready[0]);
+
+  auto reopened = sink->open();
+  ASSERT_TRUE(reopened) << reopened.error().message;
+  EXPECT_EQ(sink->write(testing::simple_batch(1), BatchId{"p", 1, 1}).value(), WriteOutcome::kApplied);
+}
+
+// ---- throughput sanity (prints, never asserts a time) ----
+
+TEST(DuckDbSink, MillionRowsThroughput) {
+  TempDir dir;
+  const auto db = dir.path() / "out.duckdb";
+  constexpr size_t kRows = 1'000'000, kBatchRows = 100'000;
+  std::vector<Batch> batches;
+  for (size_t first = 0; first < kRows; first += kBatchRows) {
+    batches.push_back(testing::simple_batch(kBatchRows, static_cast<int64_t>(first)));
+  }
+  {
+    auto sink = make_sink(db, "t");
+    ASSERT_TRUE(sink->open());
+    const auto start = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < batches.size(); ++i) {
+      ASSERT_EQ(sink->write(batches[i], BatchId{"p", 1, i}).value(), WriteOutcome::kApplied);
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("[ perf     ] DuckDB sink: %zu rows (int64, double, string) in %.3f s = %.0f rows/s\n", kRows, seconds,
+                kRows / seconds);
+  }
+  EXPECT_EQ(scalar(db,
+                   "SELECT count(*)::VARCHAR || ' ' || sum(id)::VARCHAR || ' ' || count(DISTINCT name)::VARCHAR "
+                   "FROM t WHERE x = id / 2"),
+            fmt::format("{} {} {}", kRows, kRows * (kRows - 1) / 2, kRows));
+}
+
+}  // namespace
+}  // namespace skippr
