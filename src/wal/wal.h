@@ -19,12 +19,15 @@
 
 namespace skippr {
 
+class Env;
+
 struct WalOptions {
   std::filesystem::path dir;  // DATA_DIR/pipelines/<name>/wal
   std::string pipeline;
   uint64_t epoch = 0;
   uint64_t bytes_per_file = 64ull << 20;  // roll to a new segment once the current one reaches this size
   int zstd_level = 1;
+  Env* env = nullptr;  // the I/O seam (tests inject faults through it); nullptr = default_env()
 };
 
 struct WalBatchInfo {

@@ -1,0 +1,164 @@
+#include "wal/batch_codec.h"
+
+#include <fmt/format.h>
+#include <zstd.h>
+
+#include <bit>
+#include <cstring>
+
+#include "wal/byte_io.h"
+
+namespace skippr::wal {
+
+namespace {
+
+// Column buffers are copied as raw memory; the WAL is only read on the machine (architecture) that wrote it.
+static_assert(std::endian::native == std::endian::little, "the WAL column encoding assumes a little-endian host");
+
+constexpr uint32_t kFormatVersion = 1;
+
+template <class T>
+void put_array(ByteWriter& w, const std::vector<T>& values) {
+  w.u64(values.size());
+  w.bytes(std::string_view(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T)));
+}
+
+template <class T>
+bool get_array(ByteReader& r, std::vector<T>& out) {
+  auto count = r.u64();
+  if (!count || *count > r.remaining() / sizeof(T)) return false;
+  auto raw = r.bytes(*count * sizeof(T));
+  out.resize(*count);
+  if (*count > 0) std::memcpy(out.data(), raw->data(), raw->size());
+  return true;
+}
+
+std::unexpected<Error> malformed(std::string_view what) {
+  return fail(ErrorKind::kCorruption, fmt::format("malformed batch in the WAL: {}", what));
+}
+
+// A batch the reader would reject must be refused at commit, not discovered at recovery.
+Status check_consistent(const Batch& batch) {
+  if (batch.columns.size() != batch.schema.fields.size()) {
+    return fail(ErrorKind::kInternal,
+                fmt::format("batch has {} columns but {} fields", batch.columns.size(), batch.schema.fields.size()));
+  }
+  for (size_t c = 0; c < batch.columns.size(); ++c) {
+    const Column& column = batch.columns[c];
+    const Field& field = batch.schema.fields[c];
+    if (column.type != field.type || column.size() != batch.rows ||
+        (!column.validity.empty() && column.validity.size() < (batch.rows + 7) / 8)) {
+      return fail(ErrorKind::kInternal,
+                  fmt::format("column '{}' of the batch is inconsistent: type {} vs field type {}, {} rows vs {}",
+                              field.name, to_string(column.type), to_string(field.type), column.size(), batch.rows));
+    }
+  }
+  return ok();
+}
+
+}  // namespace
+
+std::string serialize_batch(const Batch& batch) {
+  std::string out;
+  out.reserve(64 + batch.byte_size());
+  ByteWriter w(out);
+  w.u32(kFormatVersion);
+  w.u64(batch.rows);
+  w.u32(static_cast<uint32_t>(batch.schema.fields.size()));
+  for (const Field& field : batch.schema.fields) {
+    w.str(field.name);
+    w.u8(static_cast<uint8_t>(field.type));
+  }
+  for (const Column& column : batch.columns) {
+    put_array(w, column.validity);
+    if (is_variable_length(column.type)) {
+      put_array(w, column.offsets);
+      w.u64(column.bytes.size());
+      w.bytes(column.bytes);
+    } else {
+      put_array(w, column.fixed);
+    }
+  }
+  return out;
+}
+
+Result<Batch> deserialize_batch(std::string_view bytes) {
+  ByteReader r(bytes);
+  auto version = r.u32();
+  if (!version || *version != kFormatVersion) {
+    return malformed(fmt::format("unknown format version {}", version ? *version : 0));
+  }
+  auto rows = r.u64();
+  auto field_count = r.u32();
+  if (!rows || !field_count) return malformed("truncated header");
+  Batch batch;
+  batch.rows = *rows;
+  for (uint32_t i = 0; i < *field_count; ++i) {
+    auto name = r.str();
+    auto type_byte = r.u8();
+    if (!name || !type_byte) return malformed("truncated schema");
+    auto type = static_cast<Type>(*type_byte);
+    if (*type_byte < static_cast<uint8_t>(Type::kBool) || *type_byte > static_cast<uint8_t>(Type::kJson)) {
+      return malformed(fmt::format("field '{}' has unknown type {}", *name, *type_byte));
+    }
+    batch.schema.fields.push_back({std::string(*name), type});
+  }
+  for (const Field& field : batch.schema.fields) {
+    Column column(field.type);
+    if (!get_array(r, column.validity)) return malformed(fmt::format("column '{}': bad validity", field.name));
+    if (!column.validity.empty() && column.validity.size() < (batch.rows + 7) / 8) {
+      return malformed(fmt::format("column '{}': validity shorter than {} rows", field.name, batch.rows));
+    }
+    if (is_variable_length(field.type)) {
+      auto byte_count = std::optional<uint64_t>{};
+      std::optional<std::string_view> data;
+      if (!get_array(r, column.offsets) || !(byte_count = r.u64()) || !(data = r.bytes(*byte_count))) {
+        return malformed(fmt::format("column '{}': truncated values", field.name));
+      }
+      column.bytes.assign(*data);
+      bool monotonic = column.offsets.size() == batch.rows + 1;
+      for (size_t i = 1; monotonic && i < column.offsets.size(); ++i) {
+        monotonic = column.offsets[i - 1] <= column.offsets[i];
+      }
+      if (!monotonic || column.offsets.back() > column.bytes.size()) {
+        return malformed(fmt::format("column '{}': offsets do not match {} rows", field.name, batch.rows));
+      }
+    } else if (!get_array(r, column.fixed) || column.fixed.size() != batch.rows) {
+      return malformed(fmt::format("column '{}': expected {} values", field.name, batch.rows));
+    }
+    batch.columns.push_back(std::move(column));
+  }
+  if (r.remaining() != 0) return malformed(fmt::format("{} trailing bytes", r.remaining()));
+  return batch;
+}
+
+Result<std::string> compress_batch(const Batch& batch, int zstd_level) {
+  SKIPPR_TRY(check_consistent(batch));
+  const std::string raw = serialize_batch(batch);
+  std::string out;
+  ByteWriter(out).u64(raw.size());
+  const size_t header = out.size();
+  out.resize(header + ZSTD_compressBound(raw.size()));
+  const size_t n = ZSTD_compress(out.data() + header, out.size() - header, raw.data(), raw.size(), zstd_level);
+  if (ZSTD_isError(n))
+    return fail(ErrorKind::kInternal, fmt::format("zstd compression failed: {}", ZSTD_getErrorName(n)));
+  out.resize(header + n);
+  return out;
+}
+
+Result<Batch> decompress_batch(std::string_view compressed) {
+  ByteReader r(compressed);
+  auto raw_size = r.u64();
+  if (!raw_size) return malformed("missing size");
+  std::string_view frame = r.rest();
+  const unsigned long long frame_size = ZSTD_getFrameContentSize(frame.data(), frame.size());
+  if (frame_size != *raw_size) return malformed("zstd frame size does not match the recorded size");
+  std::string raw(*raw_size, '\0');
+  const size_t n = ZSTD_decompress(raw.data(), raw.size(), frame.data(), frame.size());
+  if (ZSTD_isError(n) || n != raw.size()) {
+    return malformed(fmt::format("zstd decompression failed: {}", ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short"));
+  }
+  return deserialize_batch(raw);
+}
+
+}  // namespace skippr::wal

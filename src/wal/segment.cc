@@ -1,0 +1,172 @@
+#include "wal/segment.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "wal/byte_io.h"
+#include "wal/record_format.h"
+
+namespace skippr::wal {
+
+namespace fs = std::filesystem;
+
+namespace {
+constexpr uint32_t kSegmentFormatVersion = 1;
+constexpr std::string_view kSuffix = ".wal";
+constexpr size_t kSeqDigits = 20;
+}  // namespace
+
+std::string segment_file_name(uint64_t first_seq) { return fmt::format("{:020}{}", first_seq, kSuffix); }
+
+std::optional<uint64_t> parse_segment_file_name(std::string_view name) {
+  if (name.size() != kSeqDigits + kSuffix.size() || !name.ends_with(kSuffix)) return std::nullopt;
+  uint64_t seq = 0;
+  auto [end, ec] = std::from_chars(name.data(), name.data() + kSeqDigits, seq);
+  if (ec != std::errc() || end != name.data() + kSeqDigits) return std::nullopt;
+  return seq;
+}
+
+std::string encode_segment_header(const SegmentHeader& header) {
+  std::string out;
+  ByteWriter w(out);
+  w.u32(kSegmentFormatVersion);
+  w.u64(header.epoch);
+  w.u64(header.first_seq);
+  w.u64(header.landed_watermark);
+  w.str(header.position.token);
+  return out;
+}
+
+std::optional<SegmentHeader> decode_segment_header(std::string_view payload) {
+  ByteReader r(payload);
+  auto version = r.u32();
+  if (!version || *version != kSegmentFormatVersion) return std::nullopt;
+  auto epoch = r.u64();
+  auto first_seq = r.u64();
+  auto watermark = r.u64();
+  auto position = r.str();
+  if (!epoch || !first_seq || !watermark || !position || r.remaining() != 0) return std::nullopt;
+  return SegmentHeader{*epoch, *first_seq, *watermark, Position{std::string(*position)}};
+}
+
+std::string encode_batch_meta(const BatchMeta& meta) {
+  std::string out;
+  ByteWriter w(out);
+  w.u64(meta.seq);
+  w.str(meta.id.pipeline);
+  w.u64(meta.id.epoch);
+  w.u64(meta.id.seq);
+  w.str(meta.position_after.token);
+  w.u64(meta.rows);
+  return out;
+}
+
+std::optional<BatchMeta> decode_batch_meta(std::string_view payload, std::string_view* columns) {
+  ByteReader r(payload);
+  auto seq = r.u64();
+  auto pipeline = r.str();
+  auto epoch = r.u64();
+  auto id_seq = r.u64();
+  auto position = r.str();
+  auto rows = r.u64();
+  if (!seq || !pipeline || !epoch || !id_seq || !position || !rows) return std::nullopt;
+  if (columns != nullptr) *columns = r.rest();
+  return BatchMeta{*seq, BatchId{std::string(*pipeline), *epoch, *id_seq}, Position{std::string(*position)}, *rows};
+}
+
+std::string encode_landed(uint64_t watermark) {
+  std::string out;
+  ByteWriter(out).u64(watermark);
+  return out;
+}
+
+std::optional<uint64_t> decode_landed(std::string_view payload) {
+  ByteReader r(payload);
+  auto watermark = r.u64();
+  if (!watermark || r.remaining() != 0) return std::nullopt;
+  return watermark;
+}
+
+Error corruption_error(const fs::path& path, uint64_t offset, std::string_view what, std::string_view pipeline) {
+  return Error{ErrorKind::kCorruption,
+               fmt::format("WAL corruption in {} at byte offset {}: {}; nothing was changed. Restore DATA_DIR from a "
+                           "backup or run RESET PIPELINE {} to start over",
+                           path.string(), offset, what, pipeline.empty() ? "<name>" : pipeline)};
+}
+
+Result<SegmentScan> scan_segment(Env& env, const fs::path& path, bool is_newest, std::string_view pipeline) {
+  auto data_or = env.read_file(path);
+  if (!data_or) return std::unexpected(data_or.error());
+  const std::string_view data = *data_or;
+  auto corrupt = [&](uint64_t offset, std::string_view what) {
+    return std::unexpected(corruption_error(path, offset, what, pipeline));
+  };
+
+  SegmentScan scan;
+  scan.path = path;
+  scan.file_bytes = data.size();
+  size_t offset = 0;
+  while (offset < data.size()) {
+    Record record{};
+    const DecodeStatus status = decode_record(data, offset, record);
+    if (status == DecodeStatus::kUnknownType) {
+      return corrupt(offset, fmt::format("unknown record type {} (written by a newer version?)",
+                                         static_cast<uint8_t>(data[offset + 8])));
+    }
+    if (status != DecodeStatus::kOk) {
+      // A crash mid-append leaves a damaged record with nothing valid after it, and only in the newest segment
+      // (older ones were synced before the next was created). Anything else is damage we must not paper over.
+      if (is_newest && !any_valid_record_from(data, offset + 1)) {
+        scan.torn_tail = true;
+        break;
+      }
+      return corrupt(offset, status == DecodeStatus::kIncomplete
+                                 ? "incomplete record (its length runs past the end of the file)"
+                                 : "checksum mismatch");
+    }
+    const bool first = offset == 0;
+    if (first != (record.type == RecordType::kSegmentHeader)) {
+      return corrupt(offset, first ? "the first record is not a segment header" : "a second segment header");
+    }
+    switch (record.type) {
+      case RecordType::kSegmentHeader: {
+        scan.header = decode_segment_header(record.payload);
+        if (!scan.header) return corrupt(offset, "malformed segment header");
+        scan.landed_watermark = scan.header->landed_watermark;
+        break;
+      }
+      case RecordType::kBatch: {
+        auto meta = decode_batch_meta(record.payload);
+        if (!meta) return corrupt(offset, "malformed batch metadata");
+        const uint64_t expected_seq = scan.header->first_seq + scan.batches.size();
+        if (meta->seq != expected_seq || meta->id.seq != meta->seq || meta->id.epoch != scan.header->epoch) {
+          return corrupt(offset, fmt::format("batch {} (epoch {}) where seq {} of epoch {} was expected", meta->seq,
+                                             meta->id.epoch, expected_seq, scan.header->epoch));
+        }
+        scan.batches.push_back(WalBatchInfo{.seq = meta->seq,
+                                            .id = std::move(meta->id),
+                                            .position_after = std::move(meta->position_after),
+                                            .rows = meta->rows,
+                                            .segment = path,
+                                            .offset = offset,
+                                            .record_bytes = record.total_bytes,
+                                            .crc = record.crc,
+                                            .landed = false});
+        break;
+      }
+      case RecordType::kLanded: {
+        auto watermark = decode_landed(record.payload);
+        if (!watermark) return corrupt(offset, "malformed LANDED record");
+        scan.landed_watermark = std::max(scan.landed_watermark, *watermark);
+        break;
+      }
+    }
+    offset += record.total_bytes;
+  }
+  scan.valid_bytes = offset;
+  if (!scan.header && !is_newest) return corrupt(0, "the segment is empty but is not the newest one");
+  return scan;
+}
+
+}  // namespace skippr::wal

@@ -1,0 +1,340 @@
+// The WAL writer: commit (append + fdatasync), mark_landed (+ segment deletion), and open (recovery).
+//
+// Durability rules this file keeps:
+// - a batch is committed once its record is fdatasync'ed; a new segment's header and directory entry are made
+//   durable before the segment holds any batch, so the newest segment alone always restores the resume point;
+// - the outgoing segment is synced before the next one is created, so only the newest can end in a torn record;
+// - a failed fsync poisons the Wal: fsync is never retried on the same descriptor (fsyncgate).
+#include "wal/wal.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <deque>
+#include <limits>
+#include <optional>
+
+#include "core/env.h"
+#include "core/failpoint.h"
+#include "wal/batch_codec.h"
+#include "wal/record_format.h"
+#include "wal/recovery.h"
+#include "wal/segment.h"
+
+namespace skippr {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct LiveSegment {
+  fs::path path;
+  uint64_t first_seq = 0;
+  uint64_t bytes = 0;
+};
+
+std::unexpected<Error> unexpected(Error e) { return std::unexpected(std::move(e)); }
+
+}  // namespace
+
+struct Wal::Impl {
+  Impl(const WalOptions& o, Env& e) : options(o), env(e) {}
+
+  WalOptions options;
+  Env& env;
+
+  mutable std::mutex mu;
+  std::optional<Error> poison;            // set once by a durability failure; every later call returns it
+  std::deque<LiveSegment> segments;       // on disk, oldest first; the last one is `current`
+  std::deque<WalBatchInfo> unlanded;      // committed, seq > watermark, in order
+  std::unique_ptr<WritableFile> current;  // the newest segment, open for appending
+  bool current_dirty = false;             // bytes appended to `current` since its last sync
+  uint64_t next_seq = 1;
+  uint64_t watermark = 0;
+  Position last_position;
+
+  Status check_poison() const {
+    if (poison) return unexpected(*poison);
+    return ok();
+  }
+
+  std::unexpected<Error> poison_with(Error error) {
+    error.kind = ErrorKind::kFatalIo;
+    poison = error;
+    spdlog::error("WAL in {} stopped: {}", options.dir.string(), error.message);
+    return unexpected(std::move(error));
+  }
+
+  // Makes everything appended to the current segment durable. With group commit, this is the step concurrent
+  // committers share: each appends under the lock, then one leader syncs up to the highest appended offset.
+  Status sync_locked() {
+    if (!current || !current_dirty) return ok();
+    auto synced = current->sync();
+    if (!synced) return poison_with(synced.error());
+    current_dirty = false;
+    return ok();
+  }
+
+  // Appends one framed record. On failure the file is cut back to where the record began, so a later append does
+  // not land behind a half-written record (which recovery would have to call corruption).
+  Status append_record_locked(std::string_view record) {
+    const uint64_t start = current->size();
+    auto appended = current->append(record);
+    if (appended) {
+      current_dirty = true;
+      segments.back().bytes = current->size();
+      return ok();
+    }
+    Error error = appended.error();
+    auto cut = current->truncate(start);
+    if (!cut)
+      return poison_with(
+          Error{ErrorKind::kFatalIo, fmt::format("{}; then cutting {} back to {} bytes failed: {}", error.message,
+                                                 current->path().string(), start, cut.error().message)});
+    if (error.kind == ErrorKind::kDiskFull) return unexpected(std::move(error));
+    return poison_with(std::move(error));  // EIO and the like: the device is not to be trusted any more
+  }
+
+  // Creates the segment for `next_seq` and makes its header and its directory entry durable before any batch goes
+  // in. The outgoing segment is synced first: it may end in unsynced LANDED records.
+  Status start_segment_locked() {
+    SKIPPR_TRY(sync_locked());
+    const fs::path path = options.dir / wal::segment_file_name(next_seq);
+    auto file_or = env.open_writable(path, OpenMode::kCreateExclusive);
+    if (!file_or) return unexpected(file_or.error());
+    std::unique_ptr<WritableFile> file = std::move(*file_or);
+    const std::string header =
+        wal::encode_record(wal::RecordType::kSegmentHeader,
+                           wal::encode_segment_header({options.epoch, next_seq, watermark, last_position}));
+    if (auto written = file->append(header); !written) {
+      (void)file->close();
+      // An empty or partial newest segment would be repaired at the next open, but one left behind a later
+      // segment would not, so it must go now.
+      if (auto removed = env.unlink(path); !removed) return poison_with(removed.error());
+      return unexpected(written.error());
+    }
+    if (auto synced = file->sync(); !synced) return poison_with(synced.error());
+    if (auto dir_synced = env.fsync_dir(options.dir); !dir_synced) return poison_with(dir_synced.error());
+    if (current) {
+      if (auto closed = current->close(); !closed) return poison_with(closed.error());
+    }
+    current = std::move(file);
+    current_dirty = false;
+    segments.push_back({path, next_seq, current->size()});
+    return ok();
+  }
+
+  // Deletes, oldest first, every segment but the newest whose batches have all landed.
+  Status delete_landed_segments_locked() {
+    bool deleted = false;
+    while (segments.size() > 1 && segments[1].first_seq - 1 <= watermark) {
+      failpoint::hit(failpoint::kWalSegmentDelete);
+      SKIPPR_TRY(env.unlink(segments.front().path));
+      segments.pop_front();
+      deleted = true;
+    }
+    if (!deleted) return ok();
+    // Not needed for safety (a resurrected segment holds only landed batches), but it keeps the seq ranges of
+    // the segments contiguous after a power cut.
+    if (auto synced = env.fsync_dir(options.dir); !synced) return poison_with(synced.error());
+    return ok();
+  }
+};
+
+Wal::Wal(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Wal::~Wal() {
+  std::lock_guard lock(impl_->mu);
+  if (impl_->poison || !impl_->current) return;
+  // Best effort: what is unsynced here are LANDED records, whose loss only means an idempotent re-write.
+  if (auto synced = impl_->sync_locked(); !synced) spdlog::warn("WAL sync at close failed: {}", synced.error().message);
+  if (auto closed = impl_->current->close(); !closed) spdlog::warn("WAL close failed: {}", closed.error().message);
+}
+
+Result<std::unique_ptr<Wal>> Wal::open(const WalOptions& options) {
+  Env& env = options.env != nullptr ? *options.env : default_env();
+  const std::string pipeline = options.pipeline.empty() ? wal::pipeline_name_from_dir(options.dir) : options.pipeline;
+  SKIPPR_TRY(env.create_dirs(options.dir));
+  auto scanned = wal::scan_wal(env, options.dir, options.epoch, pipeline);
+  if (!scanned) return unexpected(scanned.error());
+  wal::WalScan& scan = *scanned;
+
+  if (scan.newest_is_empty()) {
+    // Created but never given a complete header: the crash came before it could hold a batch.
+    const fs::path path = scan.segments.back().path;
+    spdlog::warn("WAL: removing {}, a segment left empty by a crash while it was being created", path.string());
+    SKIPPR_TRY(env.unlink(path));
+    SKIPPR_TRY(env.fsync_dir(options.dir));
+    scan.segments.pop_back();
+  } else if (scan.newest() != nullptr && scan.newest()->torn_tail) {
+    const wal::SegmentScan& newest = *scan.newest();
+    spdlog::warn(
+        "WAL: {} ends in a record cut short by a crash (torn write); truncating it from {} to {} bytes. "
+        "Nothing committed is lost: that record was never acknowledged",
+        newest.path.string(), newest.file_bytes, newest.valid_bytes);
+    auto file = env.open_writable(newest.path, OpenMode::kAppendExisting);
+    if (!file) return unexpected(file.error());
+    SKIPPR_TRY((*file)->truncate(newest.valid_bytes));
+    SKIPPR_TRY((*file)->sync());
+    SKIPPR_TRY((*file)->close());
+  }
+
+  auto impl = std::make_unique<Impl>(options, env);
+  impl->options.env = &env;
+  impl->watermark = scan.landed_watermark;
+  impl->next_seq = scan.last_committed_seq + 1;
+  impl->last_position = scan.last_position;
+  for (const wal::SegmentScan& segment : scan.segments) {
+    impl->segments.push_back({segment.path, segment.header->first_seq, segment.valid_bytes});
+    for (const WalBatchInfo& batch : segment.batches) {
+      if (batch.seq > impl->watermark) impl->unlanded.push_back(batch);
+    }
+  }
+  if (!impl->segments.empty()) {
+    auto file = env.open_writable(impl->segments.back().path, OpenMode::kAppendExisting);
+    if (!file) return unexpected(file.error());
+    impl->current = std::move(*file);
+  }
+  return std::unique_ptr<Wal>(new Wal(std::move(impl)));
+}
+
+Result<WalInspection> Wal::inspect(const fs::path& dir) {
+  Env& env = default_env();
+  WalInspection out;
+  auto present = env.exists(dir);
+  if (!present) return unexpected(present.error());
+  if (!*present) return out;
+  auto scanned = wal::scan_wal(env, dir, std::nullopt, wal::pipeline_name_from_dir(dir));
+  if (!scanned) return unexpected(scanned.error());
+  for (const wal::SegmentScan& segment : scanned->segments) {
+    out.segments.push_back(
+        {segment.path, segment.header ? segment.header->first_seq : 0, segment.file_bytes, segment.batches.size()});
+    out.batches.insert(out.batches.end(), segment.batches.begin(), segment.batches.end());
+    out.bytes += segment.file_bytes;
+  }
+  out.landed_watermark = scanned->landed_watermark;
+  out.last_committed_seq = scanned->last_committed_seq;
+  out.last_position = scanned->last_position;
+  out.epoch = scanned->epoch;
+  out.torn_tail = scanned->newest() != nullptr && scanned->newest()->torn_tail;
+  return out;
+}
+
+Result<BatchId> Wal::commit(const Batch& batch, const Position& position_after) {
+  // The expensive part (serialising, compressing) runs outside the lock so committers overlap.
+  auto columns = wal::compress_batch(batch, impl_->options.zstd_level);
+  if (!columns) return unexpected(columns.error());
+
+  std::lock_guard lock(impl_->mu);
+  Impl& s = *impl_;
+  SKIPPR_TRY(s.check_poison());
+  if (!s.current || s.current->size() >= s.options.bytes_per_file) SKIPPR_TRY(s.start_segment_locked());
+
+  const uint64_t seq = s.next_seq;
+  BatchId id{s.options.pipeline, s.options.epoch, seq};
+  const std::string meta = wal::encode_batch_meta({seq, id, position_after, batch.rows});
+  if (meta.size() + columns->size() > std::numeric_limits<uint32_t>::max()) {
+    return fail(ErrorKind::kBadInput, fmt::format("a batch of {} compressed bytes does not fit in one WAL record; "
+                                                  "lower BUFFER_THRESHOLD_BYTES",
+                                                  columns->size()));
+  }
+  const std::string record = wal::encode_record(wal::RecordType::kBatch, meta, *columns);
+  const uint64_t offset = s.current->size();
+  SKIPPR_TRY(s.append_record_locked(record));
+
+  failpoint::hit(failpoint::kWalBeforeFsync);
+  SKIPPR_TRY(s.sync_locked());
+  failpoint::hit(failpoint::kWalAfterFsync);
+
+  wal::Record framed{};
+  (void)wal::decode_record(record, 0, framed);  // only to report the crc it carries
+  s.unlanded.push_back(WalBatchInfo{.seq = seq,
+                                    .id = id,
+                                    .position_after = position_after,
+                                    .rows = batch.rows,
+                                    .segment = s.segments.back().path,
+                                    .offset = offset,
+                                    .record_bytes = record.size(),
+                                    .crc = framed.crc,
+                                    .landed = false});
+  s.last_position = position_after;
+  s.next_seq = seq + 1;
+  return id;
+}
+
+Status Wal::mark_landed(uint64_t seq) {
+  std::lock_guard lock(impl_->mu);
+  Impl& s = *impl_;
+  SKIPPR_TRY(s.check_poison());
+  if (seq >= s.next_seq) {
+    return fail(ErrorKind::kInternal,
+                fmt::format("mark_landed({}) but the last committed batch is {}", seq, s.next_seq - 1));
+  }
+  if (seq <= s.watermark) return ok();  // already known; batches land in order
+  SKIPPR_TRY(s.append_record_locked(wal::encode_record(wal::RecordType::kLanded, wal::encode_landed(seq))));
+  s.watermark = seq;
+  while (!s.unlanded.empty() && s.unlanded.front().seq <= seq) s.unlanded.pop_front();
+  return s.delete_landed_segments_locked();
+}
+
+Status Wal::sync() {
+  std::lock_guard lock(impl_->mu);
+  SKIPPR_TRY(impl_->check_poison());
+  return impl_->sync_locked();
+}
+
+std::vector<WalBatchInfo> Wal::pending() const {
+  std::lock_guard lock(impl_->mu);
+  return {impl_->unlanded.begin(), impl_->unlanded.end()};
+}
+
+Result<Batch> Wal::read_batch(const WalBatchInfo& info) const {
+  {
+    std::lock_guard lock(impl_->mu);
+    SKIPPR_TRY(impl_->check_poison());
+  }
+  const std::string& pipeline = impl_->options.pipeline;
+  auto corrupt = [&](std::string_view what) {
+    return unexpected(wal::corruption_error(info.segment, info.offset, what, pipeline));
+  };
+  auto data = impl_->env.read_range(info.segment, info.offset, info.record_bytes);
+  if (!data) return unexpected(data.error());
+  wal::Record record{};
+  const wal::DecodeStatus status = wal::decode_record(*data, 0, record);
+  if (status != wal::DecodeStatus::kOk || record.total_bytes != info.record_bytes) {
+    return corrupt(status == wal::DecodeStatus::kIncomplete ? "the batch record is cut short" : "checksum mismatch");
+  }
+  if (record.type != wal::RecordType::kBatch || record.crc != info.crc) {
+    return corrupt("the record is not the batch that was committed there");
+  }
+  std::string_view columns;
+  auto meta = wal::decode_batch_meta(record.payload, &columns);
+  if (!meta || meta->seq != info.seq) return corrupt("the record is not the batch that was committed there");
+  auto batch = wal::decompress_batch(columns);
+  if (!batch) return corrupt(batch.error().message);
+  return batch;
+}
+
+Position Wal::last_position() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->last_position;
+}
+
+uint64_t Wal::last_committed_seq() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->next_seq - 1;
+}
+
+uint64_t Wal::landed_watermark() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->watermark;
+}
+
+uint64_t Wal::bytes_on_disk() const {
+  std::lock_guard lock(impl_->mu);
+  uint64_t total = 0;
+  for (const auto& segment : impl_->segments) total += segment.bytes;
+  return total;
+}
+
+}  // namespace skippr

@@ -1,0 +1,405 @@
+#include "wal/wal.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <thread>
+
+#include "core/failpoint.h"
+#include "wal/fault_env.h"
+#include "wal/segment.h"
+#include "wal/wal_test_util.h"
+
+namespace skippr {
+namespace {
+
+namespace fs = std::filesystem;
+using skippr::testing::batch_with_every_type;
+using skippr::testing::expect_batches_equal;
+using skippr::testing::FaultEnv;
+using skippr::testing::flip_byte;
+using skippr::testing::read_all;
+using skippr::testing::ScratchDir;
+using skippr::testing::write_all;
+
+Position position(uint64_t n) { return Position{R"({"offset":)" + std::to_string(n * 100) + "}"}; }
+
+class WalTest : public ::testing::Test {
+ protected:
+  WalOptions options(uint64_t bytes_per_file = 64ull << 20) const {
+    WalOptions o;
+    o.dir = scratch_.path() / "pipelines" / "bikes" / "wal";
+    o.pipeline = "bikes";
+    o.epoch = 1;
+    o.bytes_per_file = bytes_per_file;
+    return o;
+  }
+
+  std::unique_ptr<Wal> open(const WalOptions& o) {
+    auto wal = Wal::open(o);
+    EXPECT_TRUE(wal) << wal.error().message;
+    return wal ? std::move(*wal) : nullptr;
+  }
+
+  // Commits batches first..last (seeded by their number, positioned by position(n)).
+  void commit_range(Wal& wal, uint64_t first, uint64_t last) {
+    for (uint64_t n = first; n <= last; ++n) {
+      auto id = wal.commit(batch_with_every_type(20, static_cast<int>(n)), position(n));
+      ASSERT_TRUE(id) << id.error().message;
+      EXPECT_EQ(*id, (BatchId{"bikes", 1, n}));
+    }
+  }
+
+  std::vector<std::string> segment_names() const {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(options().dir)) names.push_back(entry.path().filename());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  ScratchDir scratch_;
+};
+
+TEST_F(WalTest, CommittedBatchesSurviveReopenAndReadBackExactly) {
+  {
+    auto wal = open(options());
+    EXPECT_TRUE(wal->last_position().empty());
+    EXPECT_EQ(wal->last_committed_seq(), 0u);
+    commit_range(*wal, 1, 5);
+  }
+  EXPECT_TRUE(fs::is_directory(options().dir)) << "open creates the directory and its parents";
+  auto wal = open(options());
+  EXPECT_EQ(wal->last_committed_seq(), 5u);
+  EXPECT_EQ(wal->last_position(), position(5));
+  EXPECT_EQ(wal->landed_watermark(), 0u);
+  EXPECT_GT(wal->bytes_on_disk(), 0u);
+  const auto pending = wal->pending();
+  ASSERT_EQ(pending.size(), 5u);
+  for (uint64_t n = 1; n <= 5; ++n) {
+    const WalBatchInfo& info = pending[n - 1];
+    EXPECT_EQ(info.seq, n);
+    EXPECT_EQ(info.id, (BatchId{"bikes", 1, n}));
+    EXPECT_EQ(info.position_after, position(n));
+    EXPECT_EQ(info.rows, 20u);
+    auto batch = wal->read_batch(info);
+    ASSERT_TRUE(batch) << batch.error().message;
+    expect_batches_equal(batch_with_every_type(20, static_cast<int>(n)), *batch);
+  }
+}
+
+TEST_F(WalTest, CommitPassesTheFsyncFailpointsInOrder) {
+  static std::vector<std::string> hits;
+  hits.clear();
+  failpoint::set_handler([](std::string_view name) { hits.emplace_back(name); });
+  auto wal = open(options());
+  commit_range(*wal, 1, 1);
+  failpoint::set_handler(nullptr);
+  EXPECT_EQ(hits, (std::vector<std::string>{std::string(failpoint::kWalBeforeFsync),
+                                            std::string(failpoint::kWalAfterFsync)}));
+}
+
+TEST_F(WalTest, EveryCutOfTheLastRecordIsATornTailRecoveredToTheBatchBefore) {
+  WalBatchInfo last;
+  fs::path segment;
+  {
+    auto wal = open(options());
+    commit_range(*wal, 1, 2);
+    // A one-row batch keeps the record short: every cut is a reopen plus a commit.
+    ASSERT_TRUE(wal->commit(batch_with_every_type(1, 3), position(3)));
+    last = wal->pending().back();
+    segment = last.segment;
+  }
+  ASSERT_EQ(last.seq, 3u);
+  const std::string intact = read_all(segment);
+  ASSERT_EQ(intact.size(), last.offset + last.record_bytes);
+
+  for (uint64_t k = 0; k < last.record_bytes; ++k) {
+    SCOPED_TRACE("cut after " + std::to_string(k) + " bytes of the last record");
+    write_all(segment, intact.substr(0, last.offset + k));
+    auto wal = open(options());
+    ASSERT_TRUE(wal);
+    EXPECT_EQ(fs::file_size(segment), last.offset) << "the torn record is truncated away";
+    EXPECT_EQ(wal->last_committed_seq(), 2u);
+    EXPECT_EQ(wal->last_position(), position(2));
+    ASSERT_EQ(wal->pending().size(), 2u);
+    auto id = wal->commit(batch_with_every_type(3, 99), position(3));
+    ASSERT_TRUE(id) << id.error().message;
+    EXPECT_EQ(id->seq, 3u);
+  }
+}
+
+TEST_F(WalTest, AFlippedByteInTheLastRecordIsATornTail) {
+  WalBatchInfo last;
+  {
+    auto wal = open(options());
+    commit_range(*wal, 1, 3);
+    last = wal->pending().back();
+  }
+  flip_byte(last.segment, last.offset + last.record_bytes - 1);
+  auto wal = open(options());
+  ASSERT_TRUE(wal);
+  EXPECT_EQ(wal->last_committed_seq(), 2u);
+  EXPECT_EQ(fs::file_size(last.segment), last.offset);
+}
+
+// Damage that is not at the tail of the newest segment must stop recovery and change nothing.
+void expect_corruption_at(const WalOptions& options, const fs::path& file, uint64_t offset) {
+  const std::string before = read_all(file);
+  auto wal = Wal::open(options);
+  ASSERT_FALSE(wal);
+  EXPECT_EQ(wal.error().kind, ErrorKind::kCorruption);
+  EXPECT_NE(wal.error().message.find(file.string()), std::string::npos) << wal.error().message;
+  EXPECT_NE(wal.error().message.find("at byte offset " + std::to_string(offset) + ":"), std::string::npos)
+      << wal.error().message;
+  EXPECT_NE(wal.error().message.find("RESET PIPELINE bikes"), std::string::npos) << wal.error().message;
+  EXPECT_EQ(read_all(file), before) << "recovery must not modify a corrupt WAL";
+  auto inspected = Wal::inspect(options.dir);
+  ASSERT_FALSE(inspected);
+  EXPECT_EQ(inspected.error().kind, ErrorKind::kCorruption);
+}
+
+TEST_F(WalTest, AFlippedByteInAnEarlierRecordOfTheNewestSegmentIsCorruption) {
+  WalBatchInfo first;
+  {
+    auto wal = open(options());
+    commit_range(*wal, 1, 3);
+    first = wal->pending().front();
+  }
+  flip_byte(first.segment, first.offset + first.record_bytes / 2);
+  expect_corruption_at(options(), first.segment, first.offset);
+}
+
+TEST_F(WalTest, ALengthFieldPointingPastTheEndIsCorruptionWhenValidRecordsFollow) {
+  WalBatchInfo first;
+  {
+    auto wal = open(options());
+    commit_range(*wal, 1, 3);
+    first = wal->pending().front();
+  }
+  flip_byte(first.segment, first.offset + 3);  // the high byte of the length: the record now "runs past EOF"
+  expect_corruption_at(options(), first.segment, first.offset);
+}
+
+TEST_F(WalTest, AFlippedByteInAnOlderSegmentIsCorruption) {
+  WalBatchInfo first;
+  {
+    auto wal = open(options(/*bytes_per_file=*/1));
+    commit_range(*wal, 1, 3);
+    first = wal->pending().front();
+  }
+  ASSERT_EQ(segment_names().size(), 3u);
+  // The last byte of the oldest segment: at its tail, but the segment is not the newest.
+  flip_byte(first.segment, first.offset + first.record_bytes - 1);
+  expect_corruption_at(options(1), first.segment, first.offset);
+}
+
+TEST_F(WalTest, ASegmentFromAnotherEpochIsCorruption) {
+  { commit_range(*open(options()), 1, 2); }
+  WalOptions next = options();
+  next.epoch = 2;
+  auto wal = Wal::open(next);
+  ASSERT_FALSE(wal);
+  EXPECT_EQ(wal.error().kind, ErrorKind::kCorruption);
+  EXPECT_NE(wal.error().message.find("epoch 1 but the pipeline is at epoch 2"), std::string::npos)
+      << wal.error().message;
+}
+
+TEST_F(WalTest, AnEmptyOrHalfCreatedNewestSegmentIsRemoved) {
+  for (const std::string& leftover : {std::string(), std::string("\x20\x00\x00", 3)}) {
+    ScratchDir fresh;
+    WalOptions o = options();
+    o.dir = fresh.path() / "wal";
+    { commit_range(*open(o), 1, 3); }
+    const fs::path stray = o.dir / wal::segment_file_name(4);
+    write_all(stray, leftover);  // a crash right after creating the next segment
+    auto wal = open(o);
+    ASSERT_TRUE(wal);
+    EXPECT_FALSE(fs::exists(stray));
+    EXPECT_EQ(wal->last_committed_seq(), 3u);
+    EXPECT_EQ(wal->last_position(), position(3));
+    auto id = wal->commit(batch_with_every_type(1, 4), position(4));
+    ASSERT_TRUE(id) << id.error().message;
+    EXPECT_EQ(id->seq, 4u);
+  }
+}
+
+TEST_F(WalTest, SegmentsRollOverAndLandedOnesAreDeletedButNeverTheNewest) {
+  static int deletions;
+  deletions = 0;
+  failpoint::set_handler([](std::string_view name) { deletions += name == failpoint::kWalSegmentDelete; });
+  {
+    auto wal = open(options(/*bytes_per_file=*/1));  // every batch after the first starts a segment
+    commit_range(*wal, 1, 5);
+    EXPECT_EQ(segment_names(),
+              (std::vector<std::string>{wal::segment_file_name(1), wal::segment_file_name(2), wal::segment_file_name(3),
+                                        wal::segment_file_name(4), wal::segment_file_name(5)}));
+    ASSERT_TRUE(wal->mark_landed(3));
+    EXPECT_EQ(segment_names(), (std::vector<std::string>{wal::segment_file_name(4), wal::segment_file_name(5)}));
+    EXPECT_EQ(deletions, 3);
+    ASSERT_EQ(wal->pending().size(), 2u);
+    EXPECT_EQ(wal->pending().front().seq, 4u);
+    ASSERT_TRUE(wal->mark_landed(5));
+    EXPECT_EQ(segment_names(), std::vector<std::string>{wal::segment_file_name(5)}) << "the newest stays";
+    EXPECT_EQ(deletions, 4);
+    EXPECT_TRUE(wal->pending().empty());
+  }
+  failpoint::set_handler(nullptr);
+
+  auto wal = open(options(1));
+  EXPECT_EQ(wal->last_committed_seq(), 5u);
+  EXPECT_EQ(wal->last_position(), position(5));
+  EXPECT_EQ(wal->landed_watermark(), 5u);
+  EXPECT_TRUE(wal->pending().empty());
+  commit_range(*wal, 6, 6);
+}
+
+TEST_F(WalTest, TheNewestSegmentAloneRestoresTheResumePointEvenIfLandedRecordsAreLost) {
+  {
+    auto wal = open(options(1));
+    commit_range(*wal, 1, 4);
+    ASSERT_TRUE(wal->mark_landed(4));  // leaves only segment 4, its LANDED record unsynced
+  }
+  // Simulate losing the LANDED record: cut the newest segment back to its header + batch 4.
+  auto inspected = Wal::inspect(options().dir);
+  ASSERT_TRUE(inspected) << inspected.error().message;
+  ASSERT_EQ(inspected->batches.size(), 1u);
+  const WalBatchInfo& batch4 = inspected->batches.front();
+  fs::resize_file(batch4.segment, batch4.offset + batch4.record_bytes);
+
+  auto wal = open(options(1));
+  EXPECT_EQ(wal->last_committed_seq(), 4u);
+  EXPECT_EQ(wal->last_position(), position(4));
+  EXPECT_EQ(wal->landed_watermark(), 3u) << "what precedes the oldest segment has landed";
+  ASSERT_EQ(wal->pending().size(), 1u);
+  EXPECT_EQ(wal->pending().front().seq, 4u);
+}
+
+TEST_F(WalTest, AFailedFsyncPoisonsTheWalForGood) {
+  FaultEnv env;
+  WalOptions o = options();
+  o.env = &env;
+  auto wal = open(o);
+  commit_range(*wal, 1, 1);
+  env.fail_sync = true;
+  auto failed = wal->commit(batch_with_every_type(1, 2), position(2));
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(failed.error().kind, ErrorKind::kFatalIo);
+  const int syncs_after_failure = env.syncs;
+
+  env.fail_sync = false;  // even if the device recovers, the WAL must not trust a second fsync
+  auto again = wal->commit(batch_with_every_type(1, 2), position(2));
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().kind, ErrorKind::kFatalIo);
+  EXPECT_EQ(again.error().message, failed.error().message);
+  EXPECT_EQ(wal->mark_landed(1).error().kind, ErrorKind::kFatalIo);
+  EXPECT_EQ(wal->sync().error().kind, ErrorKind::kFatalIo);
+  EXPECT_FALSE(wal->read_batch(wal->pending().front()));
+  EXPECT_EQ(env.syncs, syncs_after_failure) << "fsync must never be retried";
+}
+
+TEST_F(WalTest, ADiskFullAppendIsCutBackAndTheNextCommitSucceeds) {
+  FaultEnv env;
+  WalOptions o = options();
+  o.env = &env;
+  {
+    auto wal = open(o);
+    commit_range(*wal, 1, 2);
+    const uint64_t bytes = wal->bytes_on_disk();
+    env.disk_full = true;
+    auto full = wal->commit(batch_with_every_type(5, 3), position(3));
+    ASSERT_FALSE(full);
+    EXPECT_EQ(full.error().kind, ErrorKind::kDiskFull);
+    EXPECT_NE(full.error().message.find("disk is full"), std::string::npos);
+    EXPECT_EQ(fs::file_size(wal->pending().back().segment), bytes) << "the half-written record is gone";
+    env.disk_full = false;
+    commit_range(*wal, 3, 3);
+  }
+  auto wal = open(options());
+  EXPECT_EQ(wal->last_committed_seq(), 3u);
+  EXPECT_EQ(wal->pending().size(), 3u);
+}
+
+TEST_F(WalTest, InspectReportsATornTailWithoutTouchingIt) {
+  WalBatchInfo last;
+  {
+    auto wal = open(options());
+    commit_range(*wal, 1, 3);
+    ASSERT_TRUE(wal->mark_landed(1));
+    ASSERT_TRUE(wal->sync());
+    last = wal->pending().back();
+  }
+  const std::string intact = read_all(last.segment);
+  // Cut the file inside batch 3's record (the LANDED record after it goes too).
+  const std::string torn = intact.substr(0, last.offset + last.record_bytes / 2);
+  write_all(last.segment, torn);
+
+  auto inspected = Wal::inspect(options().dir);
+  ASSERT_TRUE(inspected) << inspected.error().message;
+  EXPECT_TRUE(inspected->torn_tail);
+  EXPECT_EQ(inspected->last_committed_seq, 2u);
+  EXPECT_EQ(inspected->last_position, position(2));
+  EXPECT_EQ(inspected->epoch, 1u);
+  ASSERT_EQ(inspected->batches.size(), 2u);
+  EXPECT_EQ(read_all(last.segment), torn) << "inspect must not truncate";
+  ASSERT_EQ(inspected->segments.size(), 1u);
+  EXPECT_EQ(inspected->segments[0].bytes, torn.size());
+}
+
+TEST_F(WalTest, InspectSeesLandedBatchesAndTheWatermark) {
+  {
+    auto wal = open(options());
+    commit_range(*wal, 1, 3);
+    ASSERT_TRUE(wal->mark_landed(2));
+  }
+  auto inspected = Wal::inspect(options().dir);
+  ASSERT_TRUE(inspected) << inspected.error().message;
+  EXPECT_FALSE(inspected->torn_tail);
+  EXPECT_EQ(inspected->landed_watermark, 2u);
+  ASSERT_EQ(inspected->batches.size(), 3u);
+  EXPECT_TRUE(inspected->batches[1].landed);
+  EXPECT_FALSE(inspected->batches[2].landed);
+  auto reopened = open(options());
+  ASSERT_EQ(reopened->pending().size(), 1u);
+  EXPECT_EQ(reopened->pending().front().seq, 3u);
+}
+
+TEST_F(WalTest, ReadBatchRechecksTheChecksum) {
+  auto wal = open(options());
+  commit_range(*wal, 1, 2);
+  const WalBatchInfo first = wal->pending().front();
+  flip_byte(first.segment, first.offset + first.record_bytes - 2);
+  auto batch = wal->read_batch(first);
+  ASSERT_FALSE(batch);
+  EXPECT_EQ(batch.error().kind, ErrorKind::kCorruption);
+  EXPECT_TRUE(wal->read_batch(wal->pending().back()));
+}
+
+TEST_F(WalTest, ConcurrentCommittersGetDistinctConsecutiveSeqs) {
+  auto wal = open(options(4096));
+  std::vector<std::thread> threads;
+  std::vector<std::vector<uint64_t>> seqs(4);
+  for (size_t t = 0; t < seqs.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 25; ++i) {
+        auto id = wal->commit(batch_with_every_type(3, static_cast<int>(t)), position(t));
+        ASSERT_TRUE(id) << id.error().message;
+        seqs[t].push_back(id->seq);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  std::set<uint64_t> all;
+  for (const auto& s : seqs) all.insert(s.begin(), s.end());
+  EXPECT_EQ(all.size(), 100u);
+  EXPECT_EQ(*all.begin(), 1u);
+  EXPECT_EQ(*all.rbegin(), 100u);
+  wal.reset();
+  auto reopened = open(options(4096));
+  const auto pending = reopened->pending();
+  ASSERT_EQ(pending.size(), 100u);
+  for (const auto& info : pending) ASSERT_TRUE(reopened->read_batch(info)) << info.seq;
+}
+
+}  // namespace
+}  // namespace skippr
