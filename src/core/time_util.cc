@@ -50,24 +50,21 @@ std::optional<int64_t> parse_iso8601_micros(std::string_view text) {
 }
 
 std::string format_iso8601_micros(int64_t micros) {
-  int64_t seconds = micros / 1000000;
-  int64_t fraction = micros % 1000000;
-  if (fraction < 0) {
-    fraction += 1000000;
-    seconds -= 1;
-  }
-  std::time_t t = static_cast<std::time_t>(seconds);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                     tm.tm_hour, tm.tm_min, tm.tm_sec, fraction);
+  using namespace std::chrono;
+  const sys_time<microseconds> time{microseconds{micros}};
+  const auto day = floor<days>(time);
+  const year_month_day date{day};
+  const hh_mm_ss clock{time - day};
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", static_cast<int>(date.year()),
+                     static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()), clock.hours().count(),
+                     clock.minutes().count(), clock.seconds().count(), clock.subseconds().count());
 }
 
-std::string format_date(int64_t days) {
-  std::time_t t = static_cast<std::time_t>(days * 86400);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  return fmt::format("{:04}-{:02}-{:02}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday);
+std::string format_date(int64_t days_since_epoch) {
+  using namespace std::chrono;
+  const year_month_day date{sys_days{days{days_since_epoch}}};
+  return fmt::format("{:04}-{:02}-{:02}", static_cast<int>(date.year()), static_cast<unsigned>(date.month()),
+                     static_cast<unsigned>(date.day()));
 }
 
 int64_t now_micros() {

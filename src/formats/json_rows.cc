@@ -1,5 +1,7 @@
 #include "formats/json_rows.h"
 
+#include "core/time_util.h"
+
 #include <fmt/format.h>
 #include <simdjson.h>
 
@@ -90,7 +92,7 @@ void append_value(const Column& column, size_t row, std::string& out) {
       append_json_string(base64_encode(column.string_at(row)), out);
       return;
     case Type::kTimestamp:
-      append_json_string(format_timestamp_utc(column.int_at(row)), out);
+      append_json_string(format_iso8601_micros(column.int_at(row)), out);
       return;
     case Type::kDate:
       append_json_string(format_date(column.int_at(row)), out);
@@ -129,24 +131,6 @@ void append_json_string(std::string_view text, std::string& out) {
     }
   }
   out.push_back('"');
-}
-
-std::string format_timestamp_utc(int64_t micros) {
-  using namespace std::chrono;
-  const sys_time<microseconds> time{microseconds{micros}};
-  const auto day = floor<days>(time);
-  const year_month_day date{day};
-  const hh_mm_ss clock{time - day};
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", static_cast<int>(date.year()),
-                     static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()), clock.hours().count(),
-                     clock.minutes().count(), clock.seconds().count(), clock.subseconds().count());
-}
-
-std::string format_date(int64_t days_since_epoch) {
-  using namespace std::chrono;
-  const year_month_day date{sys_days{days{days_since_epoch}}};
-  return fmt::format("{:04}-{:02}-{:02}", static_cast<int>(date.year()), static_cast<unsigned>(date.month()),
-                     static_cast<unsigned>(date.day()));
 }
 
 std::string base64_encode(std::string_view bytes) {

@@ -16,8 +16,6 @@ std::string row_to_json(const Batch& batch, size_t row);
 
 // Pieces the File sink and tests reuse.
 void append_json_string(std::string_view text, std::string& out);  // quoted, escaped; invalid UTF-8 becomes U+FFFD
-std::string format_timestamp_utc(int64_t micros_since_epoch);      // 2024-01-02T03:04:05.000006Z
-std::string format_date(int64_t days_since_epoch);                 // 2024-01-02
 std::string base64_encode(std::string_view bytes);
 
 }  // namespace skippr

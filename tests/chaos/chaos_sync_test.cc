@@ -18,8 +18,8 @@ TEST(Chaos, EveryRowLandsExactlyOnceWhateverInstantTheProcessIsKilledAt) {
   PipelineFixture chaos(sample_to_duckdb_config(kRows, 42));
   const std::map<std::string, std::string> env = {
       {"SKIPPR_CHAOS_MODE", "yes"},           {"SKIPPR_CHAOS_MIN_SECONDS", "0.3"},
-      {"SKIPPR_CHAOS_MAX_SECONDS", "2.5"},    {"BUFFER_THRESHOLD_BYTES", "1000000"},
-      {"WAL_BYTES_PER_FILE", "2000000"},
+      {"SKIPPR_CHAOS_MAX_SECONDS", "2.5"},    {"BUFFER_THRESHOLD_BYTES", "300000"},
+      {"WAL_BYTES_PER_FILE", "500000"},
   };
   int runs = 0, kills = 0;
   int exit_code = -1;

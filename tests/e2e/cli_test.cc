@@ -100,7 +100,7 @@ TEST(Cli, ValidateVersionConnectorsAndHelp) {
 
 TEST(Cli, EnvFileAndVariablesFeedTheConfig) {
   PipelineFixture f(
-      "data_sources:\n  sample:\n    Sample: { rows: ${ROWS}, seed: ${SEED:-3} }\ndata_sinks:\n  warehouse:\n"
+      "data_sources:\n  sample:\n    Sample:\n      rows: ${ROWS}\n      seed: ${SEED:-3}\ndata_sinks:\n  warehouse:\n"
       "    DuckDB: { path: out.duckdb, table: trips }\npipelines:\n  bikehire:\n    data_source: data_sources.sample\n"
       "    data_sink: data_sinks.warehouse\n");
   write_text(f.path(".env"), "ROWS=1234\n");
