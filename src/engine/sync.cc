@@ -95,6 +95,13 @@ class SyncRun {
 
     SKIPPR_TRY(source_->open());
     SKIPPR_TRY(source_->seek(wal_->last_position()));
+    // A sink that is merely unavailable is retried by the lander; a mistake (wrong password, missing table) stops
+    // here, before anything is committed.
+    if (auto st = sink_->open(); st) {
+      sink_open_ = true;
+    } else if (st.error().kind != ErrorKind::kUnavailable && st.error().kind != ErrorKind::kUnknownOutcome) {
+      return st;
+    }
     return ok();
   }
 
