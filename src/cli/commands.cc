@@ -10,6 +10,7 @@
 #include "cli/table.h"
 #include "config/config.h"
 #include "core/connector.h"
+#include "engine/command_setup.h"
 #include "engine/control.h"
 #include "engine/sync.h"
 #include "state/pipeline_state.h"
@@ -38,56 +39,32 @@ int report(const Error& e) {
   return exit_code_for(e.kind);
 }
 
-Result<Config> discover_and_load(const std::optional<std::filesystem::path>& explicit_path) {
-  auto file = discover_config(explicit_path, std::filesystem::current_path());
-  if (!file) return std::unexpected(file.error());
-  return load_config(*file);
-}
-
 }  // namespace
 
 int run_sync_command(const SyncArgs& args) {
-  auto config = discover_and_load(args.config);
-  if (!config) return report(config.error());
-  auto settings = settings_from_env();
-  if (!settings) return report(settings.error());
-  auto pipeline = config->pipeline(args.pipeline);
-  if (!pipeline) return report(pipeline.error());
+  auto setup = prepare_sync(args.config, args.pipeline);
+  if (!setup) return report(setup.error());
 
   OutputMode mode = isatty(STDERR_FILENO) ? OutputMode::kProgress : OutputMode::kText;
   if (args.output == "json") mode = OutputMode::kJson;
   if (args.output == "text") mode = OutputMode::kText;
   if (args.output == "progress") mode = OutputMode::kProgress;
   // Events go to stdout unless the sink itself writes there.
-  const bool sink_uses_stdout = config->sinks.at((*pipeline)->data_sink).type == "Stdout";
-  auto reporter = make_reporter(mode, sink_uses_stdout ? stderr : stdout);
+  auto reporter = make_reporter(mode, sink_writes_stdout(setup->config, args.pipeline) ? stderr : stdout);
 
   install_stop_handlers();
   SyncOptions options;
   options.pipeline = args.pipeline;
   options.once = args.once;
   options.stop_requested = &g_stop_requested;
-  SyncResult result = run_sync(*config, *settings, options, *reporter);
+  SyncResult result = run_sync(setup->config, setup->settings, options, *reporter);
   if (result.exit_code != 0) fmt::print(stderr, "error: {}\n", result.message);
   return result.exit_code;
 }
 
 int run_query_command(const std::string& sql, const std::optional<std::filesystem::path>& config_path,
                       const std::string& output) {
-  auto statement = parse_statement(sql);
-  if (!statement) return report(statement.error());
-  auto settings = settings_from_env();
-  if (!settings) return report(settings.error());
-  std::optional<Config> config;
-  auto file = discover_config(config_path, std::filesystem::current_path());
-  if (file) {
-    auto loaded = load_config(*file);
-    if (!loaded) return report(loaded.error());
-    config = std::move(*loaded);
-  } else if (config_path) {
-    return report(file.error());
-  }
-  auto result = execute_statement(*statement, config ? &*config : nullptr, *settings);
+  auto result = run_statement(sql, config_path);
   if (!result) return report(result.error());
   if (!result->message.empty()) fmt::print("{}\n", result->message);
   if (!result->columns.empty()) {
@@ -98,7 +75,7 @@ int run_query_command(const std::string& sql, const std::optional<std::filesyste
 }
 
 int run_validate_command(const std::optional<std::filesystem::path>& config_path) {
-  auto config = discover_and_load(config_path);
+  auto config = discover_and_load_config(config_path);
   if (!config) return report(config.error());
   auto settings = settings_from_env();
   if (!settings) return report(settings.error());
@@ -133,8 +110,8 @@ int run_wal_inspect_command(const std::string& pipeline, const std::string& outp
   if (!wal) return report(wal.error());
   std::vector<std::vector<std::string>> segments, batches;
   for (const auto& s : wal->segments) {
-    segments.push_back({s.path.filename().string(), std::to_string(s.first_seq), std::to_string(s.batches),
-                        std::to_string(s.bytes)});
+    segments.push_back(
+        {s.path.filename().string(), std::to_string(s.first_seq), std::to_string(s.batches), std::to_string(s.bytes)});
   }
   for (const auto& b : wal->batches) {
     batches.push_back({b.id.str(), std::to_string(b.rows), b.segment.filename().string(), std::to_string(b.offset),
@@ -143,13 +120,13 @@ int run_wal_inspect_command(const std::string& pipeline, const std::string& outp
   }
   if (output == "json") {
     fmt::print("{}", format_json_rows({"segment", "first_seq", "batches", "bytes"}, segments));
-    fmt::print("{}", format_json_rows({"batch_id", "rows", "segment", "offset", "bytes", "crc32c", "state",
-                                       "position_after"},
-                                      batches));
+    fmt::print("{}",
+               format_json_rows({"batch_id", "rows", "segment", "offset", "bytes", "crc32c", "state", "position_after"},
+                                batches));
     return 0;
   }
-  fmt::print("WAL of pipeline '{}' in {}: epoch {}, {} bytes, landed up to seq {}{}\n\n", pipeline,
-             paths.wal.string(), wal->epoch, wal->bytes, wal->landed_watermark,
+  fmt::print("WAL of pipeline '{}' in {}: epoch {}, {} bytes, landed up to seq {}{}\n\n", pipeline, paths.wal.string(),
+             wal->epoch, wal->bytes, wal->landed_watermark,
              wal->torn_tail ? " (torn tail: the next sync truncates it)" : "");
   fmt::print("{}\n", format_table({"segment", "first_seq", "batches", "bytes"}, segments));
   fmt::print("{}", format_table({"batch_id", "rows", "segment", "offset", "bytes", "crc32c", "state", "position_after"},

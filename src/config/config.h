@@ -61,6 +61,10 @@ Result<std::filesystem::path> discover_config(const std::optional<std::filesyste
 // Loads .env beside the file (without overriding variables already set), then parses and validates.
 Result<Config> load_config(const std::filesystem::path& file);
 
+// load_config on `text` as if it were the content of `file` (its .env, relative paths and error positions): lets the
+// config writer validate what it is about to save before it replaces the file.
+Result<Config> parse_config(const std::filesystem::path& file, std::string text);
+
 // Process-wide settings from the environment (PRODUCT.md's table). A malformed number is a kConfig error.
 struct Settings {
   std::filesystem::path data_dir;  // absolute

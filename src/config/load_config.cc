@@ -65,11 +65,15 @@ void read_document(const YAML::Node& root, Config& config, config_detail::Diagno
 }  // namespace
 
 Result<Config> load_config(const std::filesystem::path& file) {
+  auto text = read_text(std::filesystem::absolute(file).lexically_normal());
+  if (!text) return std::unexpected(text.error());
+  return parse_config(file, std::move(*text));
+}
+
+Result<Config> parse_config(const std::filesystem::path& file, std::string text) {
   Config config;
   config.file = std::filesystem::absolute(file).lexically_normal();
-  auto text = read_text(config.file);
-  if (!text) return std::unexpected(text.error());
-  config.raw_yaml = std::move(*text);
+  config.raw_yaml = std::move(text);
 
   config_detail::Diagnostics diag(file.string());
   const std::string env_display = (file.parent_path() / ".env").string();

@@ -1,0 +1,42 @@
+#include "engine/command_setup.h"
+
+namespace skippr {
+
+Result<Config> discover_and_load_config(const std::optional<std::filesystem::path>& explicit_path) {
+  auto file = discover_config(explicit_path, std::filesystem::current_path());
+  if (!file) return std::unexpected(file.error());
+  return load_config(*file);
+}
+
+Result<SyncSetup> prepare_sync(const std::optional<std::filesystem::path>& explicit_path, const std::string& pipeline) {
+  auto config = discover_and_load_config(explicit_path);
+  if (!config) return std::unexpected(config.error());
+  auto settings = settings_from_env();
+  if (!settings) return std::unexpected(settings.error());
+  SKIPPR_TRY(config->pipeline(pipeline));
+  return SyncSetup{std::move(*config), std::move(*settings)};
+}
+
+bool sink_writes_stdout(const Config& config, const std::string& pipeline) {
+  auto it = config.pipelines.find(pipeline);
+  return it != config.pipelines.end() && config.sinks.at(it->second.data_sink).type == "Stdout";
+}
+
+Result<QueryResult> run_statement(std::string_view sql, const std::optional<std::filesystem::path>& explicit_path) {
+  auto statement = parse_statement(sql);
+  if (!statement) return std::unexpected(statement.error());
+  auto settings = settings_from_env();
+  if (!settings) return std::unexpected(settings.error());
+  std::optional<Config> config;
+  auto file = discover_config(explicit_path, std::filesystem::current_path());
+  if (file) {
+    auto loaded = load_config(*file);
+    if (!loaded) return std::unexpected(loaded.error());
+    config = std::move(*loaded);
+  } else if (explicit_path) {
+    return std::unexpected(file.error());
+  }
+  return execute_statement(*statement, config ? &*config : nullptr, *settings);
+}
+
+}  // namespace skippr
