@@ -90,7 +90,7 @@ JsonlData write_jsonl_data(const std::filesystem::path& dir, const JsonlDataSpec
     const uint64_t h = mix(spec.seed * 1000 + f);
     // Uneven: mostly small, some empty, a few larger; one big one.
     uint64_t lines = h % 10 == 0 ? 0 : h % 7 == 0 ? 3000 + h % 2000 : 20 + h % 600;
-    if (f == big_index) lines = spec.big_file_bytes / 230;
+    if (f == big_index) lines = spec.big_file_bytes / 150;  // a line is about 150 bytes
     const bool evolved = f >= spec.evolved_from;
     std::string chunk;
     for (uint64_t n = 1; n <= lines; ++n) {
