@@ -100,8 +100,7 @@ class SyncRun {
     if (!dead_letters) return std::unexpected(dead_letters.error());
     dead_letters_.emplace(std::move(*dead_letters));
     if (dropped > 0) {
-      spdlog::info("dropped {} dead-letter line(s) of batches that were never committed; they are read again",
-                   dropped);
+      spdlog::info("dropped {} dead-letter line(s) of batches that were never committed; they are read again", dropped);
     }
 
     SKIPPR_TRY(source_->open());
