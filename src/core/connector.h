@@ -23,8 +23,18 @@ struct Budget {
   size_t max_bytes = 10 << 20;
 };
 
+// A record the source could not read: it goes to the pipeline's dead-letter file, committed with the batch it was
+// read with, so it is written exactly once however often the process is killed.
+struct DeadLetter {
+  std::string file;    // where it came from (a file path, a topic/partition, ...)
+  uint64_t line = 0;   // 1-based line (or record) number there; 0 when not applicable
+  std::string reason;  // what is wrong with it
+  std::string raw;     // the record as read
+};
+
 struct Poll {
   Batch records;           // may be empty
+  std::vector<DeadLetter> dead_letters;  // records read since the last poll that could not be used
   Position position_after; // where to resume once `records` are committed
   bool drained = false;    // nothing more to read right now
 };

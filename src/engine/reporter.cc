@@ -24,9 +24,9 @@ std::string human_bytes(uint64_t bytes) {
 
 std::string summary_line(const RunTotals& t, int exit_code) {
   return fmt::format("{} rows read, {} committed, {} landed in {:.2f}s ({:.0f} rows/s); {} batches landed ({} replayed "
-                     "from the WAL, {} already applied); {} waiting; exit {}",
+                     "from the WAL, {} already applied); {} waiting; {} dead letters; exit {}",
                      t.rows_read, t.rows_committed, t.rows_landed, t.seconds, t.rows_per_second(), t.batches_landed,
-                     t.batches_replayed, t.already_applied, t.batches_waiting, exit_code);
+                     t.batches_replayed, t.already_applied, t.batches_waiting, t.dead_letters, exit_code);
 }
 
 class JsonReporter final : public Reporter {
@@ -54,6 +54,7 @@ class JsonReporter final : public Reporter {
           {"batches_landed", t.batches_landed},
           {"batches_replayed", t.batches_replayed},
           {"batches_waiting", t.batches_waiting},
+          {"dead_letters", t.dead_letters},
           {"seconds", t.seconds},
           {"rows_per_second", t.rows_per_second()},
           {"exit_code", exit_code}});

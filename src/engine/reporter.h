@@ -23,6 +23,7 @@ struct RunTotals {
   uint64_t already_applied = 0;
   uint64_t wal_bytes = 0;
   uint64_t batches_waiting = 0;
+  uint64_t dead_letters = 0;  // records written to the dead-letter file (committed with their batch)
   double seconds = 0;
   double rows_per_second() const { return seconds > 0 ? rows_landed / seconds : 0; }
 };

@@ -12,6 +12,7 @@
 #include "core/time_util.h"
 #include "engine/bounded_queue.h"
 #include "engine/chaos.h"
+#include "engine/dead_letters.h"
 #include "state/pipeline_state.h"
 #include "wal/wal.h"
 
@@ -24,6 +25,7 @@ constexpr size_t kQueueDepth = 2;  // batches in flight between two stages; boun
 struct ReadBatch {
   Batch batch;
   Position position_after;
+  std::vector<DeadLetter> dead_letters;  // committed together with the batch
 };
 
 struct CommittedBatch {
@@ -93,6 +95,14 @@ class SyncRun {
     if (!wal) return std::unexpected(wal.error());
     wal_ = std::move(*wal);
 
+    uint64_t dropped = 0;
+    auto dead_letters = DeadLetterFile::open(paths_.dead_letter, state_.epoch, wal_->last_committed_seq(), &dropped);
+    if (!dead_letters) return std::unexpected(dead_letters.error());
+    dead_letters_.emplace(std::move(*dead_letters));
+    if (dropped > 0) {
+      spdlog::info("dropped {} dead-letter line(s) of batches that were never committed; they are read again", dropped);
+    }
+
     SKIPPR_TRY(source_->open());
     SKIPPR_TRY(source_->seek(wal_->last_position()));
     // A sink that is merely unavailable is retried by the lander; a mistake (wrong password, missing table) stops
@@ -158,6 +168,7 @@ class SyncRun {
   // Stage 1: poll the source and cut batches at BUFFER_THRESHOLD_BYTES / _SECONDS or when the source is drained.
   void read_stage() {
     Batch pending;
+    std::vector<DeadLetter> pending_dead;
     Position position;
     auto batch_started = Clock::now();
     while (!stop_requested()) {
@@ -180,13 +191,16 @@ class SyncRun {
         add([&](RunTotals& t) { t.rows_read += got; });
         reporter_.rows_read(snapshot());
       }
+      for (auto& letter : polled->dead_letters) pending_dead.push_back(std::move(letter));
       position = polled->position_after;
-      const bool cut = pending.rows > 0 && (pending.byte_size() >= settings_.buffer_threshold_bytes ||
+      // Dead letters alone make a (row-less) batch too: they must be committed with the position that skips them.
+      const bool cut = (pending.rows > 0 || !pending_dead.empty()) && (pending.byte_size() >= settings_.buffer_threshold_bytes ||
                                             seconds_since(batch_started) >= settings_.buffer_threshold_seconds ||
                                             polled->drained);
       if (cut) {
-        if (!to_commit_.push({std::move(pending), position})) break;
+        if (!to_commit_.push({std::move(pending), position, std::move(pending_dead)})) break;
         pending = Batch{};
+        pending_dead.clear();
       }
       if (polled->drained) {
         if (options_.once) break;
@@ -200,6 +214,14 @@ class SyncRun {
   void commit_stage() {
     while (auto item = to_commit_.pop()) {
       if (stop_requested()) break;
+      // Dead letters first, tagged with the seq this commit will get: lines of a commit that never happened are
+      // dropped at the next start (DeadLetterFile::open), so each bad record is written exactly once.
+      if (auto st = dead_letters_->append(wal_->next_seq(), item->dead_letters); !st) {
+        record_error(st.error());
+        stopping_ = true;
+        to_commit_.close_and_clear();
+        break;
+      }
       auto id = wal_->commit(item->batch, item->position_after);
       if (!id) {
         record_error(id.error());
@@ -214,6 +236,7 @@ class SyncRun {
       const uint64_t rows = item->batch.rows;
       add([&](RunTotals& t) {
         t.rows_committed += rows;
+        t.dead_letters += item->dead_letters.size();
         t.batches_committed += 1;
         t.wal_bytes = wal_->bytes_on_disk();
       });
@@ -381,6 +404,7 @@ class SyncRun {
     s.batches_landed += t.batches_landed;
     s.batches_replayed += t.batches_replayed;
     s.already_applied += t.already_applied;
+    s.dead_letters += t.dead_letters;
     s.last_run_started = format_iso8601_micros(now_micros() - static_cast<int64_t>(t.seconds * 1e6));
     s.last_run_finished = format_iso8601_micros(now_micros());
     s.last_exit_code = result.exit_code;
@@ -400,6 +424,7 @@ class SyncRun {
   std::unique_ptr<Sink> sink_;
   bool sink_open_ = false;
   std::unique_ptr<Wal> wal_;
+  std::optional<DeadLetterFile> dead_letters_;
   BoundedQueue<ReadBatch> to_commit_{kQueueDepth};
   BoundedQueue<CommittedBatch> to_land_{kQueueDepth};
   std::atomic<bool> stopping_{false};

@@ -325,6 +325,11 @@ uint64_t Wal::last_committed_seq() const {
   return impl_->next_seq - 1;
 }
 
+uint64_t Wal::next_seq() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->next_seq;
+}
+
 uint64_t Wal::landed_watermark() const {
   std::lock_guard lock(impl_->mu);
   return impl_->watermark;

@@ -97,6 +97,8 @@ class Wal {
 
   Position last_position() const;   // position_after of the last committed batch (or of the segment header)
   uint64_t last_committed_seq() const;
+  // The seq the next commit() will get (last_committed_seq() + 1); stable while the caller is the only committer.
+  uint64_t next_seq() const;
   uint64_t landed_watermark() const;
   uint64_t bytes_on_disk() const;
 

@@ -6,14 +6,17 @@
 
 namespace skippr::test {
 
-std::vector<std::vector<std::string>> duckdb_rows(const std::filesystem::path& db, const std::string& sql) {
+namespace {
+
+// Opens `db` (read-only), or an in-memory database when `db` is empty.
+std::vector<std::vector<std::string>> query_rows(const std::filesystem::path& db, const std::string& sql) {
   duckdb_database database = nullptr;
   duckdb_connection connection = nullptr;
   duckdb_config config = nullptr;
   duckdb_create_config(&config);
-  duckdb_set_config(config, "access_mode", "READ_ONLY");
+  if (!db.empty()) duckdb_set_config(config, "access_mode", "READ_ONLY");
   char* open_error = nullptr;
-  if (duckdb_open_ext(db.c_str(), &database, config, &open_error) != DuckDBSuccess) {
+  if (duckdb_open_ext(db.empty() ? ":memory:" : db.c_str(), &database, config, &open_error) != DuckDBSuccess) {
     std::string message = open_error ? open_error : "unknown error";
     duckdb_free(open_error);
     duckdb_destroy_config(&config);
@@ -50,10 +53,24 @@ std::vector<std::vector<std::string>> duckdb_rows(const std::filesystem::path& d
   return rows;
 }
 
-std::string duckdb_value(const std::filesystem::path& db, const std::string& sql) {
-  auto rows = duckdb_rows(db, sql);
+std::string single_value(const std::vector<std::vector<std::string>>& rows, const std::string& sql) {
   if (rows.size() != 1 || rows[0].size() != 1) throw std::runtime_error("expected one value from: " + sql);
   return rows[0][0];
 }
+
+}  // namespace
+
+std::vector<std::vector<std::string>> duckdb_rows(const std::filesystem::path& db, const std::string& sql) {
+  if (db.empty()) throw std::runtime_error("duckdb_rows needs a database file; use duckdb_memory_rows");
+  return query_rows(db, sql);
+}
+
+std::string duckdb_value(const std::filesystem::path& db, const std::string& sql) {
+  return single_value(duckdb_rows(db, sql), sql);
+}
+
+std::vector<std::vector<std::string>> duckdb_memory_rows(const std::string& sql) { return query_rows({}, sql); }
+
+std::string duckdb_memory_value(const std::string& sql) { return single_value(duckdb_memory_rows(sql), sql); }
 
 }  // namespace skippr::test

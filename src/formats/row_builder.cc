@@ -1,0 +1,104 @@
+#include "formats/row_builder.h"
+
+#include <fmt/format.h>
+
+namespace skippr {
+
+void RowBuilder::begin_row() {
+  staged_.clear();
+  ++row_stamp_;
+  hint_ = 0;
+}
+
+int RowBuilder::find_column(std::string_view name) {
+  const size_t n = names_.size();
+  for (size_t k = 0; k < n; ++k) {
+    const size_t c = (hint_ + k) % n;
+    if (names_[c] == name) {
+      hint_ = c + 1;
+      return static_cast<int>(c);
+    }
+  }
+  return -1;
+}
+
+std::optional<std::string> RowBuilder::set(std::string_view name, const FieldValue& value) {
+  if (value.null) return std::nullopt;  // absent and null are the same to a column
+  const int c = find_column(name);
+  Type column_type = value.type;
+  if (c >= 0) {
+    column_type = batch_.columns[c].type;
+  } else if (auto known = types_.find(name); known != types_.end()) {
+    column_type = known->second;
+  }
+  FieldValue stored = value;
+  if (column_type != value.type) {
+    if (column_type == Type::kDouble && value.type == Type::kInt64) {
+      stored.type = Type::kDouble;
+      stored.d = static_cast<double>(value.i);
+    } else if (column_type == Type::kJson && value.as_json) {
+      stored.type = Type::kJson;
+      stored.s = value.as_json(value.as_json_context);
+    } else {
+      return fmt::format("field '{}' is {} here but {} in earlier records; a type change is not applied silently", name,
+                         to_string(value.type), to_string(column_type));
+    }
+  }
+  if (c >= 0) {
+    if (set_in_row_[c] == row_stamp_) return fmt::format("field '{}' appears twice", name);
+    set_in_row_[c] = row_stamp_;
+  } else {
+    for (const auto& s : staged_) {
+      if (s.column < 0 && s.name == name) return fmt::format("field '{}' appears twice", name);
+    }
+  }
+  staged_.push_back({c, name, stored});
+  return std::nullopt;
+}
+
+void RowBuilder::end_row() {
+  for (auto& s : staged_) {
+    if (s.column >= 0) continue;
+    types_.try_emplace(std::string(s.name), s.value.type);
+    batch_.add_column({std::string(s.name), s.value.type});
+    names_.emplace_back(s.name);
+    set_in_row_.push_back(row_stamp_);
+    s.column = static_cast<int>(names_.size() - 1);
+  }
+  for (const auto& s : staged_) {
+    Column& col = batch_.columns[s.column];
+    const FieldValue& v = s.value;
+    switch (v.type) {
+      case Type::kInt64:
+      case Type::kTimestamp:
+      case Type::kDate:
+        col.append_int(v.i);
+        break;
+      case Type::kBool:
+        col.append_bool(v.i != 0);
+        break;
+      case Type::kDouble:
+        col.append_double(v.d);
+        break;
+      default:
+        col.append_string(v.s);
+        break;
+    }
+  }
+  // Columns set in this row carry the current stamp; every other column gets a NULL.
+  for (size_t c = 0; c < batch_.columns.size(); ++c) {
+    if (set_in_row_[c] != row_stamp_) batch_.columns[c].append_null();
+  }
+  ++batch_.rows;
+  staged_.clear();
+}
+
+Batch RowBuilder::take() {
+  Batch out = std::move(batch_);
+  batch_ = Batch{};
+  names_.clear();
+  set_in_row_.clear();
+  return out;
+}
+
+}  // namespace skippr

@@ -1,0 +1,51 @@
+#include "sources/file/file_position.h"
+
+#include <nlohmann/json.hpp>
+
+namespace skippr {
+
+Position encode_file_position(const FilePosition& p) {
+  nlohmann::json j;
+  j["done"] = p.done;
+  nlohmann::json types = nlohmann::json::object();
+  for (const auto& [name, type] : p.types) types[name] = to_string(type);
+  j["types"] = std::move(types);
+  if (p.current) {
+    j["file"] = p.current->name;
+    j["offset"] = p.current->offset;
+    j["line"] = p.current->line;
+    j["size"] = p.current->identity.size;
+    j["mtime_ns"] = p.current->identity.mtime_ns;
+  }
+  return Position{j.dump()};
+}
+
+std::optional<FilePosition> decode_file_position(const Position& position) {
+  auto j = nlohmann::json::parse(position.token, nullptr, false);
+  if (!j.is_object() || !j.contains("done") || !j["done"].is_array()) return std::nullopt;
+  FilePosition p;
+  for (const auto& name : j["done"]) {
+    if (!name.is_string()) return std::nullopt;
+    p.done.insert(name.get<std::string>());
+  }
+  if (j.contains("types") && j["types"].is_object()) {
+    for (const auto& [name, type] : j["types"].items()) {
+      auto t = type.is_string() ? type_from_string(type.get<std::string>()) : std::nullopt;
+      if (!t) return std::nullopt;
+      p.types.emplace(name, *t);
+    }
+  }
+  if (j.contains("file")) {
+    if (!j["file"].is_string() || !j["offset"].is_number_unsigned() || !j["line"].is_number_unsigned() ||
+        !j["size"].is_number_unsigned() || !j["mtime_ns"].is_number_integer()) {
+      return std::nullopt;
+    }
+    p.current = CurrentFile{j["file"].get<std::string>(),
+                            j["offset"].get<uint64_t>(),
+                            j["line"].get<uint64_t>(),
+                            {j["size"].get<uint64_t>(), j["mtime_ns"].get<int64_t>()}};
+  }
+  return p;
+}
+
+}  // namespace skippr

@@ -1,0 +1,43 @@
+// The File source's resume point: the files finished, and the file being read with its decompressed byte offset
+// (or row, for parquet), next line number and identity (size and mtime when first opened), so a restart resumes
+// exactly where the committed batch ended and refuses a file that changed in between.
+// It also carries the field types inferred so far, so a resumed run infers exactly what an uninterrupted one would.
+// JSON: {"done":["a.jsonl",...],"file":"b.jsonl","offset":123,"line":4,"size":999,"mtime_ns":...,
+// "types":{"id":"int64",...}}; names are relative to the glob's base folder.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "core/batch.h"
+
+namespace skippr {
+
+struct FileIdentity {
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  bool operator==(const FileIdentity&) const = default;
+};
+
+struct CurrentFile {
+  std::string name;
+  uint64_t offset = 0;
+  uint64_t line = 1;
+  FileIdentity identity;
+};
+
+struct FilePosition {
+  std::set<std::string> done;
+  std::optional<CurrentFile> current;
+  std::map<std::string, Type, std::less<>> types;
+};
+
+Position encode_file_position(const FilePosition& p);
+// nullopt when the token is not one of ours.
+std::optional<FilePosition> decode_file_position(const Position& position);
+
+}  // namespace skippr
