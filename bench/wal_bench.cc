@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -50,6 +51,7 @@ std::unique_ptr<Wal> open_wal(const fs::path& dir) {
   o.dir = dir;
   o.pipeline = "bench";
   o.epoch = 1;
+  if (const char* level = std::getenv("WAL_BENCH_ZSTD_LEVEL")) o.zstd_level = std::atoi(level);  // default: the WAL's
   auto wal = Wal::open(o);
   if (!wal) throw std::runtime_error(wal.error().message);
   return std::move(*wal);

@@ -1,6 +1,8 @@
 #include "support/fault_env.h"
 
 #include <cerrno>
+#include <chrono>
+#include <thread>
 
 namespace skippr::testing {
 
@@ -57,6 +59,7 @@ class FaultEnv::File final : public WritableFile {
       sync_failed_ = true;
       return env_.injected_error(Op::kSync, path(), *err);
     }
+    if (const int ms = env_.sync_latency_ms; ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     auto synced = inner_->sync();
     if (!synced) sync_failed_ = true;
     return counted(std::move(synced));

@@ -55,6 +55,9 @@ class FaultEnv final : public Env {
   // Power back on (after MemEnv::power_cut), no fault armed, the counters kept.
   void power_on();
 
+  // Every file sync takes at least this long (a slow disk), so concurrency around it can be tested on tmpfs.
+  std::atomic<int> sync_latency_ms{0};
+
   uint64_t mutating_calls() const { return mutating_calls_; }
   uint64_t syncs() const { return syncs_; }
   uint64_t injected() const { return injected_; }

@@ -404,5 +404,30 @@ TEST_F(WalTest, ConcurrentCommittersGetDistinctConsecutiveSeqs) {
   for (const auto& info : pending) ASSERT_TRUE(reopened->read_batch(info)) << info.seq;
 }
 
+TEST_F(WalTest, ConcurrentCommittersShareOneFsync) {
+  FaultEnv env(default_env());
+  env.sync_latency_ms = 5;  // a disk slow enough that committers pile up behind a sync, even on tmpfs
+  WalOptions o = options();
+  o.env = &env;
+  auto wal = open(o);
+  const uint64_t syncs_before = env.syncs();
+  constexpr int kThreads = 8, kEach = 10;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        auto id = wal->commit(batch_with_every_type(3, t), position(static_cast<uint64_t>(t)));
+        ASSERT_TRUE(id) << id.error().message;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  const uint64_t syncs = env.syncs() - syncs_before;
+  EXPECT_LT(syncs, static_cast<uint64_t>(kThreads * kEach) / 2) << "committers did not share their fsyncs";
+  wal.reset();
+  auto reopened = open(options());
+  EXPECT_EQ(reopened->pending().size(), static_cast<size_t>(kThreads * kEach)) << "a shared fsync lost a batch";
+}
+
 }  // namespace
 }  // namespace skippr
