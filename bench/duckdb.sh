@@ -2,8 +2,8 @@
 # Sample -> DuckDB through the engine vs DuckDB's own insert of the same rows (no WAL), then the pipeline's peak RSS
 # at 1 M and 10 M rows with default settings (/usr/bin/time -v; Debian package `time`).
 set -euo pipefail
-BUILD=${1:-build}
-DIR=${BENCH_DIR:-$BUILD/bench-data}/duckdb
+BUILD=$(cd "${1:-build}" && pwd)
+DIR=$(realpath -m "${BENCH_DIR:-$BUILD/bench-data}/duckdb")
 "$BUILD/duckdb_bench" "$DIR" "${DUCKDB_BENCH_ROWS:-1000000}" 2>/dev/null
 
 peak_rss_kib() {  # rows -> KiB
@@ -21,7 +21,7 @@ pipelines:
     data_source: data_sources.sample
     data_sink: data_sinks.warehouse
 YML
-  (cd "$dir" && DATA_DIR="$dir/data" /usr/bin/time -v "$OLDPWD/$BUILD/skipprd" sync --pipeline bench --once \
+  (cd "$dir" && DATA_DIR="$dir/data" /usr/bin/time -v "$BUILD/skipprd" sync --pipeline bench --once \
      --config "$dir/skippr.yml" 2>"$dir/time.txt" >/dev/null)
   awk -F': ' '/Maximum resident set size/ {print $2}' "$dir/time.txt"
 }

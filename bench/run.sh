@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
-export BENCH_DIR=${BENCH_DIR:-$BUILD/bench-data}
+export BENCH_DIR=$(realpath -m "${BENCH_DIR:-$BUILD/bench-data}")
 cmake --build "$BUILD" --target skipprd wal_bench duckdb_bench >/dev/null
 for script in bench/*.sh; do
   [ "$(basename "$script")" = run.sh ] && continue

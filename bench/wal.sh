@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # WAL append vs raw write+fdatasync (1 and 8 MiB batches), group commit with 1/4/16 committers, recovery of 1 GiB.
 set -euo pipefail
-BUILD=${1:-build}
+BUILD=$(cd "${1:-build}" && pwd)
 DIR=${BENCH_DIR:-$BUILD/bench-data}/wal
 "$BUILD/wal_bench" append "$DIR" "${WAL_BENCH_MIB:-256}"
 "$BUILD/wal_bench" group "$DIR"
