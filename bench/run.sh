@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# Runs every benchmark script in this folder (bench/*.sh), one after another.
+# `make bench`: every bench/*.sh in turn, each given the build folder. BENCH_REPEAT=N runs each N times (the CPU is
+# often shared: report the best). Scratch data goes to $BENCH_DIR (default: <build>/bench-data), on the disk under test.
 set -euo pipefail
-cd "$(dirname "$0")"
-for script in ./*.sh; do
-  [ "$script" = ./run.sh ] && continue
-  echo "== $script"
-  "$script"
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+export BENCH_DIR=$(realpath -m "${BENCH_DIR:-$BUILD/bench-data}")
+cmake --build "$BUILD" --target skipprd wal_bench duckdb_bench >/dev/null
+for script in bench/*.sh; do
+  [ "$(basename "$script")" = run.sh ] && continue
+  for ((i = 1; i <= ${BENCH_REPEAT:-1}; i++)); do
+    echo "== $script (run $i)"
+    bash "$script" "$BUILD"
+  done
 done
+rm -rf "$BENCH_DIR"

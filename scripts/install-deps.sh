@@ -10,6 +10,7 @@ DEBIAN_PACKAGES=(
   libsimdjson-dev pybind11-dev python3-dev python3-pytest
 )
 DEBIAN_PACKAGES+=(zlib1g-dev)  # File source/sink: gzip (issue 4, files in and out)
+DEBIAN_PACKAGES+=(time)  # walperf: /usr/bin/time -v measures peak RSS in bench/duckdb.sh
 # npm fetches DuckDB; the machine may already have Node.js from elsewhere, which Debian's npm would conflict with.
 command -v npm >/dev/null || DEBIAN_PACKAGES+=(nodejs npm)
 missing=()

@@ -12,8 +12,6 @@
 
 namespace skippr {
 
-namespace {
-
 namespace fs = std::filesystem;
 
 // Classifies an errno once, so every caller reports a full disk the same way.
@@ -33,6 +31,8 @@ Error sync_error(std::string_view what, const fs::path& path, int err) {
   return Error{ErrorKind::kFatalIo, fmt::format("{} {} failed: {}; stopping because the data may not be durable", what,
                                                 path.string(), std::strerror(err))};
 }
+
+namespace {
 
 class PosixWritableFile final : public WritableFile {
  public:
@@ -213,6 +213,11 @@ class PosixEnv final : public Env {
       return std::unexpected(io_error("creating directory", dir, errno));
     }
     SKIPPR_TRY(fsync_dir(parent));
+    return ok();
+  }
+
+  Status remove_dir(const fs::path& dir) override {
+    if (::rmdir(dir.c_str()) != 0) return std::unexpected(io_error("removing directory", dir, errno));
     return ok();
   }
 };

@@ -52,7 +52,15 @@ class Env {
   // Creates every missing directory of `dir` and fsyncs the parent of each one it created, so the new directory
   // survives a power cut.
   virtual Status create_dirs(const std::filesystem::path& dir) = 0;
+  // Removes an empty directory; the caller fsyncs its parent to make that durable.
+  virtual Status remove_dir(const std::filesystem::path& dir) = 0;
 };
+
+// The one classification of an errno, shared by every Env (the fault-injecting test Env reports exactly what the
+// POSIX one would): ENOSPC/EDQUOT -> kDiskFull ("the disk is full", where, what to do), anything else kUnavailable.
+Error io_error(std::string_view what, const std::filesystem::path& path, int err);
+// A failed fsync/fdatasync/close: kFatalIo, never retried (fsyncgate).
+Error sync_error(std::string_view what, const std::filesystem::path& path, int err);
 
 // The process-wide POSIX implementation.
 Env& default_env();

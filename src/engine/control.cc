@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/env.h"
+#include "engine/reset.h"
 #include "state/pipeline_state.h"
 #include "wal/wal.h"
 
@@ -86,9 +87,9 @@ Result<QueryResult> show_pipeline(const std::string& name, const Config* config,
   add("source_position", wal.last_position.empty() ? "start" : wal.last_position.token);
   add("last_committed_batch", batch_label(state->epoch, wal.last_committed_seq, name));
   add("last_landed_batch", batch_label(state->epoch, std::min(wal.landed_watermark, wal.last_committed_seq), name));
-  add("batches_waiting", std::to_string(wal.last_committed_seq > wal.landed_watermark
-                                            ? wal.last_committed_seq - wal.landed_watermark
-                                            : 0));
+  add("batches_waiting",
+      std::to_string(wal.last_committed_seq > wal.landed_watermark ? wal.last_committed_seq - wal.landed_watermark
+                                                                   : 0));
   add("wal_bytes", std::to_string(wal.bytes));
   add("wal_segments", std::to_string(wal.segments.size()));
   add("data_dir", paths.root.string());
@@ -146,31 +147,24 @@ Result<QueryResult> show_pipelines(const Config* config, const Settings& setting
                     : "unreadable";
     }
     r.rows.push_back({name, source, sink, state && state->enabled ? "yes" : (state ? "no" : "?"),
-                      state ? std::to_string(state->epoch) : "?", PipelineLock::holder(paths) ? "yes" : "no",
-                      waiting});
+                      state ? std::to_string(state->epoch) : "?", PipelineLock::holder(paths) ? "yes" : "no", waiting});
   }
   return r;
 }
 
-// The epoch is bumped (durably) before the WAL is deleted; a sync that finds a WAL of an older epoch finishes the
-// deletion. So a RESET killed half-way can never let old batches land under the new epoch.
+// See engine/reset.h for why the epoch is bumped before the WAL is deleted.
 Result<QueryResult> reset_pipeline(const std::string& name, const Config* config, const Settings& settings) {
   const auto paths = PipelinePaths::of(settings.data_dir, name);
   SKIPPR_TRY(ensure_known(name, config, paths));
   auto lock = PipelineLock::acquire(paths, name);
   if (!lock) return std::unexpected(lock.error());
-  auto state = load_state(paths);
-  if (!state) return std::unexpected(state.error());
-  state->epoch += 1;
-  SKIPPR_TRY(save_state(paths, *state));
-  std::error_code ec;
-  std::filesystem::remove_all(paths.wal, ec);
-  if (ec) return fail(ErrorKind::kUnavailable, fmt::format("cannot remove {}: {}", paths.wal.string(), ec.message()));
-  SKIPPR_TRY(default_env().fsync_dir(paths.root));
+  auto epoch = reset_pipeline_files(paths);
+  if (!epoch) return std::unexpected(epoch.error());
   QueryResult r;
-  r.message = fmt::format("pipeline '{}' reset: WAL and source position deleted, now epoch {}. The next sync reads the "
-                          "source from the start; append-only destinations get the rows again unless you clear them",
-                          name, state->epoch);
+  r.message = fmt::format(
+      "pipeline '{}' reset: WAL and source position deleted, now epoch {}. The next sync reads the "
+      "source from the start; append-only destinations get the rows again unless you clear them",
+      name, *epoch);
   return r;
 }
 
@@ -215,12 +209,18 @@ Result<Statement> parse_statement(std::string_view sql) {
 
 Result<QueryResult> execute_statement(const Statement& s, const Config* config, const Settings& settings) {
   switch (s.kind) {
-    case StatementKind::kResetPipeline: return reset_pipeline(s.pipeline, config, settings);
-    case StatementKind::kShowPipelines: return show_pipelines(config, settings);
-    case StatementKind::kShowPipeline: return show_pipeline(s.pipeline, config, settings);
-    case StatementKind::kShowStats: return show_stats(s.pipeline, config, settings);
-    case StatementKind::kEnablePipeline: return set_enabled(s.pipeline, true, config, settings);
-    case StatementKind::kDisablePipeline: return set_enabled(s.pipeline, false, config, settings);
+    case StatementKind::kResetPipeline:
+      return reset_pipeline(s.pipeline, config, settings);
+    case StatementKind::kShowPipelines:
+      return show_pipelines(config, settings);
+    case StatementKind::kShowPipeline:
+      return show_pipeline(s.pipeline, config, settings);
+    case StatementKind::kShowStats:
+      return show_stats(s.pipeline, config, settings);
+    case StatementKind::kEnablePipeline:
+      return set_enabled(s.pipeline, true, config, settings);
+    case StatementKind::kDisablePipeline:
+      return set_enabled(s.pipeline, false, config, settings);
   }
   return fail(ErrorKind::kInternal, "unknown statement");
 }

@@ -13,6 +13,7 @@
 #include "engine/bounded_queue.h"
 #include "engine/chaos.h"
 #include "engine/dead_letters.h"
+#include "engine/reset.h"
 #include "state/pipeline_state.h"
 #include "wal/wal.h"
 
@@ -79,7 +80,7 @@ class SyncRun {
                               pipe_->name, pipe_->name));
     }
     if (!std::filesystem::exists(paths_.state)) SKIPPR_TRY(save_state(paths_, state_));
-    SKIPPR_TRY(finish_interrupted_reset());
+    SKIPPR_TRY(finish_interrupted_reset(paths_, state_.epoch, pipe_->name, options_.wal_env));
 
     if (settings_.chaos_mode.value_or(pipe_->chaos_mode)) {
       start_chaos({settings_.chaos_min_seconds, settings_.chaos_max_seconds,
@@ -91,6 +92,7 @@ class SyncRun {
     wal_options.pipeline = pipe_->name;
     wal_options.epoch = state_.epoch;
     wal_options.bytes_per_file = settings_.wal_bytes_per_file;
+    wal_options.env = options_.wal_env;
     auto wal = Wal::open(wal_options);
     if (!wal) return std::unexpected(wal.error());
     wal_ = std::move(*wal);
@@ -126,27 +128,6 @@ class SyncRun {
     return ctx;
   }
 
-  // RESET bumps the epoch first and deletes the WAL second; a WAL of an older epoch is what a RESET killed half-way
-  // left behind, and finishing it is the only safe reading (its batches must not land under the new epoch).
-  Status finish_interrupted_reset() {
-    if (!std::filesystem::exists(paths_.wal)) return ok();
-    auto inspection = Wal::inspect(paths_.wal);
-    if (!inspection) return std::unexpected(inspection.error());
-    if (inspection->segments.empty() || inspection->epoch == state_.epoch) return ok();
-    if (inspection->epoch > state_.epoch) {
-      return fail(ErrorKind::kCorruption,
-                  fmt::format("the WAL in {} is from epoch {} but {} says epoch {}; nothing was changed. Restore "
-                              "DATA_DIR from a backup or run RESET PIPELINE {}",
-                              paths_.wal.string(), inspection->epoch, paths_.state.string(), state_.epoch, pipe_->name));
-    }
-    spdlog::warn("finishing an interrupted RESET PIPELINE {}: removing the WAL of epoch {}", pipe_->name,
-                 inspection->epoch);
-    std::error_code ec;
-    std::filesystem::remove_all(paths_.wal, ec);
-    if (ec) return fail(ErrorKind::kUnavailable, fmt::format("cannot remove {}: {}", paths_.wal.string(), ec.message()));
-    return ok();
-  }
-
   void stages() {
     const auto pending = wal_->pending();
     reporter_.sync_start(pipe_->name, state_.epoch, pending.size());
@@ -161,9 +142,7 @@ class SyncRun {
     committer.join();
   }
 
-  bool stop_requested() const {
-    return stopping_ || (options_.stop_requested && options_.stop_requested->load());
-  }
+  bool stop_requested() const { return stopping_ || (options_.stop_requested && options_.stop_requested->load()); }
 
   // Stage 1: poll the source and cut batches at BUFFER_THRESHOLD_BYTES / _SECONDS or when the source is drained.
   void read_stage() {
@@ -194,9 +173,9 @@ class SyncRun {
       for (auto& letter : polled->dead_letters) pending_dead.push_back(std::move(letter));
       position = polled->position_after;
       // Dead letters alone make a (row-less) batch too: they must be committed with the position that skips them.
-      const bool cut = (pending.rows > 0 || !pending_dead.empty()) && (pending.byte_size() >= settings_.buffer_threshold_bytes ||
-                                            seconds_since(batch_started) >= settings_.buffer_threshold_seconds ||
-                                            polled->drained);
+      const bool cut = (pending.rows > 0 || !pending_dead.empty()) &&
+                       (pending.byte_size() >= settings_.buffer_threshold_bytes ||
+                        seconds_since(batch_started) >= settings_.buffer_threshold_seconds || polled->drained);
       if (cut) {
         if (!to_commit_.push({std::move(pending), position, std::move(pending_dead)})) break;
         pending = Batch{};
@@ -369,8 +348,8 @@ class SyncRun {
       }
     } else if (waiting > 0) {
       result.exit_code = exit_code::kRetryLater;
-      result.message = waiting_sentence(waiting, rows_waiting, stopped_by_signal ? "stopped before they landed"
-                                                                                 : "they did not land in this run");
+      result.message = waiting_sentence(
+          waiting, rows_waiting, stopped_by_signal ? "stopped before they landed" : "they did not land in this run");
     }
     if (result.exit_code != 0) reporter_.error(result.message);
     reporter_.sync_complete(result.totals, result.exit_code);
@@ -379,9 +358,10 @@ class SyncRun {
   }
 
   std::string waiting_sentence(uint64_t batches, uint64_t rows, const std::string& why) const {
-    return fmt::format("{} committed batch{} ({} rows) wait in the WAL ({}): {}. Nothing is lost: run the same "
-                       "command again to deliver them",
-                       batches, batches == 1 ? "" : "es", rows, paths_.wal.string(), why);
+    return fmt::format(
+        "{} committed batch{} ({} rows) wait in the WAL ({}): {}. Nothing is lost: run the same "
+        "command again to deliver them",
+        batches, batches == 1 ? "" : "es", rows, paths_.wal.string(), why);
   }
 
   SyncResult finish_with(const Error& e) {

@@ -10,12 +10,16 @@
 
 namespace skippr {
 
+class Env;
+
 struct SyncOptions {
   std::string pipeline;
   bool once = false;
   // Set by SIGTERM / Ctrl-C: stop reading, land what is committed within the grace period, then return.
   const std::atomic<bool>* stop_requested = nullptr;
   double shutdown_grace_seconds = 10;
+  // The WAL's I/O seam, for tests that inject disk faults into a whole run; nullptr = default_env().
+  Env* wal_env = nullptr;
 };
 
 struct SyncResult {

@@ -5,9 +5,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "core/env.h"
 #include "core/time_util.h"
@@ -26,22 +24,14 @@ PipelinePaths PipelinePaths::of(const std::filesystem::path& data_dir, const std
   return p;
 }
 
-namespace {
-
-std::optional<std::string> read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
-
-Result<PipelineState> load_state(const PipelinePaths& paths) {
+Result<PipelineState> load_state(const PipelinePaths& paths, Env* env_or_null) {
+  Env& env = env_or_null != nullptr ? *env_or_null : default_env();
   PipelineState state;
-  auto text = read_file(paths.state);
-  if (!text) return state;
+  auto present = env.exists(paths.state);
+  if (!present) return std::unexpected(present.error());
+  if (!*present) return state;
+  auto text = env.read_file(paths.state);
+  if (!text) return std::unexpected(text.error());
   auto j = nlohmann::json::parse(*text, nullptr, false);
   if (!j.is_object() || !j.contains("epoch") || !j["epoch"].is_number_unsigned()) {
     return fail(ErrorKind::kCorruption,
@@ -54,14 +44,14 @@ Result<PipelineState> load_state(const PipelinePaths& paths) {
   return state;
 }
 
-Status save_state(const PipelinePaths& paths, const PipelineState& state) {
+Status save_state(const PipelinePaths& paths, const PipelineState& state, Env* env) {
   nlohmann::json j = {{"epoch", state.epoch}, {"enabled", state.enabled}};
-  return write_file_atomically(default_env(), paths.state, j.dump(2) + "\n");
+  return write_file_atomically(env != nullptr ? *env : default_env(), paths.state, j.dump(2) + "\n");
 }
 
 PipelineStats load_stats(const PipelinePaths& paths) {
   PipelineStats s;
-  auto text = read_file(paths.stats);
+  auto text = default_env().read_file(paths.stats);
   if (!text) return s;
   auto j = nlohmann::json::parse(*text, nullptr, false);
   if (!j.is_object()) return s;
@@ -111,13 +101,15 @@ Result<PipelineLock> PipelineLock::acquire(const PipelinePaths& paths, const std
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     ::close(fd);
     auto who = holder(paths);
-    return fail(ErrorKind::kLocked,
-                fmt::format("pipeline '{}' is already running ({}); run one sync per pipeline, or wait for it to finish",
-                            pipeline, who.value_or("holder unknown")));
+    return fail(
+        ErrorKind::kLocked,
+        fmt::format("pipeline '{}' is already running ({}); run one sync per pipeline, or wait for it to finish",
+                    pipeline, who.value_or("holder unknown")));
   }
   char host[256] = {};
   gethostname(host, sizeof host - 1);
-  const std::string who = fmt::format("pid {} on host {} since {}", getpid(), host, format_iso8601_micros(now_micros()));
+  const std::string who =
+      fmt::format("pid {} on host {} since {}", getpid(), host, format_iso8601_micros(now_micros()));
   if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, who.data(), who.size(), 0) != static_cast<ssize_t>(who.size())) {
     // The lock itself is held; only the holder's description is missing, which is cosmetic.
   }

@@ -14,12 +14,12 @@ namespace skippr {
 // Where a pipeline keeps its files: DATA_DIR/pipelines/<name>/...
 struct PipelinePaths {
   std::filesystem::path root;
-  std::filesystem::path wal;         // wal/<first-seq>.wal
-  std::filesystem::path state;       // state.json: epoch, enabled
-  std::filesystem::path lock;        // held with flock() by the running process; names its holder
-  std::filesystem::path stats;       // stats.json: cumulative counters
-  std::filesystem::path chaos_log;   // one line per chaos kill, so tests can count them
-  std::filesystem::path dead_letter; // deadletter.jsonl: records that could not be read, with the reason
+  std::filesystem::path wal;          // wal/<first-seq>.wal
+  std::filesystem::path state;        // state.json: epoch, enabled
+  std::filesystem::path lock;         // held with flock() by the running process; names its holder
+  std::filesystem::path stats;        // stats.json: cumulative counters
+  std::filesystem::path chaos_log;    // one line per chaos kill, so tests can count them
+  std::filesystem::path dead_letter;  // deadletter.jsonl: records that could not be read, with the reason
 
   static PipelinePaths of(const std::filesystem::path& data_dir, const std::string& pipeline);
 };
@@ -29,10 +29,13 @@ struct PipelineState {
   bool enabled = true;
 };
 
+class Env;
+
 // Absent file = a pipeline never run: epoch 1, enabled. An unreadable file is kCorruption naming it.
-Result<PipelineState> load_state(const PipelinePaths& paths);
+// `env`: the I/O seam (tests cut the power through it); nullptr = default_env().
+Result<PipelineState> load_state(const PipelinePaths& paths, Env* env = nullptr);
 // Written whole to a temporary file, fsynced and renamed over the old one.
-Status save_state(const PipelinePaths& paths, const PipelineState& state);
+Status save_state(const PipelinePaths& paths, const PipelineState& state, Env* env = nullptr);
 
 // Cumulative counters shown by SHOW STATS, added up at the end of each run: a killed run's counts are missing (the
 // data itself is protected by the WAL, not by this file).

@@ -138,11 +138,14 @@ Result<std::string> compress_batch(const Batch& batch, int zstd_level) {
   std::string out;
   ByteWriter(out).u64(raw.size());
   const size_t header = out.size();
-  out.resize(header + ZSTD_compressBound(raw.size()));
-  const size_t n = ZSTD_compress(out.data() + header, out.size() - header, raw.data(), raw.size(), zstd_level);
+  size_t n = 0;
+  // resize_and_overwrite: the output buffer is not zero-filled first (a profile showed 12 % of commit in memset).
+  out.resize_and_overwrite(header + ZSTD_compressBound(raw.size()), [&](char* p, size_t size) {
+    n = ZSTD_compress(p + header, size - header, raw.data(), raw.size(), zstd_level);
+    return ZSTD_isError(n) ? header : header + n;
+  });
   if (ZSTD_isError(n))
     return fail(ErrorKind::kInternal, fmt::format("zstd compression failed: {}", ZSTD_getErrorName(n)));
-  out.resize(header + n);
   return out;
 }
 

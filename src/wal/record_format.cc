@@ -11,6 +11,12 @@ bool is_known_record_type(uint8_t type) {
 }
 
 std::string encode_record(RecordType type, std::string_view payload_head, std::string_view payload_tail) {
+  std::string out = encode_record_front(type, payload_head, payload_tail);
+  out.append(payload_tail);
+  return out;
+}
+
+std::string encode_record_front(RecordType type, std::string_view payload_head, std::string_view payload_tail) {
   const auto type_byte = static_cast<uint8_t>(type);
   uint32_t crc = crc32c::extend(0, &type_byte, 1);
   crc = crc32c::extend(crc, payload_head.data(), payload_head.size());
@@ -23,7 +29,6 @@ std::string encode_record(RecordType type, std::string_view payload_head, std::s
   w.u32(crc);
   w.u8(type_byte);
   w.bytes(payload_head);
-  w.bytes(payload_tail);
   return out;
 }
 

@@ -19,6 +19,9 @@ inline constexpr size_t kRecordHeaderBytes = 9;  // length + crc + type
 
 // Frames `payload`, given in pieces so a large compressed part is not copied twice.
 std::string encode_record(RecordType type, std::string_view payload_head, std::string_view payload_tail = {});
+// The frame header and `payload_head` only: written before `payload_tail`, they make the same bytes as
+// encode_record without copying the (large) tail.
+std::string encode_record_front(RecordType type, std::string_view payload_head, std::string_view payload_tail);
 
 struct Record {
   RecordType type;

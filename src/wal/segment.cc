@@ -6,6 +6,7 @@
 
 #include "wal/byte_io.h"
 #include "wal/record_format.h"
+#include "wal/segment_reader.h"
 
 namespace skippr::wal {
 
@@ -96,48 +97,55 @@ Error corruption_error(const fs::path& path, uint64_t offset, std::string_view w
 }
 
 Result<SegmentScan> scan_segment(Env& env, const fs::path& path, bool is_newest, std::string_view pipeline) {
-  auto data_or = env.read_file(path);
-  if (!data_or) return std::unexpected(data_or.error());
-  const std::string_view data = *data_or;
+  auto size = env.file_size(path);
+  if (!size) return std::unexpected(size.error());
+  SegmentReader reader(env, path, *size);
   auto corrupt = [&](uint64_t offset, std::string_view what) {
     return std::unexpected(corruption_error(path, offset, what, pipeline));
   };
 
   SegmentScan scan;
   scan.path = path;
-  scan.file_bytes = data.size();
-  size_t offset = 0;
-  while (offset < data.size()) {
-    Record record{};
-    const DecodeStatus status = decode_record(data, offset, record);
-    if (status == DecodeStatus::kUnknownType) {
-      return corrupt(offset, fmt::format("unknown record type {} (written by a newer version?)",
-                                         static_cast<uint8_t>(data[offset + 8])));
+  scan.file_bytes = *size;
+  uint64_t offset = 0;
+  FramedRecord record;
+  while (offset < scan.file_bytes) {
+    auto status = reader.read(offset, record);
+    if (!status) return std::unexpected(status.error());
+    if (*status == DecodeStatus::kUnknownType) {
+      return corrupt(offset, fmt::format("unknown record type {} (written by a newer version?)", record.type));
     }
-    if (status != DecodeStatus::kOk) {
+    if (*status != DecodeStatus::kOk) {
       // A crash mid-append leaves a damaged record with nothing valid after it, and only in the newest segment
       // (older ones were synced before the next was created). Anything else is damage we must not paper over.
-      if (is_newest && !any_valid_record_from(data, offset + 1)) {
-        scan.torn_tail = true;
-        break;
+      if (is_newest) {
+        auto valid_after = reader.any_valid_record_from(offset + 1);
+        if (!valid_after) return std::unexpected(valid_after.error());
+        if (!*valid_after) {
+          scan.torn_tail = true;
+          break;
+        }
       }
-      return corrupt(offset, status == DecodeStatus::kIncomplete
+      return corrupt(offset, *status == DecodeStatus::kIncomplete
                                  ? "incomplete record (its length runs past the end of the file)"
                                  : "checksum mismatch");
     }
+    const auto type = static_cast<RecordType>(record.type);
     const bool first = offset == 0;
-    if (first != (record.type == RecordType::kSegmentHeader)) {
+    if (first != (type == RecordType::kSegmentHeader)) {
       return corrupt(offset, first ? "the first record is not a segment header" : "a second segment header");
     }
-    switch (record.type) {
+    // Small records must fit in the part the reader keeps; only a BATCH's compressed columns may go beyond it.
+    if (type != RecordType::kBatch && !record.payload_complete) return corrupt(offset, "oversized record");
+    switch (type) {
       case RecordType::kSegmentHeader: {
-        scan.header = decode_segment_header(record.payload);
+        scan.header = decode_segment_header(record.payload_front);
         if (!scan.header) return corrupt(offset, "malformed segment header");
         scan.landed_watermark = scan.header->landed_watermark;
         break;
       }
       case RecordType::kBatch: {
-        auto meta = decode_batch_meta(record.payload);
+        auto meta = decode_batch_meta(record.payload_front);
         if (!meta) return corrupt(offset, "malformed batch metadata");
         const uint64_t expected_seq = scan.header->first_seq + scan.batches.size();
         if (meta->seq != expected_seq || meta->id.seq != meta->seq || meta->id.epoch != scan.header->epoch) {
@@ -156,7 +164,7 @@ Result<SegmentScan> scan_segment(Env& env, const fs::path& path, bool is_newest,
         break;
       }
       case RecordType::kLanded: {
-        auto watermark = decode_landed(record.payload);
+        auto watermark = decode_landed(record.payload_front);
         if (!watermark) return corrupt(offset, "malformed LANDED record");
         scan.landed_watermark = std::max(scan.landed_watermark, *watermark);
         break;

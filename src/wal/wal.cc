@@ -4,12 +4,16 @@
 // - a batch is committed once its record is fdatasync'ed; a new segment's header and directory entry are made
 //   durable before the segment holds any batch, so the newest segment alone always restores the resume point;
 // - the outgoing segment is synced before the next one is created, so only the newest can end in a torn record;
-// - a failed fsync poisons the Wal: fsync is never retried on the same descriptor (fsyncgate).
+// - a failed fsync poisons the Wal: fsync is never retried on the same descriptor (fsyncgate);
+// - group commit: committers append under the lock, then one of them (the leader) fdatasyncs outside it for every
+//   record appended so far, and the others wait for that sync instead of issuing their own.
 #include "wal/wal.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <condition_variable>
 #include <deque>
 #include <limits>
 #include <optional>
@@ -20,6 +24,7 @@
 #include "wal/record_format.h"
 #include "wal/recovery.h"
 #include "wal/segment.h"
+#include "wal/segment_reader.h"
 
 namespace skippr {
 
@@ -44,11 +49,16 @@ struct Wal::Impl {
   Env& env;
 
   mutable std::mutex mu;
+  std::condition_variable sync_done;      // a leader's sync finished (or failed)
   std::optional<Error> poison;            // set once by a durability failure; every later call returns it
   std::deque<LiveSegment> segments;       // on disk, oldest first; the last one is `current`
   std::deque<WalBatchInfo> unlanded;      // committed, seq > watermark, in order
   std::unique_ptr<WritableFile> current;  // the newest segment, open for appending
-  bool current_dirty = false;             // bytes appended to `current` since its last sync
+  // Group commit tickets: every record appended to `current` takes the next one; `durable` is the highest ticket
+  // known to be fdatasync'ed. At most one sync runs at a time (`sync_running`), outside the lock.
+  uint64_t appended = 0;
+  uint64_t durable = 0;
+  bool sync_running = false;
   uint64_t next_seq = 1;
   uint64_t watermark = 0;
   Position last_position;
@@ -65,23 +75,54 @@ struct Wal::Impl {
     return unexpected(std::move(error));
   }
 
-  // Makes everything appended to the current segment durable. With group commit, this is the step concurrent
-  // committers share: each appends under the lock, then one leader syncs up to the highest appended offset.
-  Status sync_locked() {
-    if (!current || !current_dirty) return ok();
+  // Returns once the record holding `ticket` is durable. The first waiter to find no sync running becomes the
+  // leader and syncs, without the lock, everything appended so far; the others wait for it. A failed sync poisons
+  // the WAL for every waiter: nobody retries it.
+  Status wait_durable(std::unique_lock<std::mutex>& lock, uint64_t ticket) {
+    while (durable < ticket) {
+      SKIPPR_TRY(check_poison());
+      if (sync_running) {
+        sync_done.wait(lock);
+        continue;
+      }
+      failpoint::hit(failpoint::kWalBeforeFsync);  // before sync_running is set: a handler may throw
+      sync_running = true;
+      const uint64_t target = appended;
+      WritableFile* file = current.get();  // stays open: a segment roll waits for sync_running to clear
+      lock.unlock();
+      auto synced = file->sync();
+      lock.lock();
+      sync_running = false;
+      if (synced) durable = std::max(durable, target);
+      sync_done.notify_all();
+      if (!synced) return poison_with(synced.error());
+    }
+    return check_poison();
+  }
+
+  // Waits out a running group sync, so the caller may sync or replace `current` while it holds the lock.
+  void wait_for_no_sync(std::unique_lock<std::mutex>& lock) {
+    sync_done.wait(lock, [&] { return !sync_running; });
+  }
+
+  // Makes everything appended to the current segment durable, holding the lock (no sync may be running).
+  Status sync_now_locked() {
+    if (!current || durable >= appended) return ok();
     auto synced = current->sync();
     if (!synced) return poison_with(synced.error());
-    current_dirty = false;
+    durable = appended;
     return ok();
   }
 
   // Appends one framed record. On failure the file is cut back to where the record began, so a later append does
   // not land behind a half-written record (which recovery would have to call corruption).
-  Status append_record_locked(std::string_view record) {
+  // The record may come in two pieces (frame + metadata, then the compressed columns) so the large part is not copied.
+  Status append_record_locked(std::string_view record, std::string_view tail = {}) {
     const uint64_t start = current->size();
     auto appended = current->append(record);
+    if (appended && !tail.empty()) appended = current->append(tail);
     if (appended) {
-      current_dirty = true;
+      ++this->appended;
       segments.back().bytes = current->size();
       return ok();
     }
@@ -98,7 +139,7 @@ struct Wal::Impl {
   // Creates the segment for `next_seq` and makes its header and its directory entry durable before any batch goes
   // in. The outgoing segment is synced first: it may end in unsynced LANDED records.
   Status start_segment_locked() {
-    SKIPPR_TRY(sync_locked());
+    SKIPPR_TRY(sync_now_locked());
     const fs::path path = options.dir / wal::segment_file_name(next_seq);
     auto file_or = env.open_writable(path, OpenMode::kCreateExclusive);
     if (!file_or) return unexpected(file_or.error());
@@ -119,7 +160,7 @@ struct Wal::Impl {
       if (auto closed = current->close(); !closed) return poison_with(closed.error());
     }
     current = std::move(file);
-    current_dirty = false;
+    durable = appended;  // the new segment's only record, its header, is synced
     segments.push_back({path, next_seq, current->size()});
     return ok();
   }
@@ -144,10 +185,12 @@ struct Wal::Impl {
 Wal::Wal(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Wal::~Wal() {
-  std::lock_guard lock(impl_->mu);
+  std::unique_lock lock(impl_->mu);
+  impl_->wait_for_no_sync(lock);
   if (impl_->poison || !impl_->current) return;
   // Best effort: what is unsynced here are LANDED records, whose loss only means an idempotent re-write.
-  if (auto synced = impl_->sync_locked(); !synced) spdlog::warn("WAL sync at close failed: {}", synced.error().message);
+  if (auto synced = impl_->sync_now_locked(); !synced)
+    spdlog::warn("WAL sync at close failed: {}", synced.error().message);
   if (auto closed = impl_->current->close(); !closed) spdlog::warn("WAL close failed: {}", closed.error().message);
 }
 
@@ -198,8 +241,8 @@ Result<std::unique_ptr<Wal>> Wal::open(const WalOptions& options) {
   return std::unique_ptr<Wal>(new Wal(std::move(impl)));
 }
 
-Result<WalInspection> Wal::inspect(const fs::path& dir) {
-  Env& env = default_env();
+Result<WalInspection> Wal::inspect(const fs::path& dir, Env* env_or_null) {
+  Env& env = env_or_null != nullptr ? *env_or_null : default_env();
   WalInspection out;
   auto present = env.exists(dir);
   if (!present) return unexpected(present.error());
@@ -220,15 +263,61 @@ Result<WalInspection> Wal::inspect(const fs::path& dir) {
   return out;
 }
 
+Result<std::optional<uint64_t>> Wal::epoch_on_disk(const fs::path& dir, Env* env_or_null) {
+  Env& env = env_or_null != nullptr ? *env_or_null : default_env();
+  auto present = env.exists(dir);
+  if (!present) return unexpected(present.error());
+  if (!*present) return std::optional<uint64_t>();
+  auto names = env.list_dir(dir);
+  if (!names) return unexpected(names.error());
+  std::optional<std::string> oldest;
+  for (const std::string& name : *names) {
+    if (wal::parse_segment_file_name(name) && (!oldest || name < *oldest)) oldest = name;
+  }
+  if (!oldest) return std::optional<uint64_t>();
+  const fs::path path = dir / *oldest;
+  auto size = env.file_size(path);
+  if (!size) return unexpected(size.error());
+  wal::SegmentReader reader(env, path, *size);
+  wal::FramedRecord record;
+  auto status = reader.read(0, record);
+  if (!status) return unexpected(status.error());
+  if (*status != wal::DecodeStatus::kOk || record.type != static_cast<uint8_t>(wal::RecordType::kSegmentHeader)) {
+    return std::optional<uint64_t>();  // a half-created segment; Wal::open repairs or reports it
+  }
+  auto header = wal::decode_segment_header(record.payload_front);
+  if (!header) return std::optional<uint64_t>();
+  return std::optional<uint64_t>(header->epoch);
+}
+
+Status Wal::destroy(const fs::path& dir, Env* env_or_null) {
+  Env& env = env_or_null != nullptr ? *env_or_null : default_env();
+  auto present = env.exists(dir);
+  if (!present) return unexpected(present.error());
+  if (!*present) return ok();
+  auto names = env.list_dir(dir);
+  if (!names) return unexpected(names.error());
+  std::sort(names->begin(), names->end());  // segment names sort in seq order
+  for (const std::string& name : *names) SKIPPR_TRY(env.unlink(dir / name));
+  SKIPPR_TRY(env.remove_dir(dir));
+  const fs::path parent = dir.parent_path().empty() ? fs::path(".") : dir.parent_path();
+  if (auto synced = env.fsync_dir(parent); !synced) return unexpected(synced.error());
+  return ok();
+}
+
 Result<BatchId> Wal::commit(const Batch& batch, const Position& position_after) {
   // The expensive part (serialising, compressing) runs outside the lock so committers overlap.
   auto columns = wal::compress_batch(batch, impl_->options.zstd_level);
   if (!columns) return unexpected(columns.error());
 
-  std::lock_guard lock(impl_->mu);
+  std::unique_lock lock(impl_->mu);
   Impl& s = *impl_;
   SKIPPR_TRY(s.check_poison());
-  if (!s.current || s.current->size() >= s.options.bytes_per_file) SKIPPR_TRY(s.start_segment_locked());
+  if (!s.current || s.current->size() >= s.options.bytes_per_file) {
+    s.wait_for_no_sync(lock);  // the outgoing segment is synced and closed here, never under a running sync
+    SKIPPR_TRY(s.check_poison());
+    if (!s.current || s.current->size() >= s.options.bytes_per_file) SKIPPR_TRY(s.start_segment_locked());
+  }
 
   const uint64_t seq = s.next_seq;
   BatchId id{s.options.pipeline, s.options.epoch, seq};
@@ -238,27 +327,38 @@ Result<BatchId> Wal::commit(const Batch& batch, const Position& position_after) 
                                                   "lower BUFFER_THRESHOLD_BYTES",
                                                   columns->size()));
   }
-  const std::string record = wal::encode_record(wal::RecordType::kBatch, meta, *columns);
+  const std::string front = wal::encode_record_front(wal::RecordType::kBatch, meta, *columns);
   const uint64_t offset = s.current->size();
-  SKIPPR_TRY(s.append_record_locked(record));
+  SKIPPR_TRY(s.append_record_locked(front, *columns));
+  const uint64_t ticket = s.appended;
 
-  failpoint::hit(failpoint::kWalBeforeFsync);
-  SKIPPR_TRY(s.sync_locked());
+  // The seq is taken now so the next committer appends behind this record; the batch is committed (and visible to
+  // pending()) only once its sync succeeded. A failed sync poisons the WAL, so no later batch can commit either.
+  s.next_seq = seq + 1;
+  SKIPPR_TRY(s.wait_durable(lock, ticket));
   failpoint::hit(failpoint::kWalAfterFsync);
 
-  wal::Record framed{};
-  (void)wal::decode_record(record, 0, framed);  // only to report the crc it carries
-  s.unlanded.push_back(WalBatchInfo{.seq = seq,
-                                    .id = id,
-                                    .position_after = position_after,
-                                    .rows = batch.rows,
-                                    .segment = s.segments.back().path,
-                                    .offset = offset,
-                                    .record_bytes = record.size(),
-                                    .crc = framed.crc,
-                                    .landed = false});
-  s.last_position = position_after;
-  s.next_seq = seq + 1;
+  uint32_t crc = 0;  // the record header's checksum, read back rather than recomputed over the whole record
+  for (int i = 3; i >= 0; --i) crc = (crc << 8) | static_cast<uint8_t>(front[4 + static_cast<size_t>(i)]);
+  WalBatchInfo info{.seq = seq,
+                    .id = id,
+                    .position_after = position_after,
+                    .rows = batch.rows,
+                    .segment = fs::path(),
+                    .offset = offset,
+                    .record_bytes = front.size() + columns->size(),
+                    .crc = crc,
+                    .landed = false};
+  for (auto it = s.segments.rbegin(); it != s.segments.rend(); ++it) {  // the segment it went into (may have rolled)
+    if (it->first_seq <= seq) {
+      info.segment = it->path;
+      break;
+    }
+  }
+  // Committers of one group may return out of order; keep `unlanded` and the resume point in seq order.
+  auto pos = std::find_if(s.unlanded.begin(), s.unlanded.end(), [&](const WalBatchInfo& b) { return b.seq > seq; });
+  s.unlanded.insert(pos, std::move(info));
+  if (s.unlanded.back().seq == seq) s.last_position = position_after;
   return id;
 }
 
@@ -278,9 +378,10 @@ Status Wal::mark_landed(uint64_t seq) {
 }
 
 Status Wal::sync() {
-  std::lock_guard lock(impl_->mu);
+  std::unique_lock lock(impl_->mu);
+  impl_->wait_for_no_sync(lock);
   SKIPPR_TRY(impl_->check_poison());
-  return impl_->sync_locked();
+  return impl_->sync_now_locked();
 }
 
 std::vector<WalBatchInfo> Wal::pending() const {

@@ -36,8 +36,8 @@ struct WalBatchInfo {
   Position position_after;
   uint64_t rows = 0;
   std::filesystem::path segment;
-  uint64_t offset = 0;          // of the record header in the segment
-  uint64_t record_bytes = 0;    // header + payload
+  uint64_t offset = 0;        // of the record header in the segment
+  uint64_t record_bytes = 0;  // header + payload
   uint32_t crc = 0;
   bool landed = false;
 };
@@ -58,7 +58,7 @@ struct WalInspection {
   Position last_position;             // resume point; empty = from the start
   uint64_t epoch = 0;
   uint64_t bytes = 0;
-  bool torn_tail = false;             // the newest segment ends in an incomplete record (a sync would truncate it)
+  bool torn_tail = false;  // the newest segment ends in an incomplete record (a sync would truncate it)
 };
 
 class Wal {
@@ -70,16 +70,25 @@ class Wal {
   static Result<std::unique_ptr<Wal>> open(const WalOptions& options);
 
   // Read-only scan; the same checks as open() but truncates nothing (a torn tail is reported, not an error).
-  static Result<WalInspection> inspect(const std::filesystem::path& dir);
+  static Result<WalInspection> inspect(const std::filesystem::path& dir, Env* env = nullptr);
+
+  // The epoch the WAL in `dir` belongs to, from the header of its oldest segment alone (cheap at any WAL size);
+  // nullopt when there is no WAL or no complete header yet.
+  static Result<std::optional<uint64_t>> epoch_on_disk(const std::filesystem::path& dir, Env* env = nullptr);
+
+  // Deletes the WAL directory (RESET PIPELINE): its segments oldest first, so a power cut half-way leaves a valid,
+  // shorter WAL of the old epoch (which the next sync finishes deleting), then the directory, then fsyncs the
+  // parent. Absent = nothing to do. Must not run while a Wal is open on `dir`.
+  static Status destroy(const std::filesystem::path& dir, Env* env = nullptr);
 
   ~Wal();
   Wal(const Wal&) = delete;
   Wal& operator=(const Wal&) = delete;
 
   // Appends a BATCH record and makes it durable (fdatasync; directory fsync when a new segment was created).
-  // When this returns, the batch is committed. Thread-safe. An fsync failure is kFatalIo and poisons the WAL: every
-  // later call fails (never retry fsync on the same descriptor). ENOSPC is kDiskFull.
-  // Calls failpoint::hit(kWalBeforeFsync) and (kWalAfterFsync) around the sync.
+  // When this returns, the batch is committed. Thread-safe; concurrent committers share one fdatasync (group commit).
+  // An fsync failure is kFatalIo and poisons the WAL: every later call fails (never retry fsync on the same
+  // descriptor). ENOSPC is kDiskFull. Calls failpoint::hit(kWalBeforeFsync) and (kWalAfterFsync) around the sync.
   Result<BatchId> commit(const Batch& batch, const Position& position_after);
 
   // Records that every batch up to and including `seq` has landed (a LANDED record; made durable by the next
@@ -95,7 +104,7 @@ class Wal {
   // Reads and decompresses one batch; verifies its checksum again.
   Result<Batch> read_batch(const WalBatchInfo& info) const;
 
-  Position last_position() const;   // position_after of the last committed batch (or of the segment header)
+  Position last_position() const;  // position_after of the last committed batch (or of the segment header)
   uint64_t last_committed_seq() const;
   // The seq the next commit() will get (last_committed_seq() + 1); stable while the caller is the only committer.
   uint64_t next_seq() const;

@@ -6,8 +6,9 @@
 #include <set>
 #include <thread>
 
+#include "core/env.h"
 #include "core/failpoint.h"
-#include "wal/fault_env.h"
+#include "support/fault_env.h"
 #include "wal/segment.h"
 #include "wal/wal_test_util.h"
 
@@ -276,18 +277,18 @@ TEST_F(WalTest, TheNewestSegmentAloneRestoresTheResumePointEvenIfLandedRecordsAr
 }
 
 TEST_F(WalTest, AFailedFsyncPoisonsTheWalForGood) {
-  FaultEnv env;
+  FaultEnv env(default_env());
   WalOptions o = options();
   o.env = &env;
   auto wal = open(o);
   commit_range(*wal, 1, 1);
-  env.fail_sync = true;
+  env.set_fault({.op = testing::Op::kSync, .err = EIO, .path_part = "", .skip = 0, .sticky = false, .torn_bytes = 0});
   auto failed = wal->commit(batch_with_every_type(1, 2), position(2));
   ASSERT_FALSE(failed);
   EXPECT_EQ(failed.error().kind, ErrorKind::kFatalIo);
-  const int syncs_after_failure = env.syncs;
+  const uint64_t syncs_after_failure = env.syncs();
 
-  env.fail_sync = false;  // even if the device recovers, the WAL must not trust a second fsync
+  env.clear_fault();  // even if the device recovers, the WAL must not trust a second fsync
   auto again = wal->commit(batch_with_every_type(1, 2), position(2));
   ASSERT_FALSE(again);
   EXPECT_EQ(again.error().kind, ErrorKind::kFatalIo);
@@ -295,24 +296,26 @@ TEST_F(WalTest, AFailedFsyncPoisonsTheWalForGood) {
   EXPECT_EQ(wal->mark_landed(1).error().kind, ErrorKind::kFatalIo);
   EXPECT_EQ(wal->sync().error().kind, ErrorKind::kFatalIo);
   EXPECT_FALSE(wal->read_batch(wal->pending().front()));
-  EXPECT_EQ(env.syncs, syncs_after_failure) << "fsync must never be retried";
+  EXPECT_EQ(env.syncs(), syncs_after_failure) << "fsync must never be retried";
+  EXPECT_EQ(env.syncs_after_failed_sync(), 0u);
 }
 
 TEST_F(WalTest, ADiskFullAppendIsCutBackAndTheNextCommitSucceeds) {
-  FaultEnv env;
+  FaultEnv env(default_env());
   WalOptions o = options();
   o.env = &env;
   {
     auto wal = open(o);
     commit_range(*wal, 1, 2);
     const uint64_t bytes = wal->bytes_on_disk();
-    env.disk_full = true;
+    env.set_fault(
+        {.op = testing::Op::kAppend, .err = ENOSPC, .path_part = "", .skip = 0, .sticky = true, .torn_bytes = 100});
     auto full = wal->commit(batch_with_every_type(5, 3), position(3));
     ASSERT_FALSE(full);
     EXPECT_EQ(full.error().kind, ErrorKind::kDiskFull);
     EXPECT_NE(full.error().message.find("disk is full"), std::string::npos);
     EXPECT_EQ(fs::file_size(wal->pending().back().segment), bytes) << "the half-written record is gone";
-    env.disk_full = false;
+    env.clear_fault();
     commit_range(*wal, 3, 3);
   }
   auto wal = open(options());
@@ -399,6 +402,31 @@ TEST_F(WalTest, ConcurrentCommittersGetDistinctConsecutiveSeqs) {
   const auto pending = reopened->pending();
   ASSERT_EQ(pending.size(), 100u);
   for (const auto& info : pending) ASSERT_TRUE(reopened->read_batch(info)) << info.seq;
+}
+
+TEST_F(WalTest, ConcurrentCommittersShareOneFsync) {
+  FaultEnv env(default_env());
+  env.sync_latency_ms = 5;  // a disk slow enough that committers pile up behind a sync, even on tmpfs
+  WalOptions o = options();
+  o.env = &env;
+  auto wal = open(o);
+  const uint64_t syncs_before = env.syncs();
+  constexpr int kThreads = 8, kEach = 10;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        auto id = wal->commit(batch_with_every_type(3, t), position(static_cast<uint64_t>(t)));
+        ASSERT_TRUE(id) << id.error().message;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  const uint64_t syncs = env.syncs() - syncs_before;
+  EXPECT_LT(syncs, static_cast<uint64_t>(kThreads * kEach) / 2) << "committers did not share their fsyncs";
+  wal.reset();
+  auto reopened = open(options());
+  EXPECT_EQ(reopened->pending().size(), static_cast<size_t>(kThreads * kEach)) << "a shared fsync lost a batch";
 }
 
 }  // namespace

@@ -1,0 +1,35 @@
+#include "engine/reset.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "core/env.h"
+#include "wal/wal.h"
+
+namespace skippr {
+
+Result<uint64_t> reset_pipeline_files(const PipelinePaths& paths, Env* env) {
+  auto state = load_state(paths, env);
+  if (!state) return std::unexpected(state.error());
+  state->epoch += 1;
+  SKIPPR_TRY(save_state(paths, *state, env));
+  SKIPPR_TRY(Wal::destroy(paths.wal, env));
+  return state->epoch;
+}
+
+Status finish_interrupted_reset(const PipelinePaths& paths, uint64_t epoch, std::string_view pipeline, Env* env) {
+  // Only the oldest segment's header is read: start-up stays fast with a large WAL waiting.
+  auto on_disk = Wal::epoch_on_disk(paths.wal, env);
+  if (!on_disk) return std::unexpected(on_disk.error());
+  if (!*on_disk || **on_disk == epoch) return ok();
+  if (**on_disk > epoch) {
+    return fail(ErrorKind::kCorruption,
+                fmt::format("the WAL in {} is from epoch {} but {} says epoch {}; nothing was changed. Restore "
+                            "DATA_DIR from a backup or run RESET PIPELINE {}",
+                            paths.wal.string(), **on_disk, paths.state.string(), epoch, pipeline));
+  }
+  spdlog::warn("finishing an interrupted RESET PIPELINE {}: removing the WAL of epoch {}", pipeline, **on_disk);
+  return Wal::destroy(paths.wal, env);
+}
+
+}  // namespace skippr

@@ -1,0 +1,25 @@
+// The file side of RESET PIPELINE, in the one order that is safe under a power cut: bump the epoch durably first,
+// delete the WAL second. A WAL of an older epoch is therefore what an interrupted RESET left behind, and the next sync
+// finishes deleting it, so old batches never land under the new epoch. Both go through an Env (the tests cut the
+// power after every single operation of them).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "core/result.h"
+#include "state/pipeline_state.h"
+
+namespace skippr {
+
+class Env;
+
+// Returns the new epoch. The caller holds the pipeline lock.
+Result<uint64_t> reset_pipeline_files(const PipelinePaths& paths, Env* env = nullptr);
+
+// Deletes the WAL when it belongs to an epoch older than `epoch` (an interrupted RESET); a WAL from a newer epoch is
+// kCorruption (the state file was replaced behind our back).
+Status finish_interrupted_reset(const PipelinePaths& paths, uint64_t epoch, std::string_view pipeline,
+                                Env* env = nullptr);
+
+}  // namespace skippr

@@ -1,0 +1,63 @@
+#include "wal/segment_reader.h"
+
+#include <algorithm>
+
+#include "wal/byte_io.h"
+#include "wal/crc32c.h"
+
+namespace skippr::wal {
+
+Result<std::string_view> SegmentReader::view(uint64_t offset, size_t n) {
+  const uint64_t window_end = window_start_ + window_.size();
+  if (offset < window_start_ || offset + n > window_end) {
+    auto data = env_.read_range(path_, offset, std::max<uint64_t>(n, kWindowBytes));
+    if (!data) return std::unexpected(data.error());
+    window_ = std::move(*data);
+    window_start_ = offset;
+  }
+  const size_t skip = offset - window_start_;
+  return std::string_view(window_).substr(skip, std::min(n, window_.size() - skip));
+}
+
+Result<DecodeStatus> SegmentReader::read(uint64_t offset, FramedRecord& out) {
+  if (offset > file_bytes_ || file_bytes_ - offset < kRecordHeaderBytes) return DecodeStatus::kIncomplete;
+  auto header = view(offset, kRecordHeaderBytes);
+  if (!header) return std::unexpected(header.error());
+  if (header->size() < kRecordHeaderBytes) return DecodeStatus::kIncomplete;  // the file shrank under us
+  ByteReader r(*header);
+  const uint32_t length = *r.u32();
+  out.crc = *r.u32();
+  out.type = *r.u8();
+  out.total_bytes = kRecordHeaderBytes + uint64_t{length};
+  if (file_bytes_ - offset < out.total_bytes) return DecodeStatus::kIncomplete;
+
+  // Checksum the payload window by window; keep its front for the caller.
+  out.payload_front.clear();
+  uint32_t crc = crc32c::extend(0, &out.type, 1);
+  uint64_t at = offset + kRecordHeaderBytes;
+  uint64_t left = length;
+  while (left > 0) {
+    auto chunk = view(at, static_cast<size_t>(std::min<uint64_t>(left, kWindowBytes)));
+    if (!chunk) return std::unexpected(chunk.error());
+    if (chunk->empty()) return DecodeStatus::kIncomplete;
+    crc = crc32c::extend(crc, chunk->data(), chunk->size());
+    if (out.payload_front.size() < kPayloadFrontBytes) {
+      out.payload_front.append(chunk->substr(0, kPayloadFrontBytes - out.payload_front.size()));
+    }
+    at += chunk->size();
+    left -= chunk->size();
+  }
+  out.payload_complete = length <= kPayloadFrontBytes;
+  if (crc != out.crc) return DecodeStatus::kChecksumMismatch;
+  if (!is_known_record_type(out.type)) return DecodeStatus::kUnknownType;
+  return DecodeStatus::kOk;
+}
+
+Result<bool> SegmentReader::any_valid_record_from(uint64_t from) {
+  if (from >= file_bytes_) return false;
+  auto rest = env_.read_range(path_, from, file_bytes_ - from);
+  if (!rest) return std::unexpected(rest.error());
+  return wal::any_valid_record_from(*rest, 0);
+}
+
+}  // namespace skippr::wal
