@@ -9,6 +9,7 @@ DEBIAN_PACKAGES=(
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libzstd-dev libgtest-dev
   libsimdjson-dev pybind11-dev python3-dev python3-pytest
 )
+DEBIAN_PACKAGES+=(postgresql-15 postgresql-client-15 libpq-dev)  # Postgres sink/source: libpq, and the server the tests start
 # npm fetches DuckDB; the machine may already have Node.js from elsewhere, which Debian's npm would conflict with.
 command -v npm >/dev/null || DEBIAN_PACKAGES+=(nodejs npm)
 missing=()
