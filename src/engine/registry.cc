@@ -1,6 +1,8 @@
 // Every connector this build has: adding one is its own folder plus one line here.
 #include "sinks/duckdb/duckdb_sink.h"
+#include "sinks/postgres/postgres_sink.h"
 #include "sinks/stdout/stdout_sink.h"
+#include "sources/postgres/postgres_source.h"
 #include "sources/sample/sample_source.h"
 
 namespace skippr {
@@ -8,7 +10,9 @@ namespace skippr {
 const std::vector<ConnectorSpec>& connector_registry() {
   static const std::vector<ConnectorSpec> registry = {
       sample_source_spec(),
+      postgres_source_spec(),
       duckdb_sink_spec(),
+      postgres_sink_spec(),
       stdout_sink_spec(),
   };
   return registry;

@@ -79,7 +79,8 @@ Result<PgConnection> PgConnection::connect(const nlohmann::json& params, std::st
   if (!raw) return fail(ErrorKind::kUnavailable, fmt::format("{}: out of memory connecting to PostgreSQL", what));
   if (PQstatus(raw) == CONNECTION_OK) {
     // NOTICEs ("relation already exists, skipping") are expected chatter, not something to print on stderr.
-    PQsetNoticeProcessor(raw, [](void*, const char*) {}, nullptr);
+    PQsetNoticeProcessor(
+        raw, [](void*, const char*) {}, nullptr);
   }
   if (PQstatus(raw) != CONNECTION_OK) {
     const std::string message = trim(PQerrorMessage(raw));
