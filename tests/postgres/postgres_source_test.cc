@@ -77,6 +77,26 @@ TEST(PostgresSource, IncrementalReadsRowsSharingACursorValueExactlyOnceAcrossPol
             "bigint,timestamp with time zone,text,text,boolean,date,jsonb,bytea,bigint,double precision");
 }
 
+TEST(PostgresSource, SnapshotReadsTheWholeTableOnceByKeyAndARerunReadsNothingMore) {
+  auto& pg = SharedPostgres();
+  const auto src = pg.create_database("src");
+  const auto dst = pg.create_database("dst");
+  pg.execute(src,
+             "CREATE SCHEMA shop; CREATE TABLE shop.events (id bigint PRIMARY KEY, updated_at timestamptz, payload "
+             "text, amount numeric(12,2), flag boolean, day date, doc jsonb, blob bytea, qty integer, ratio float8)");
+  // NULL cursors do not matter to a snapshot.
+  pg.execute(src, insert_events(1, 700, "CASE WHEN i % 7 = 0 THEN NULL ELSE now() END"));
+  PipelineFixture fx(source_config(pg.uri(src), pg.uri(dst), ", mode: snapshot"));
+  const std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "20000"}};
+  auto r = fx.skipprd(kSync, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(pg.query(dst, digest("mirror.events")), pg.query(src, digest("shop.events")));
+  pg.execute(src, insert_events(701, 710, "now()"));
+  r = fx.skipprd(kSync, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(pg.value(dst, "SELECT count(*) FROM mirror.events"), "700");
+}
+
 TEST(PostgresSource, AMissingTableExitsTwoWithOneSentenceBeforeAnythingIsCommitted) {
   auto& pg = SharedPostgres();
   const auto src = pg.create_database("src");

@@ -130,9 +130,12 @@ std::string PostgresSource::select_sql(size_t limit) const {
     ordering_text.push_back(fmt::format("{}::text", name));
     params.push_back(fmt::format("${}::{}", i + 1, column(ordering[i]).pg_type));
   }
-  // A row comparison, so the resume is exact whatever number of rows share a cursor value.
-  const std::string where =
-      last_ ? fmt::format(" WHERE ({}) > ({})", fmt::join(order, ", "), fmt::join(params, ", ")) : "";
+  // A row comparison, so the resume is exact whatever number of rows share a cursor value. A NULL cursor never
+  // compares, so such rows are left out of every poll alike (documented), not only of the later ones.
+  std::vector<std::string> conditions;
+  if (mode_ == Mode::kIncremental) conditions.push_back(fmt::format("{} IS NOT NULL", order.front()));
+  if (last_) conditions.push_back(fmt::format("({}) > ({})", fmt::join(order, ", "), fmt::join(params, ", ")));
+  const std::string where = conditions.empty() ? "" : fmt::format(" WHERE {}", fmt::join(conditions, " AND "));
   return fmt::format("SELECT {}, {} FROM {} t{} ORDER BY {} LIMIT {}", fmt::join(select, ", "),
                      fmt::join(ordering_text, ", "), qualified_, where, fmt::join(order, ", "), limit);
 }
