@@ -117,6 +117,26 @@ TEST(PostgresSink, AValueTooLargeForAnIntegerColumnFailsTheWholeBatch) {
   EXPECT_EQ(value(db, "SELECT count(*) FROM landing._skippr_batches"), "0");
 }
 
+TEST(PostgresSink, AUserWithoutCreateOnTheDatabaseLandsIntoAnExistingSchema) {
+  const auto db = SharedPostgres().create_database("grants");
+  SharedPostgres().execute(db, "CREATE ROLE etl_" + db +
+                                   " LOGIN PASSWORD 'etl'; CREATE SCHEMA landing; GRANT USAGE, "
+                                   "CREATE ON SCHEMA landing TO etl_" +
+                                   db + "; REVOKE CREATE ON DATABASE " + db + " FROM PUBLIC");
+  ConnectorContext ctx;
+  ctx.name = "pg";
+  ctx.params = {{"host", "127.0.0.1"}, {"port", SharedPostgres().port()},
+                {"user", "etl_" + db}, {"password", "etl"},
+                {"database", db},      {"schema", "landing"},
+                {"table", "t"}};
+  auto sink = std::move(*postgres_sink_spec().make_sink(ctx));
+  auto opened = sink->open();
+  ASSERT_TRUE(opened) << opened.error().message;
+  auto outcome = sink->write(testing::simple_batch(4, 1), batch_id(1));
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_EQ(value(db, "SELECT count(*) FROM landing.t"), "4");
+}
+
 // One change for key `id`: op, order token, and a payload.
 Batch change(int64_t id, std::string_view op, int64_t order, std::string_view payload) {
   Batch b;

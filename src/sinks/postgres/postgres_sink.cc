@@ -90,8 +90,13 @@ Status PostgresSink::open() {
   auto conn = PgConnection::connect(params_, what_);
   if (!conn) return std::unexpected(conn.error());
   auto prefixed = [&](const Error& e) { return fail(e.kind, fmt::format("{}: {}", where(), e.message)); };
-  if (auto st = conn->execute(fmt::format("CREATE SCHEMA IF NOT EXISTS {}", pg_quote_identifier(schema_))); !st) {
-    return prefixed(st.error());
+  // Created only when absent: CREATE SCHEMA checks the CREATE privilege on the database even with IF NOT EXISTS.
+  auto schema_exists = conn->query("SELECT 1 FROM pg_namespace WHERE nspname = $1", {schema_});
+  if (!schema_exists) return prefixed(schema_exists.error());
+  if (schema_exists->rows.empty()) {
+    if (auto st = conn->execute(fmt::format("CREATE SCHEMA IF NOT EXISTS {}", pg_quote_identifier(schema_))); !st) {
+      return prefixed(st.error());
+    }
   }
   if (auto st = conn->execute(fmt::format(
           "CREATE TABLE IF NOT EXISTS {} (batch_id text PRIMARY KEY, pipeline text, epoch bigint, seq bigint, "
