@@ -64,6 +64,16 @@ std::unique_ptr<PGconn, ConnCloser> connect(const std::string& uri) {
 PostgresServer::PostgresServer(std::map<std::string, std::string> settings) {
   dir_ = std::filesystem::temp_directory_path() / fmt::format("skippr-pg-{}-{}", getpid(), free_port());
   std::filesystem::create_directories(dir_);
+  try {
+    start(std::move(settings));
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);  // the destructor does not run for a constructor that threw
+    throw;
+  }
+}
+
+void PostgresServer::start(std::map<std::string, std::string> settings) {
   if (geteuid() == 0) {
     const passwd* pw = getpwnam("postgres");
     if (!pw) throw std::runtime_error("no postgres user: install postgresql-15 (scripts/install-deps.sh)");

@@ -34,6 +34,7 @@ class PostgresServer {
   std::string value(const std::string& database, const std::string& sql) const;  // one row, one column ("" for NULL)
 
  private:
+  void start(std::map<std::string, std::string> settings);  // initdb, configure, pg_ctl start
   std::filesystem::path dir_;
   int port_ = 0;
   int databases_ = 0;
