@@ -1,8 +1,10 @@
 // Every connector this build has: adding one is its own folder plus one line here.
 #include "sinks/duckdb/duckdb_sink.h"
 #include "sinks/file/file_sink.h"
+#include "sinks/postgres/postgres_sink.h"
 #include "sinks/stdout/stdout_sink.h"
 #include "sources/file/file_source.h"
+#include "sources/postgres/postgres_source.h"
 #include "sources/sample/sample_source.h"
 
 namespace skippr {
@@ -11,7 +13,9 @@ const std::vector<ConnectorSpec>& connector_registry() {
   static const std::vector<ConnectorSpec> registry = {
       sample_source_spec(),
       file_source_spec(),
+      postgres_source_spec(),
       duckdb_sink_spec(),
+      postgres_sink_spec(),
       stdout_sink_spec(),
       file_sink_spec(),
   };

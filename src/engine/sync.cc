@@ -107,12 +107,14 @@ class SyncRun {
 
     SKIPPR_TRY(source_->open());
     SKIPPR_TRY(source_->seek(wal_->last_position()));
-    // A sink that is merely unavailable is retried by the lander; a mistake (wrong password, missing table) stops
-    // here, before anything is committed.
+    // A sink that is misconfigured (wrong password, a table it cannot merge into) stops the run here, before
+    // anything is committed; one that is merely unreachable is retried by the land stage.
     if (auto st = sink_->open(); st) {
       sink_open_ = true;
     } else if (st.error().kind != ErrorKind::kUnavailable && st.error().kind != ErrorKind::kUnknownOutcome) {
       return st;
+    } else {
+      spdlog::warn("the sink is not reachable yet (retried while batches are read): {}", st.error().message);
     }
     return ok();
   }

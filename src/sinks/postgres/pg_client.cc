@@ -1,0 +1,196 @@
+#include "sinks/postgres/pg_client.h"
+
+#include <fmt/format.h>
+
+namespace skippr {
+namespace {
+
+struct ResultCloser {
+  void operator()(PGresult* r) const { PQclear(r); }
+};
+using PgResultPtr = std::unique_ptr<PGresult, ResultCloser>;
+
+std::string trim(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+std::string param_text(const nlohmann::json& value) {
+  return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+// libpq reports a failed connection as text only (no SQLSTATE), so the few messages a user can fix are recognised.
+ErrorKind connect_error_kind(std::string_view message) {
+  for (std::string_view config_sign :
+       {"password authentication failed", "no pg_hba.conf entry", "does not exist", "no password supplied",
+        "invalid connection option", "could not translate host", "missing \"=\"", "invalid URI", "permission denied"}) {
+    if (message.find(config_sign) != std::string_view::npos) return ErrorKind::kConfig;
+  }
+  return ErrorKind::kUnavailable;
+}
+
+}  // namespace
+
+std::vector<ParamSpec> pg_connection_params() {
+  return {
+      {"dsn", ParamType::kString, false, nullptr,
+       "a libpq connection string or URI (postgresql://user:pass@host:5432/db); the keys below override its parts"},
+      {"host", ParamType::kString, false, nullptr, "server host name or address"},
+      {"port", ParamType::kInt, false, nullptr, "server port (default 5432)"},
+      {"user", ParamType::kString, false, nullptr, "user name"},
+      {"password", ParamType::kString, false, nullptr, "password; prefer ${PGPASSWORD_VAR} from the environment"},
+      {"database", ParamType::kString, false, nullptr, "database name"},
+  };
+}
+
+Result<PgConnection> PgConnection::connect(const nlohmann::json& params, std::string_view what, bool replication) {
+  std::vector<std::string> keys, values;
+  if (params.contains("dsn") && !params["dsn"].is_null()) {
+    keys.push_back("dbname");  // expanded as a connection string because expand_dbname = 1
+    values.push_back(param_text(params["dsn"]));
+  }
+  for (auto [param, keyword] : {std::pair{"host", "host"},
+                                {"port", "port"},
+                                {"user", "user"},
+                                {"password", "password"},
+                                {"database", "dbname"}}) {
+    if (params.contains(param) && !params[param].is_null()) {
+      keys.push_back(keyword);
+      values.push_back(param_text(params[param]));
+    }
+  }
+  keys.push_back("connect_timeout");
+  values.push_back("10");
+  keys.push_back("application_name");
+  values.push_back("skipprd");
+  if (replication) {
+    keys.push_back("replication");
+    values.push_back("database");
+  }
+  std::vector<const char*> k, v;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    k.push_back(keys[i].c_str());
+    v.push_back(values[i].c_str());
+  }
+  k.push_back(nullptr);
+  v.push_back(nullptr);
+  PGconn* raw = PQconnectdbParams(k.data(), v.data(), /*expand_dbname=*/1);
+  PgConnection conn(raw);
+  if (!raw) return fail(ErrorKind::kUnavailable, fmt::format("{}: out of memory connecting to PostgreSQL", what));
+  if (PQstatus(raw) == CONNECTION_OK) {
+    // NOTICEs ("relation already exists, skipping") are expected chatter, not something to print on stderr.
+    PQsetNoticeProcessor(
+        raw, [](void*, const char*) {}, nullptr);
+  }
+  if (PQstatus(raw) != CONNECTION_OK) {
+    const std::string message = trim(PQerrorMessage(raw));
+    const ErrorKind kind = connect_error_kind(message);
+    return fail(kind,
+                fmt::format("{}: cannot connect to PostgreSQL: {}. {}", what, message,
+                            kind == ErrorKind::kConfig ? "Check dsn/host/port/user/password/database in skippr.yml"
+                                                       : "Is the server running and reachable? The run is retried"));
+  }
+  return conn;
+}
+
+Error PgConnection::error_from(PGresult* res, std::string_view sql) {
+  const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
+  last_sqlstate_ = state ? state : "";
+  std::string message = trim(res && PQresultErrorMessage(res)[0] ? PQresultErrorMessage(res) : PQerrorMessage(raw()));
+  ErrorKind kind = broken() || last_sqlstate_.empty() ? ErrorKind::kUnavailable : pg_error_kind(last_sqlstate_);
+  std::string head(sql.substr(0, 80));
+  if (head.size() < sql.size()) head += "...";
+  return Error{kind, fmt::format("{} (while running: {})", message, head)};
+}
+
+Status PgConnection::execute(std::string_view sql) {
+  PgResultPtr res(PQexec(raw(), std::string(sql).c_str()));
+  const auto status = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) return std::unexpected(error_from(res.get(), sql));
+  return ok();
+}
+
+Result<PgRows> PgConnection::query(std::string_view sql, const std::vector<std::optional<std::string>>& params) {
+  std::vector<const char*> values;
+  for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
+  PgResultPtr res(PQexecParams(raw(), std::string(sql).c_str(), static_cast<int>(values.size()), nullptr, values.data(),
+                               nullptr, nullptr, 0));
+  const auto status = res ? PQresultStatus(res.get()) : PGRES_FATAL_ERROR;
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) return std::unexpected(error_from(res.get(), sql));
+  PgRows out;
+  const int rows = PQntuples(res.get()), cols = PQnfields(res.get());
+  out.rows.reserve(rows);
+  for (int r = 0; r < rows; ++r) {
+    auto& row = out.rows.emplace_back();
+    for (int c = 0; c < cols; ++c) {
+      if (PQgetisnull(res.get(), r, c)) {
+        row.emplace_back(std::nullopt);
+      } else {
+        row.emplace_back(std::string(PQgetvalue(res.get(), r, c), PQgetlength(res.get(), r, c)));
+      }
+    }
+  }
+  return out;
+}
+
+Status PgConnection::copy_start(std::string_view copy_sql) {
+  PgResultPtr res(PQexec(raw(), std::string(copy_sql).c_str()));
+  if (!res || PQresultStatus(res.get()) != PGRES_COPY_IN) return std::unexpected(error_from(res.get(), copy_sql));
+  return ok();
+}
+
+Status PgConnection::copy_put(std::string_view data) {
+  if (PQputCopyData(raw(), data.data(), static_cast<int>(data.size())) != 1) {
+    return fail(ErrorKind::kUnavailable, fmt::format("sending COPY data failed: {}", trim(PQerrorMessage(raw()))));
+  }
+  return ok();
+}
+
+Status PgConnection::copy_finish() {
+  if (PQputCopyEnd(raw(), nullptr) != 1) {
+    return fail(ErrorKind::kUnavailable, fmt::format("ending COPY failed: {}", trim(PQerrorMessage(raw()))));
+  }
+  Status status = ok();
+  while (PGresult* raw_res = PQgetResult(raw())) {
+    PgResultPtr res(raw_res);
+    if (PQresultStatus(res.get()) != PGRES_COMMAND_OK && status)
+      status = std::unexpected(error_from(res.get(), "COPY"));
+  }
+  return status;
+}
+
+std::string PgConnection::server_version() const { return std::to_string(PQserverVersion(raw())); }
+
+std::string pg_quote_identifier(std::string_view name) {
+  std::string out = "\"";
+  for (char c : name) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string pg_quote_literal(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') out += '\'';
+    out += c;
+  }
+  return out + "'";
+}
+
+std::string pg_qualified(std::string_view schema, std::string_view table) {
+  return pg_quote_identifier(schema) + "." + pg_quote_identifier(table);
+}
+
+ErrorKind pg_error_kind(std::string_view sqlstate) {
+  const std::string_view cls = sqlstate.substr(0, 2);
+  if (cls == "08" || cls == "40" || cls == "53" || cls == "57" || cls == "58" || sqlstate == "55P03") {
+    return ErrorKind::kUnavailable;  // connection, rollback (deadlock/serialization), resources, shutdown, lock timeout
+  }
+  if (cls == "28" || cls == "3D" || cls == "3F" || cls == "42") return ErrorKind::kConfig;  // auth, names, privileges
+  if (cls == "22") return ErrorKind::kBadInput;  // a value the column cannot hold
+  return ErrorKind::kInternal;
+}
+
+}  // namespace skippr

@@ -1,0 +1,73 @@
+// A thin RAII layer over libpq shared by the Postgres sink and source: connect with a clear, classified error,
+// run statements (with parameters), stream COPY data, and map SQLSTATEs to the engine's ErrorKinds once.
+#pragma once
+
+#include <libpq-fe.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/connector.h"
+#include "core/result.h"
+
+namespace skippr {
+
+// The connection parameters every Postgres connector takes (dsn, or host/port/user/password/database, which override
+// the same parts of the dsn).
+std::vector<ParamSpec> pg_connection_params();
+
+struct PgRows {
+  std::vector<std::vector<std::optional<std::string>>> rows;
+};
+
+class PgConnection {
+ public:
+  // `what` names the connector in error messages ("sink 'warehouse'"). Auth failures and a missing database are
+  // kConfig, a refused or timed-out connection is kUnavailable. `replication` opens a logical replication connection.
+  static Result<PgConnection> connect(const nlohmann::json& params, std::string_view what, bool replication = false);
+
+  PgConnection(PgConnection&&) noexcept = default;
+  PgConnection& operator=(PgConnection&&) noexcept = default;
+
+  Status execute(std::string_view sql);
+  Result<PgRows> query(std::string_view sql, const std::vector<std::optional<std::string>>& params = {});
+  // COPY ... FROM STDIN: `start` runs the statement, `put` streams bytes, `finish` ends it and reports the server's
+  // verdict.
+  Status copy_start(std::string_view copy_sql);
+  Status copy_put(std::string_view data);
+  Status copy_finish();
+
+  // True once the server connection is gone (then every further call fails; the owner reconnects).
+  bool broken() const { return PQstatus(conn_.get()) != CONNECTION_OK; }
+  // The SQLSTATE of the last failed statement, "" when it failed without one (e.g. the connection dropped).
+  const std::string& last_sqlstate() const { return last_sqlstate_; }
+  PGconn* raw() const { return conn_.get(); }
+  std::string server_version() const;
+
+ private:
+  struct Closer {
+    void operator()(PGconn* c) const { PQfinish(c); }
+  };
+  explicit PgConnection(PGconn* conn) : conn_(conn) {}
+  Error error_from(PGresult* res, std::string_view sql);
+
+  std::unique_ptr<PGconn, Closer> conn_;
+  std::string last_sqlstate_;
+};
+
+// "a""b" quoting; identifiers are always quoted, so their case is kept exactly.
+std::string pg_quote_identifier(std::string_view name);
+// 'it''s' quoting (standard_conforming_strings is on in every supported server).
+std::string pg_quote_literal(std::string_view text);
+// schema.table, both quoted.
+std::string pg_qualified(std::string_view schema, std::string_view table);
+
+// The ErrorKind a SQLSTATE means for the engine's retry policy.
+ErrorKind pg_error_kind(std::string_view sqlstate);
+
+}  // namespace skippr

@@ -1,0 +1,102 @@
+#include "sinks/postgres/pg_copy_binary.h"
+
+#include <bit>
+#include <cstring>
+
+#include <simdjson.h>
+
+namespace skippr {
+namespace {
+
+// PostgreSQL's epoch for timestamps and dates is 2000-01-01; ours is 1970-01-01.
+constexpr int64_t kPgEpochMicros = 946684800LL * 1000000;
+constexpr int64_t kPgEpochDays = 10957;
+
+// PostgreSQL text must be valid UTF-8 (the database encoding skipprd creates and expects) and cannot hold NUL.
+bool valid_pg_text(std::string_view s) {
+  return std::memchr(s.data(), 0, s.size()) == nullptr && simdjson::validate_utf8(s.data(), s.size());
+}
+
+}  // namespace
+
+PgCopyBinaryWriter::PgCopyBinaryWriter(bool with_row_index) : with_row_index_(with_row_index) {
+  static constexpr char kSignature[] = "PGCOPY\n\377\r\n\0";
+  buffer_.append(kSignature, 11);
+  put_u32(0);  // flags
+  put_u32(0);  // header extension length
+}
+
+void PgCopyBinaryWriter::put_u16(uint16_t v) {
+  v = std::byteswap(v);
+  buffer_.append(reinterpret_cast<const char*>(&v), 2);
+}
+void PgCopyBinaryWriter::put_u32(uint32_t v) {
+  v = std::byteswap(v);
+  buffer_.append(reinterpret_cast<const char*>(&v), 4);
+}
+void PgCopyBinaryWriter::put_u64(uint64_t v) {
+  v = std::byteswap(v);
+  buffer_.append(reinterpret_cast<const char*>(&v), 8);
+}
+
+void PgCopyBinaryWriter::append_rows(const Batch& batch, size_t begin, size_t end) {
+  const size_t fields = batch.columns.size() + (with_row_index_ ? 1 : 0);
+  for (size_t row = begin; row < end; ++row) {
+    put_u16(static_cast<uint16_t>(fields));
+    for (const Column& column : batch.columns) {
+      if (!column.is_valid(row)) {
+        put_u32(0xFFFFFFFFu);
+        continue;
+      }
+      switch (column.type) {
+        case Type::kBool:
+          put_u32(1);
+          buffer_.push_back(column.fixed[row] ? 1 : 0);
+          break;
+        case Type::kInt64:
+        case Type::kDouble:  // `fixed` holds the double's bits; float8send sends them big-endian
+          put_u32(8);
+          put_u64(static_cast<uint64_t>(column.fixed[row]));
+          break;
+        case Type::kTimestamp:
+          put_u32(8);
+          put_u64(static_cast<uint64_t>(column.fixed[row] - kPgEpochMicros));
+          break;
+        case Type::kDate:
+          put_u32(4);
+          put_u32(static_cast<uint32_t>(static_cast<int32_t>(column.fixed[row] - kPgEpochDays)));
+          break;
+        case Type::kString:
+        case Type::kBinary: {
+          const std::string_view v = column.string_at(row);
+          put_u32(static_cast<uint32_t>(v.size()));
+          buffer_.append(v);
+          break;
+        }
+        case Type::kJson: {  // jsonb's binary format: a version byte, then the text
+          const std::string_view v = column.string_at(row);
+          put_u32(static_cast<uint32_t>(v.size() + 1));
+          buffer_.push_back(1);
+          buffer_.append(v);
+          break;
+        }
+      }
+    }
+    if (with_row_index_) {
+      put_u32(8);
+      put_u64(row);
+    }
+  }
+}
+
+void PgCopyBinaryWriter::append_trailer() { put_u16(0xFFFF); }
+
+std::optional<size_t> pg_first_invalid_utf8_row(const Column& column) {
+  if (column.type != Type::kString && column.type != Type::kJson) return std::nullopt;
+  for (size_t row = 0; row < column.size(); ++row) {
+    if (column.is_valid(row) && !valid_pg_text(column.string_at(row))) return row;
+  }
+  return std::nullopt;
+}
+
+}  // namespace skippr

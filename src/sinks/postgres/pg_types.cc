@@ -1,0 +1,58 @@
+#include "sinks/postgres/pg_types.h"
+
+#include <initializer_list>
+
+namespace skippr {
+
+std::string_view pg_sql_type(Type type) {
+  switch (type) {
+    case Type::kBool:
+      return "boolean";
+    case Type::kInt64:
+      return "bigint";
+    case Type::kDouble:
+      return "double precision";
+    case Type::kString:
+      return "text";
+    case Type::kBinary:
+      return "bytea";
+    case Type::kTimestamp:
+      return "timestamp with time zone";
+    case Type::kDate:
+      return "date";
+    case Type::kJson:
+      return "jsonb";
+  }
+  return "text";
+}
+
+bool pg_column_accepts(std::string_view column_type, Type type) {
+  auto starts = [&](std::initializer_list<std::string_view> prefixes) {
+    for (auto p : prefixes) {
+      if (column_type.starts_with(p)) return true;
+    }
+    return false;
+  };
+  switch (type) {
+    case Type::kBool:
+      return column_type == "boolean";
+    // A too-large value for int/smallint fails the batch loudly (22003), it is never truncated.
+    case Type::kInt64:
+      return starts({"bigint", "integer", "smallint", "numeric"});
+    case Type::kDouble:
+      return starts({"double precision", "real", "numeric"});
+    case Type::kString:
+      return starts({"text", "character varying", "character"});
+    case Type::kBinary:
+      return column_type == "bytea";
+    case Type::kTimestamp:
+      return starts({"timestamp with time zone", "timestamp without time zone"});
+    case Type::kDate:
+      return column_type == "date";
+    case Type::kJson:
+      return column_type == "jsonb" || column_type == "json";
+  }
+  return false;
+}
+
+}  // namespace skippr

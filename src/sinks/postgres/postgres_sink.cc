@@ -1,0 +1,433 @@
+#include "sinks/postgres/postgres_sink.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "core/failpoint.h"
+#include "sinks/postgres/pg_client.h"
+#include "sinks/postgres/pg_copy_binary.h"
+#include "sinks/postgres/pg_types.h"
+
+namespace skippr {
+namespace {
+
+constexpr size_t kCopyChunkBytes = 4 << 20;  // bytes handed to libpq at a time: bounds the encoder's buffer
+constexpr std::string_view kStageTable = "_skippr_stage";
+constexpr std::string_view kLatestTable = "_skippr_latest";
+
+struct TableColumn {
+  std::string name;
+  std::string type;  // format_type()
+};
+
+bool is_convention_field(std::string_view name) { return name == kOpField || name == kOrderField; }
+
+// Rolls back unless committed; on a broken connection there is nothing left to roll back.
+class PgTransaction {
+ public:
+  explicit PgTransaction(PgConnection& conn) : conn_(conn) {}
+  ~PgTransaction() {
+    if (!done_ && !conn_.broken()) (void)conn_.execute("ROLLBACK");
+  }
+  Status begin() { return conn_.execute("BEGIN"); }
+  Status commit() {
+    done_ = true;
+    return conn_.execute("COMMIT");
+  }
+
+ private:
+  PgConnection& conn_;
+  bool done_ = false;
+};
+
+class PostgresSink final : public Sink {
+ public:
+  PostgresSink(const ConnectorContext& ctx, std::string schema, std::string table)
+      : params_(ctx.params),
+        what_(fmt::format("sink '{}'", ctx.name)),
+        schema_(std::move(schema)),
+        table_(std::move(table)),
+        merge_(ctx.landing == Landing::kMergeByKey),
+        primary_key_(ctx.primary_key) {}
+
+  Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
+  Status open() override;
+  Result<WriteOutcome> write(const Batch& batch, const BatchId& id) override;
+
+ private:
+  std::string target() const { return pg_qualified(schema_, table_); }
+  std::string tombstones() const { return pg_qualified(schema_, table_ + std::string(kTombstoneSuffix)); }
+  std::string where() const { return fmt::format("{}: table {}", what_, target()); }
+  Result<std::vector<TableColumn>> describe(const std::string& qualified);
+  Status check_merge_key(const std::vector<TableColumn>& columns);
+  Result<std::vector<TableColumn>> prepare_table(const Batch& batch);
+  Status copy_rows(const Batch& batch, const std::string& into);
+  Status stage_rows(const Batch& batch);
+  // Append into columns of exactly the staging types needs no staging: the binary COPY goes into the target, in the
+  // same transaction as the ledger row, which halves the server's work (bench/postgres.sh).
+  bool copies_straight_into_target(const Batch& batch, const std::vector<TableColumn>& columns) const;
+  Status apply_append(const Batch& batch, const std::vector<TableColumn>& columns);
+  Status apply_merge(const Batch& batch, const BatchId& id, const std::vector<TableColumn>& columns);
+  Result<WriteOutcome> write_in_transaction(const Batch& batch, const BatchId& id);
+  std::string cast_to_column(std::string_view alias, const std::string& field,
+                             const std::vector<TableColumn>& columns) const;
+
+  nlohmann::json params_;
+  std::string what_;
+  std::string schema_;
+  std::string table_;
+  bool merge_;
+  std::vector<std::string> primary_key_;
+  std::optional<PgConnection> conn_;
+};
+
+Status PostgresSink::open() {
+  if (conn_ && !conn_->broken()) return ok();
+  conn_.reset();
+  auto conn = PgConnection::connect(params_, what_);
+  if (!conn) return std::unexpected(conn.error());
+  auto prefixed = [&](const Error& e) { return fail(e.kind, fmt::format("{}: {}", where(), e.message)); };
+  // Created only when absent: CREATE SCHEMA checks the CREATE privilege on the database even with IF NOT EXISTS.
+  auto schema_exists = conn->query("SELECT 1 FROM pg_namespace WHERE nspname = $1", {schema_});
+  if (!schema_exists) return prefixed(schema_exists.error());
+  if (schema_exists->rows.empty()) {
+    if (auto st = conn->execute(fmt::format("CREATE SCHEMA IF NOT EXISTS {}", pg_quote_identifier(schema_))); !st) {
+      return prefixed(st.error());
+    }
+  }
+  if (auto st = conn->execute(fmt::format(
+          "CREATE TABLE IF NOT EXISTS {} (batch_id text PRIMARY KEY, pipeline text, epoch bigint, seq bigint, "
+          "target_table text, \"rows\" bigint, landed_at timestamptz DEFAULT now())",
+          pg_qualified(schema_, kPgLedgerTable)));
+      !st && conn->last_sqlstate() != "23505") {  // two first runs at once: the other one created it
+    return prefixed(st.error());
+  }
+  conn_ = std::move(*conn);
+  if (merge_) {
+    // A target that exists must be mergeable now, before anything is read: exit 2 rather than a stuck batch later.
+    auto columns = describe(target());
+    if (!columns) return prefixed(columns.error());
+    if (!columns->empty()) SKIPPR_TRY(check_merge_key(*columns));
+  }
+  return ok();
+}
+
+Result<std::vector<TableColumn>> PostgresSink::describe(const std::string& qualified) {
+  auto rows = conn_->query(
+      "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a WHERE a.attrelid = to_regclass($1) "
+      "AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+      {qualified});
+  if (!rows) return std::unexpected(rows.error());
+  std::vector<TableColumn> columns;
+  for (auto& row : rows->rows) columns.push_back({row[0].value_or(""), row[1].value_or("")});
+  return columns;
+}
+
+Status PostgresSink::check_merge_key(const std::vector<TableColumn>& columns) {
+  for (const auto& key : primary_key_) {
+    if (std::ranges::none_of(columns, [&](const TableColumn& c) { return c.name == key; })) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("{} has no column {} named in the pipeline's primary_key; fix primary_key or the table",
+                              where(), pg_quote_identifier(key)));
+    }
+  }
+  auto sorted = primary_key_;
+  std::ranges::sort(sorted);
+  auto found = conn_->query(
+      "SELECT 1 FROM pg_index i WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indpred IS NULL AND "
+      "(SELECT string_agg(a.attname::text, ',' ORDER BY a.attname::text) FROM pg_attribute a WHERE a.attrelid = "
+      "i.indrelid AND a.attnum = ANY(i.indkey)) = $2",
+      {target(), fmt::format("{}", fmt::join(sorted, ","))});
+  if (!found) return fail(found.error().kind, fmt::format("{}: {}", where(), found.error().message));
+  if (found->rows.empty()) {
+    return fail(ErrorKind::kConfig,
+                fmt::format("{} has no unique index on ({}), which merge_by_key needs; add one with ALTER TABLE {} ADD "
+                            "PRIMARY KEY ({})",
+                            where(), fmt::join(primary_key_, ", "), target(), fmt::join(primary_key_, ", ")));
+  }
+  return ok();
+}
+
+Result<std::vector<TableColumn>> PostgresSink::prepare_table(const Batch& batch) {
+  auto columns = describe(target());
+  if (!columns) return columns;
+  if (merge_) {
+    for (const auto& key : primary_key_) {
+      if (batch.schema.index_of(key) < 0) {
+        return fail(ErrorKind::kConfig,
+                    fmt::format("{}: the batch has no field {} named in the pipeline's primary_key; fix primary_key",
+                                where(), pg_quote_identifier(key)));
+      }
+    }
+  }
+  if (columns->empty()) {
+    std::vector<std::string> definition;
+    for (const auto& field : batch.schema.fields) {
+      if (is_convention_field(field.name)) continue;
+      definition.push_back(fmt::format("{} {}", pg_quote_identifier(field.name), pg_sql_type(field.type)));
+    }
+    if (definition.empty()) return columns;  // nothing to create a table from yet
+    std::vector<std::string> keys;
+    for (const auto& key : primary_key_) keys.push_back(pg_quote_identifier(key));
+    if (merge_) {
+      definition.push_back(fmt::format("{} numeric", pg_quote_identifier(kOrderColumn)));
+      definition.push_back(fmt::format("PRIMARY KEY ({})", fmt::join(keys, ", ")));
+    }
+    SKIPPR_TRY(
+        conn_->execute(fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", target(), fmt::join(definition, ", "))));
+    return describe(target());
+  }
+  bool altered = false;
+  for (const auto& field : batch.schema.fields) {
+    if (is_convention_field(field.name)) continue;
+    auto existing = std::ranges::find_if(*columns, [&](const TableColumn& c) { return c.name == field.name; });
+    if (existing == columns->end()) {
+      SKIPPR_TRY(conn_->execute(fmt::format("ALTER TABLE {} ADD COLUMN {} {}", target(),
+                                            pg_quote_identifier(field.name), pg_sql_type(field.type))));
+      altered = true;
+    } else if (!pg_column_accepts(existing->type, field.type)) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("{}: column {} is {} but the batch's field is {}; a type change is not applied silently. "
+                              "Cast it in the source, alter the column, or land it in a new table",
+                              where(), pg_quote_identifier(field.name), existing->type, to_string(field.type)));
+    }
+  }
+  if (merge_ && std::ranges::none_of(*columns, [](const TableColumn& c) { return c.name == kOrderColumn; })) {
+    SKIPPR_TRY(conn_->execute(
+        fmt::format("ALTER TABLE {} ADD COLUMN {} numeric", target(), pg_quote_identifier(kOrderColumn))));
+    altered = true;
+  }
+  if (altered) return describe(target());
+  return columns;
+}
+
+Status PostgresSink::copy_rows(const Batch& batch, const std::string& into) {
+  SKIPPR_TRY(conn_->copy_start(fmt::format("COPY {} FROM STDIN (FORMAT binary)", into)));
+  PgCopyBinaryWriter writer(merge_);
+  constexpr size_t kRowsPerStep = 4096;
+  for (size_t first = 0; first < batch.rows; first += kRowsPerStep) {
+    writer.append_rows(batch, first, std::min(batch.rows, first + kRowsPerStep));
+    if (writer.buffer().size() >= kCopyChunkBytes) {
+      SKIPPR_TRY(conn_->copy_put(writer.buffer()));
+      writer.buffer().clear();
+    }
+  }
+  writer.append_trailer();
+  SKIPPR_TRY(conn_->copy_put(writer.buffer()));
+  return conn_->copy_finish();
+}
+
+Status PostgresSink::stage_rows(const Batch& batch) {
+  std::vector<std::string> definition;
+  for (const auto& field : batch.schema.fields) {
+    definition.push_back(fmt::format("{} {}", pg_quote_identifier(field.name), pg_sql_type(field.type)));
+  }
+  if (merge_) definition.push_back("_skippr_row bigint");
+  SKIPPR_TRY(conn_->execute(fmt::format("CREATE TEMP TABLE {} ({}) ON COMMIT DROP", pg_quote_identifier(kStageTable),
+                                        fmt::join(definition, ", "))));
+  return copy_rows(batch, pg_quote_identifier(kStageTable));
+}
+
+bool PostgresSink::copies_straight_into_target(const Batch& batch, const std::vector<TableColumn>& columns) const {
+  if (merge_) return false;
+  return std::ranges::all_of(batch.schema.fields, [&](const Field& field) {
+    auto column = std::ranges::find_if(columns, [&](const TableColumn& c) { return c.name == field.name; });
+    return column != columns.end() && column->type == pg_sql_type(field.type);
+  });
+}
+
+std::string PostgresSink::cast_to_column(std::string_view alias, const std::string& field,
+                                         const std::vector<TableColumn>& columns) const {
+  auto column = std::ranges::find_if(columns, [&](const TableColumn& c) { return c.name == field; });
+  return fmt::format("CAST({}.{} AS {})", alias, pg_quote_identifier(field), column->type);
+}
+
+Status PostgresSink::apply_append(const Batch& batch, const std::vector<TableColumn>& columns) {
+  std::vector<std::string> names, values;
+  for (const auto& field : batch.schema.fields) {
+    if (is_convention_field(field.name)) continue;
+    names.push_back(pg_quote_identifier(field.name));
+    values.push_back(cast_to_column("s", field.name, columns));
+  }
+  return conn_->execute(fmt::format("INSERT INTO {} ({}) SELECT {} FROM {} s", target(), fmt::join(names, ", "),
+                                    fmt::join(values, ", "), pg_quote_identifier(kStageTable)));
+}
+
+Status PostgresSink::apply_merge(const Batch& batch, const BatchId& id, const std::vector<TableColumn>& columns) {
+  std::vector<std::string> keys;
+  for (const auto& key : primary_key_) keys.push_back(pg_quote_identifier(key));
+  // The order token: the source's (the LSN for CDC), else the batch's place in the pipeline then the row's in the
+  // batch, so a later batch always wins (a new epoch after RESET included).
+  const std::string token =
+      batch.schema.index_of(kOrderField) >= 0
+          ? fmt::format("s.{}::numeric", pg_quote_identifier(kOrderField))
+          : fmt::format("(({}::numeric * 1099511627776 + {}) * 4294967296 + s._skippr_row)", id.epoch, id.seq);
+  const std::string is_delete = batch.schema.index_of(kOpField) >= 0
+                                    ? fmt::format("coalesce(s.{} = 'delete', false)", pg_quote_identifier(kOpField))
+                                    : "false";
+  // The newest change per key only: one statement must not touch a row twice.
+  SKIPPR_TRY(conn_->execute(fmt::format(
+      "CREATE TEMP TABLE {} ON COMMIT DROP AS SELECT DISTINCT ON ({}) s.*, {} AS _skippr_token, {} AS _skippr_delete "
+      "FROM {} s ORDER BY {}, {} DESC",
+      pg_quote_identifier(kLatestTable), fmt::join(keys, ", "), token, is_delete, pg_quote_identifier(kStageTable),
+      fmt::join(keys, ", "), token)));
+
+  std::vector<std::string> key_match, tomb_match;
+  for (const auto& key : keys) {
+    key_match.push_back(fmt::format("t.{} = l.{}", key, key));
+    tomb_match.push_back(fmt::format("d.{} = l.{}", key, key));
+  }
+  const std::string order = pg_quote_identifier(kOrderColumn);
+  std::vector<std::string> names, values, updates;
+  for (const auto& field : batch.schema.fields) {
+    if (is_convention_field(field.name)) continue;
+    names.push_back(pg_quote_identifier(field.name));
+    values.push_back(cast_to_column("l", field.name, columns));
+    if (std::ranges::find(primary_key_, field.name) == primary_key_.end()) {
+      updates.push_back(fmt::format("{} = EXCLUDED.{}", names.back(), names.back()));
+    }
+  }
+  updates.push_back(fmt::format("{} = EXCLUDED.{}", order, order));
+
+  // Tombstones first exist for this table's keys (created with the target's key types).
+  std::vector<std::string> tomb_columns;
+  for (const auto& key : primary_key_) {
+    auto column = std::ranges::find_if(columns, [&](const TableColumn& c) { return c.name == key; });
+    tomb_columns.push_back(fmt::format("{} {}", pg_quote_identifier(key), column->type));
+  }
+  SKIPPR_TRY(conn_->execute(fmt::format("CREATE TABLE IF NOT EXISTS {} ({}, {} numeric NOT NULL, PRIMARY KEY ({}))",
+                                        tombstones(), fmt::join(tomb_columns, ", "), order, fmt::join(keys, ", "))));
+
+  // Upserts: never over a newer row, never over a newer tombstone.
+  SKIPPR_TRY(conn_->execute(fmt::format(
+      "INSERT INTO {} AS t ({}, {}) SELECT {}, l._skippr_token FROM {} l WHERE NOT l._skippr_delete AND NOT EXISTS "
+      "(SELECT 1 FROM {} d WHERE {} AND d.{} >= l._skippr_token) ON CONFLICT ({}) DO UPDATE SET {} WHERE t.{} IS "
+      "NULL OR t.{} < EXCLUDED.{}",
+      target(), fmt::join(names, ", "), order, fmt::join(values, ", "), pg_quote_identifier(kLatestTable), tombstones(),
+      fmt::join(tomb_match, " AND "), order, fmt::join(keys, ", "), fmt::join(updates, ", "), order, order, order)));
+  // Deletes: remove an older row, and remember the delete so an older insert arriving late stays deleted.
+  SKIPPR_TRY(conn_->execute(fmt::format(
+      "DELETE FROM {} t USING {} l WHERE l._skippr_delete AND {} AND (t.{} IS NULL OR t.{} < l._skippr_token)",
+      target(), pg_quote_identifier(kLatestTable), fmt::join(key_match, " AND "), order, order)));
+  std::vector<std::string> key_values;
+  for (const auto& key : primary_key_) key_values.push_back(cast_to_column("l", key, columns));
+  return conn_->execute(fmt::format(
+      "INSERT INTO {} AS d ({}, {}) SELECT {}, l._skippr_token FROM {} l WHERE l._skippr_delete ON CONFLICT ({}) DO "
+      "UPDATE SET {} = EXCLUDED.{} WHERE d.{} < EXCLUDED.{}",
+      tombstones(), fmt::join(keys, ", "), order, fmt::join(key_values, ", "), pg_quote_identifier(kLatestTable),
+      fmt::join(keys, ", "), order, order, order, order));
+}
+
+Status check_shape(const Batch& batch) {
+  if (batch.columns.size() != batch.schema.fields.size()) {
+    return fail(ErrorKind::kInternal, "batch has a different number of columns and fields");
+  }
+  for (size_t f = 0; f < batch.columns.size(); ++f) {
+    const Column& column = batch.columns[f];
+    if (column.type != batch.schema.fields[f].type || column.size() != batch.rows ||
+        (!column.validity.empty() && column.validity.size() * 8 < batch.rows)) {
+      return fail(ErrorKind::kInternal, fmt::format("batch column '{}' does not match its field or the row count",
+                                                    batch.schema.fields[f].name));
+    }
+    if (auto row = pg_first_invalid_utf8_row(column)) {
+      return fail(ErrorKind::kBadInput, fmt::format("field {} has invalid UTF-8 or a NUL byte in row {}",
+                                                    pg_quote_identifier(batch.schema.fields[f].name), *row));
+    }
+  }
+  return ok();
+}
+
+Result<WriteOutcome> PostgresSink::write(const Batch& batch, const BatchId& id) {
+  SKIPPR_TRY(check_shape(batch));
+  SKIPPR_TRY(open());
+  auto outcome = write_in_transaction(batch, id);
+  if (!outcome && conn_->broken()) conn_.reset();  // the next attempt reconnects
+  return outcome;
+}
+
+Result<WriteOutcome> PostgresSink::write_in_transaction(const Batch& batch, const BatchId& id) {
+  // Before COMMIT a failure is definite (the server rolls the transaction back), except a lost connection, which
+  // is reported as an unknown outcome: the engine then retries the same BatchId only, and the ledger decides.
+  auto failed = [&](const Error& e) {
+    const ErrorKind kind = conn_->broken() ? ErrorKind::kUnknownOutcome : e.kind;
+    return fail(kind, fmt::format("writing batch {} to {}: {}", id.str(), where(), e.message));
+  };
+  PgTransaction tx(*conn_);
+  if (auto st = tx.begin(); !st) return failed(st.error());
+
+  auto applied = conn_->query(
+      fmt::format("SELECT 1 FROM {} WHERE batch_id = $1", pg_qualified(schema_, kPgLedgerTable)), {id.str()});
+  if (!applied) return failed(applied.error());
+  if (!applied->rows.empty()) return WriteOutcome::kAlreadyApplied;  // tx rolls back
+
+  auto columns = prepare_table(batch);
+  if (!columns) return failed(columns.error());
+  if (batch.rows > 0 && copies_straight_into_target(batch, *columns)) {
+    std::vector<std::string> names;
+    for (const auto& field : batch.schema.fields) names.push_back(pg_quote_identifier(field.name));
+    if (auto st = copy_rows(batch, fmt::format("{} ({})", target(), fmt::join(names, ", "))); !st) {
+      return failed(st.error());
+    }
+  } else if (batch.rows > 0) {
+    if (auto st = stage_rows(batch); !st) return failed(st.error());
+    if (auto st = merge_ ? apply_merge(batch, id, *columns) : apply_append(batch, *columns); !st) {
+      return failed(st.error());
+    }
+  }
+  failpoint::hit(failpoint::kSinkInTransaction);
+  auto recorded = conn_->execute(fmt::format(
+      "INSERT INTO {} (batch_id, pipeline, epoch, seq, target_table, \"rows\") VALUES ({}, {}, {}, {}, {}, {})",
+      pg_qualified(schema_, kPgLedgerTable), pg_quote_literal(id.str()), pg_quote_literal(id.pipeline), id.epoch,
+      id.seq, pg_quote_literal(target()), batch.rows));
+  if (!recorded) {
+    // Another writer landed the same batch between our check and now; its transaction won, ours rolls back.
+    if (conn_->last_sqlstate() == "23505") return WriteOutcome::kAlreadyApplied;
+    return failed(recorded.error());
+  }
+  if (auto st = tx.commit(); !st) {
+    if (conn_->broken()) {
+      return fail(ErrorKind::kUnknownOutcome,
+                  fmt::format("committing batch {} to {}: {}", id.str(), where(), st.error().message));
+    }
+    return failed(st.error());  // the server answered: the commit failed and nothing was applied
+  }
+  return WriteOutcome::kApplied;
+}
+
+}  // namespace
+
+ConnectorSpec postgres_sink_spec() {
+  ConnectorSpec spec;
+  spec.type_name = "Postgres";
+  spec.is_source = false;
+  spec.summary = "a PostgreSQL table (binary COPY, one transaction per batch)";
+  spec.guarantee = Guarantee::kExactlyOnce;
+  spec.params = pg_connection_params();
+  spec.params.push_back({"schema", ParamType::kString, false, "public", "the target's schema; created when absent"});
+  spec.params.push_back(
+      {"table", ParamType::kString, true, nullptr, "the target table; created from the first batch's schema"});
+  spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
+    if (ctx.landing != Landing::kAppend && ctx.landing != Landing::kMergeByKey) {
+      return fail(ErrorKind::kConfig, fmt::format("sink '{}': landing {} is not supported by Postgres; use append or "
+                                                  "merge_by_key",
+                                                  ctx.name, to_string(ctx.landing)));
+    }
+    if (ctx.landing == Landing::kMergeByKey && ctx.primary_key.empty()) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("sink '{}': merge_by_key needs the pipeline's primary_key; add it", ctx.name));
+    }
+    const std::string table = ctx.params.value("table", std::string());
+    const std::string schema = ctx.params.value("schema", std::string("public"));
+    if (table.empty() || schema.empty()) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("sink '{}': Postgres needs a table (and a non-empty schema)", ctx.name));
+    }
+    return std::make_unique<PostgresSink>(ctx, schema, table);
+  };
+  return spec;
+}
+
+}  // namespace skippr

@@ -1,0 +1,33 @@
+// Reading a PostgreSQL table into Batches: which columns it has, what Type each becomes, and the SELECT list that
+// makes the server send every value in a text form that converts exactly (timestamps as epoch microseconds, dates as
+// epoch days, bytea as hex).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/batch.h"
+#include "sinks/postgres/pg_client.h"
+
+namespace skippr {
+
+struct PgSourceColumn {
+  std::string name;
+  std::string pg_type;  // format_type()
+  Type type = Type::kString;
+};
+
+// The table's columns, or kConfig naming the table when it does not exist.
+Result<std::vector<PgSourceColumn>> pg_describe_source_table(PgConnection& conn, const std::string& qualified,
+                                                             std::string_view what);
+// The table's primary key columns, in key order (empty when it has none).
+Result<std::vector<std::string>> pg_primary_key(PgConnection& conn, const std::string& qualified);
+
+// `numeric` is read as text: Batch has no decimal type, and text keeps every digit.
+Type pg_source_type(std::string_view pg_type);
+// The select-list expression for a column (aliased to its own name).
+std::string pg_select_expression(const PgSourceColumn& column);
+// Appends one text value (from the expression above; nullopt = NULL) to `column`.
+Status pg_append_text_value(Column& column, const std::optional<std::string>& text);
+
+}  // namespace skippr

@@ -1,0 +1,227 @@
+// The Postgres sink against a real PostgreSQL 15 (started by the test binary): types, the ledger, additive evolution,
+// type changes, and merge_by_key's order tokens and tombstones.
+#include <gtest/gtest.h>
+
+#include "core/connector.h"
+#include "sinks/postgres/postgres_sink.h"
+#include "sinks/sink_test_util.h"
+#include "support/postgres_server.h"
+
+namespace skippr {
+namespace {
+
+using test::SharedPostgres;
+
+std::unique_ptr<Sink> make_sink(const std::string& database, const std::string& table,
+                                Landing landing = Landing::kAppend, std::vector<std::string> key = {}) {
+  ConnectorContext ctx;
+  ctx.name = "pg";
+  ctx.pipeline = "p";
+  ctx.params = {{"dsn", SharedPostgres().uri(database)}, {"schema", "landing"}, {"table", table}};
+  ctx.landing = landing;
+  ctx.primary_key = std::move(key);
+  auto sink = postgres_sink_spec().make_sink(ctx);
+  EXPECT_TRUE(sink) << sink.error().message;
+  auto opened = (*sink)->open();
+  EXPECT_TRUE(opened) << opened.error().message;
+  return std::move(*sink);
+}
+
+BatchId batch_id(uint64_t seq, uint64_t epoch = 1) { return BatchId{"p", epoch, seq}; }
+
+std::string value(const std::string& db, const std::string& sql) { return SharedPostgres().value(db, sql); }
+
+TEST(PostgresSink, EveryTypeRoundTripsExactlyAndARetryOfTheSameBatchDoesNothing) {
+  const auto db = SharedPostgres().create_database("types");
+  auto sink = make_sink(db, "t");
+  const Batch batch = testing::every_type_batch();
+  auto first = sink->write(batch, batch_id(1));
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(*first, WriteOutcome::kApplied);
+  auto again = sink->write(batch, batch_id(1));
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_EQ(*again, WriteOutcome::kAlreadyApplied);
+  // A new sink (a restarted process) decides from the ledger in the database, not from memory.
+  auto restarted = make_sink(db, "t")->write(batch, batch_id(1));
+  ASSERT_TRUE(restarted);
+  EXPECT_EQ(*restarted, WriteOutcome::kAlreadyApplied);
+  EXPECT_EQ(value(db, "SELECT count(*) FROM landing.t"), "3");
+  EXPECT_EQ(value(db, "SELECT count(*) FROM landing._skippr_batches WHERE batch_id = 'p/1/1'"), "1");
+
+  EXPECT_EQ(value(db,
+                  "SELECT string_agg(format_type(atttypid, atttypmod), ',' ORDER BY attnum) FROM pg_attribute "
+                  "WHERE attrelid = 'landing.t'::regclass AND attnum > 0"),
+            "boolean,bigint,double precision,text,bytea,timestamp with time zone,date,jsonb");
+  SharedPostgres().execute(db, "SET TIME ZONE 'UTC'");
+  auto rows = SharedPostgres().query(
+      db,
+      "SET TIME ZONE 'UTC'; SELECT b::text, i::text, d::text, s, encode(bin, 'hex'), ts::text, day::text, j::text "
+      "FROM landing.t ORDER BY i NULLS LAST");
+  ASSERT_EQ(rows.size(), 3u);
+  using R = std::vector<std::optional<std::string>>;
+  EXPECT_EQ(rows[0], (R{"true", "-42", "3.25", "h\u00e9llo \"quoted\"\n", "0001ff", "2024-01-02 03:04:05.123456+00",
+                        "2024-01-02", R"({"a": [1, 2, {"b": null}]})"}));
+  EXPECT_EQ(rows[1],
+            (R{"false", "9007199254740993", "-1e-300", "", "", "1969-12-31 23:59:59.999999+00", "1969-12-31", "42"}));
+  EXPECT_EQ(rows[2], (R(8, std::nullopt)));
+}
+
+// A column the batch does not have gets its default.
+TEST(PostgresSink, ExistingColumnsOfNarrowerOrExactTypesTakeTheFieldsThroughACast) {
+  const auto db = SharedPostgres().create_database("cast");
+  SharedPostgres().execute(db,
+                           "CREATE SCHEMA landing; CREATE TABLE landing.t (id integer, x numeric(10,2), name "
+                           "varchar(20), extra text DEFAULT 'kept')");
+  auto sink = make_sink(db, "t");
+  auto outcome = sink->write(testing::simple_batch(5, 1), batch_id(1));
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_EQ(value(db,
+                  "SELECT string_agg(id || ':' || x || ':' || name || ':' || coalesce(extra, 'null'), ' ' "
+                  "ORDER BY id) FROM landing.t"),
+            "1:0.50:name-1:kept 2:1.00:name-2:kept 3:1.50:name-3:kept 4:2.00:name-4:kept 5:2.50:name-5:kept");
+}
+
+TEST(PostgresSink, ANewFieldBecomesANewNullableColumn) {
+  const auto db = SharedPostgres().create_database("evolve");
+  auto sink = make_sink(db, "t");
+  ASSERT_TRUE(sink->write(testing::simple_batch(2, 1), batch_id(1)));
+  Batch wider = testing::simple_batch(1, 3);
+  wider.add_column({"flag", Type::kBool});
+  wider.columns.back().validity.clear();
+  wider.columns.back().fixed.clear();
+  wider.columns.back().append_bool(true);
+  auto outcome = sink->write(wider, batch_id(2));
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_EQ(value(db, "SELECT string_agg(id || '=' || coalesce(flag::text, 'null'), ' ' ORDER BY id) FROM landing.t"),
+            "1=null 2=null 3=true");
+}
+
+TEST(PostgresSink, AnIncompatibleTypeChangeIsAConfigErrorNamingTheColumnAndNothingLands) {
+  const auto db = SharedPostgres().create_database("typechange");
+  SharedPostgres().execute(db, "CREATE SCHEMA landing; CREATE TABLE landing.t (id integer, x numeric, name bytea)");
+  auto outcome = make_sink(db, "t")->write(testing::simple_batch(3, 1), batch_id(1));
+  ASSERT_FALSE(outcome);
+  EXPECT_EQ(outcome.error().kind, ErrorKind::kConfig);
+  EXPECT_NE(outcome.error().message.find("column \"name\" is bytea"), std::string::npos) << outcome.error().message;
+  EXPECT_EQ(value(db, "SELECT count(*) FROM landing.t"), "0");
+  EXPECT_EQ(value(db, "SELECT count(*) FROM landing._skippr_batches"), "0");
+}
+
+TEST(PostgresSink, AValueTooLargeForAnIntegerColumnFailsTheWholeBatch) {
+  const auto db = SharedPostgres().create_database("range");
+  SharedPostgres().execute(db, "CREATE SCHEMA landing; CREATE TABLE landing.t (id smallint, x float8, name text)");
+  auto outcome = make_sink(db, "t")->write(testing::simple_batch(3, 32766), batch_id(1));
+  ASSERT_FALSE(outcome);
+  EXPECT_EQ(outcome.error().kind, ErrorKind::kBadInput);
+  EXPECT_EQ(value(db, "SELECT count(*) FROM landing.t"), "0");
+  EXPECT_EQ(value(db, "SELECT count(*) FROM landing._skippr_batches"), "0");
+}
+
+TEST(PostgresSink, AUserWithoutCreateOnTheDatabaseLandsIntoAnExistingSchema) {
+  const auto db = SharedPostgres().create_database("grants");
+  SharedPostgres().execute(db, "CREATE ROLE etl_" + db +
+                                   " LOGIN PASSWORD 'etl'; CREATE SCHEMA landing; GRANT USAGE, "
+                                   "CREATE ON SCHEMA landing TO etl_" +
+                                   db + "; REVOKE CREATE ON DATABASE " + db + " FROM PUBLIC");
+  ConnectorContext ctx;
+  ctx.name = "pg";
+  ctx.params = {{"host", "127.0.0.1"}, {"port", SharedPostgres().port()},
+                {"user", "etl_" + db}, {"password", "etl"},
+                {"database", db},      {"schema", "landing"},
+                {"table", "t"}};
+  auto sink = std::move(*postgres_sink_spec().make_sink(ctx));
+  auto opened = sink->open();
+  ASSERT_TRUE(opened) << opened.error().message;
+  auto outcome = sink->write(testing::simple_batch(4, 1), batch_id(1));
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_EQ(value(db, "SELECT count(*) FROM landing.t"), "4");
+}
+
+// One change for key `id`: op, order token, and a payload.
+Batch change(int64_t id, std::string_view op, int64_t order, std::string_view payload) {
+  Batch b;
+  b.add_column({"id", Type::kInt64});
+  b.add_column({"payload", Type::kString});
+  b.add_column({std::string(kOpField), Type::kString});
+  b.add_column({std::string(kOrderField), Type::kInt64});
+  b.columns[0].append_int(id);
+  b.columns[1].append_string(payload);
+  b.columns[2].append_string(op);
+  b.columns[3].append_int(order);
+  b.rows = 1;
+  return b;
+}
+
+TEST(PostgresSink, MergeByKeyNeverLetsAnOlderChangeOverwriteANewerOneAndDeletesLeaveTombstones) {
+  const auto db = SharedPostgres().create_database("merge");
+  auto sink = make_sink(db, "t", Landing::kMergeByKey, {"id"});
+  uint64_t seq = 0;
+  auto apply = [&](const Batch& b) {
+    auto outcome = sink->write(b, batch_id(++seq));
+    ASSERT_TRUE(outcome) << outcome.error().message;
+  };
+  auto payload_of = [&](int id) {
+    return value(db,
+                 "SELECT coalesce((SELECT payload FROM landing.t WHERE id = " + std::to_string(id) + "), 'absent')");
+  };
+  apply(change(1, "insert", 10, "v10"));
+  EXPECT_EQ(payload_of(1), "v10");
+  apply(change(1, "update", 5, "v5-late"));
+  EXPECT_EQ(payload_of(1), "v10") << "an older update overwrote a newer row";
+  apply(change(1, "update", 12, "v12"));
+  EXPECT_EQ(payload_of(1), "v12");
+  apply(change(1, "delete", 20, ""));
+  EXPECT_EQ(payload_of(1), "absent");
+  apply(change(1, "insert", 15, "v15-late"));
+  EXPECT_EQ(payload_of(1), "absent") << "a late, older insert brought a deleted row back";
+  apply(change(1, "insert", 30, "v30"));
+  EXPECT_EQ(payload_of(1), "v30");
+  // A delete older than the row leaves the row alone.
+  apply(change(1, "delete", 25, ""));
+  EXPECT_EQ(payload_of(1), "v30");
+
+  // Several changes to one key in one batch: the newest wins, whatever their order in the batch.
+  Batch mixed = change(2, "insert", 100, "a");
+  ASSERT_TRUE(mixed.append(change(2, "update", 300, "c")));
+  ASSERT_TRUE(mixed.append(change(2, "update", 200, "b")));
+  ASSERT_TRUE(mixed.append(change(3, "insert", 100, "x")));
+  ASSERT_TRUE(mixed.append(change(3, "delete", 150, "")));
+  apply(mixed);
+  EXPECT_EQ(payload_of(2), "c");
+  EXPECT_EQ(payload_of(3), "absent");
+  EXPECT_EQ(value(db, "SELECT count(*) FROM landing.t"), "2");
+}
+
+TEST(PostgresSink, MergeByKeyWithoutTokensLetsTheLaterBatchAndRowWin) {
+  const auto db = SharedPostgres().create_database("mergeseq");
+  auto sink = make_sink(db, "t", Landing::kMergeByKey, {"id"});
+  ASSERT_TRUE(sink->write(testing::simple_batch(3, 1), batch_id(1)));
+  Batch later = testing::simple_batch(2, 2);
+  later.columns[2] = Column(Type::kString);
+  later.columns[2].append_string("new-2");
+  later.columns[2].append_string("new-3");
+  ASSERT_TRUE(sink->write(later, batch_id(2)));
+  // Replaying batch 1 under a later epoch's sequence would win; replaying the same BatchId does nothing.
+  auto replay = sink->write(testing::simple_batch(3, 1), batch_id(1));
+  ASSERT_TRUE(replay);
+  EXPECT_EQ(*replay, WriteOutcome::kAlreadyApplied);
+  EXPECT_EQ(value(db, "SELECT string_agg(id || '=' || name, ' ' ORDER BY id) FROM landing.t"),
+            "1=name-1 2=new-2 3=new-3");
+}
+
+TEST(PostgresSink, MergeByKeyIntoATableWithoutAUniqueKeyIsAConfigErrorAtOpen) {
+  const auto db = SharedPostgres().create_database("nokey");
+  SharedPostgres().execute(db, "CREATE SCHEMA landing; CREATE TABLE landing.t (id bigint, x float8, name text)");
+  ConnectorContext ctx;
+  ctx.name = "pg";
+  ctx.params = {{"dsn", SharedPostgres().uri(db)}, {"schema", "landing"}, {"table", "t"}};
+  ctx.landing = Landing::kMergeByKey;
+  ctx.primary_key = {"id"};
+  auto opened = (*postgres_sink_spec().make_sink(ctx))->open();
+  ASSERT_FALSE(opened);
+  EXPECT_EQ(opened.error().kind, ErrorKind::kConfig);
+  EXPECT_NE(opened.error().message.find("no unique index on (id)"), std::string::npos) << opened.error().message;
+}
+
+}  // namespace
+}  // namespace skippr
