@@ -9,6 +9,7 @@ DEBIAN_PACKAGES=(
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libzstd-dev libgtest-dev
   libsimdjson-dev pybind11-dev python3-dev python3-pytest
 )
+DEBIAN_PACKAGES+=(libcpp-httplib-dev librdkafka-dev libcurl4-openssl-dev)  # streaming sources: HttpServer, Kafka, HttpClient
 # npm fetches DuckDB; the machine may already have Node.js from elsewhere, which Debian's npm would conflict with.
 command -v npm >/dev/null || DEBIAN_PACKAGES+=(nodejs npm)
 missing=()

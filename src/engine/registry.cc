@@ -1,6 +1,7 @@
 // Every connector this build has: adding one is its own folder plus one line here.
 #include "sinks/duckdb/duckdb_sink.h"
 #include "sinks/stdout/stdout_sink.h"
+#include "sources/http_server/http_server_source.h"
 #include "sources/sample/sample_source.h"
 
 namespace skippr {
@@ -8,6 +9,7 @@ namespace skippr {
 const std::vector<ConnectorSpec>& connector_registry() {
   static const std::vector<ConnectorSpec> registry = {
       sample_source_spec(),
+      http_server_source_spec(),
       duckdb_sink_spec(),
       stdout_sink_spec(),
   };
