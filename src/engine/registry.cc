@@ -1,7 +1,9 @@
 // Every connector this build has: adding one is its own folder plus one line here.
 #include "sinks/duckdb/duckdb_sink.h"
 #include "sinks/stdout/stdout_sink.h"
+#include "sources/http_client/http_client_source.h"
 #include "sources/http_server/http_server_source.h"
+#include "sources/kafka/kafka_source.h"
 #include "sources/sample/sample_source.h"
 
 namespace skippr {
@@ -10,6 +12,8 @@ const std::vector<ConnectorSpec>& connector_registry() {
   static const std::vector<ConnectorSpec> registry = {
       sample_source_spec(),
       http_server_source_spec(),
+      http_client_source_spec(),
+      kafka_source_spec(),
       duckdb_sink_spec(),
       stdout_sink_spec(),
   };
