@@ -49,6 +49,9 @@ class Source {
   virtual Status seek(const Position& position) = 0;
   // Everything up to `position` is committed to the WAL. Called from the WAL stage's thread.
   virtual Status acknowledge(const Position&) { return ok(); }
+  // A push or streaming source (HttpServer, Kafka): its poll waits briefly for data itself, so after a drained poll
+  // the engine polls again at once instead of sleeping SYNC_FREQUENCY. With --once it still ends when drained.
+  virtual bool streaming() const { return false; }
 };
 
 enum class Guarantee { kExactlyOnce, kOverwriteOnRetry, kAtLeastOnce, kNone };

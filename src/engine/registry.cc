@@ -4,6 +4,9 @@
 #include "sinks/postgres/postgres_sink.h"
 #include "sinks/stdout/stdout_sink.h"
 #include "sources/file/file_source.h"
+#include "sources/http_client/http_client_source.h"
+#include "sources/http_server/http_server_source.h"
+#include "sources/kafka/kafka_source.h"
 #include "sources/postgres/postgres_source.h"
 #include "sources/sample/sample_source.h"
 
@@ -14,6 +17,9 @@ const std::vector<ConnectorSpec>& connector_registry() {
       sample_source_spec(),
       file_source_spec(),
       postgres_source_spec(),
+      http_server_source_spec(),
+      http_client_source_spec(),
+      kafka_source_spec(),
       duckdb_sink_spec(),
       postgres_sink_spec(),
       stdout_sink_spec(),

@@ -185,7 +185,7 @@ class SyncRun {
       }
       if (polled->drained) {
         if (options_.once) break;
-        sleep_unless_stopped(settings_.sync_frequency_seconds);
+        if (!source_->streaming()) sleep_unless_stopped(settings_.sync_frequency_seconds);
       }
     }
     to_commit_.close();

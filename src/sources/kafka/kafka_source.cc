@@ -1,0 +1,338 @@
+#include "sources/kafka/kafka_source.h"
+
+#include <fmt/format.h>
+#include <librdkafka/rdkafka.h>
+#include <simdjson.h>
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <set>
+
+#include "formats/json_columns.h"
+
+namespace skippr {
+namespace {
+
+constexpr int kFirstPollMs = 100;  // how long a poll waits for the first message
+
+using PartitionKey = std::pair<std::string, int32_t>;
+using Offsets = std::map<PartitionKey, int64_t>;  // next offset to read, per topic/partition
+
+std::string offsets_to_json(const Offsets& offsets) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [tp, offset] : offsets) j[tp.first][std::to_string(tp.second)] = offset;
+  return j.dump();
+}
+
+Result<Offsets> offsets_from_json(const std::string& text) {
+  Offsets offsets;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return fail(ErrorKind::kCorruption, fmt::format("Kafka source: unreadable position '{}'", text));
+  for (const auto& [topic, partitions] : j.items()) {
+    if (!partitions.is_object())
+      return fail(ErrorKind::kCorruption, fmt::format("Kafka source: bad position '{}'", text));
+    for (const auto& [partition, offset] : partitions.items()) {
+      if (!offset.is_number_integer()) {
+        return fail(ErrorKind::kCorruption, fmt::format("Kafka source: bad position '{}'", text));
+      }
+      offsets[{topic, std::stoi(partition)}] = offset.get<int64_t>();
+    }
+  }
+  return offsets;
+}
+
+struct Options {
+  std::vector<std::string> topics;  // a name starting with ^ is a regex pattern (librdkafka's convention)
+  bool json = true;
+  std::map<std::string, std::string> properties;  // librdkafka configuration
+};
+
+class KafkaSource final : public Source {
+ public:
+  KafkaSource(std::string name, Options options) : name_(std::move(name)), options_(std::move(options)) {}
+
+  ~KafkaSource() override {
+    if (!consumer_) return;
+    rd_kafka_consumer_close(consumer_);
+    rd_kafka_destroy(consumer_);
+  }
+
+  bool streaming() const override { return true; }
+
+  Status open() override {
+    char err[512];
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    for (const auto& [key, value] : options_.properties) {
+      if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), err, sizeof err) != RD_KAFKA_CONF_OK) {
+        rd_kafka_conf_destroy(conf);
+        return fail(ErrorKind::kConfig, fmt::format("Kafka source '{}': {}", name_, err));
+      }
+    }
+    rd_kafka_conf_set_opaque(conf, this);
+    rd_kafka_conf_set_rebalance_cb(
+        conf, [](rd_kafka_t* rk, rd_kafka_resp_err_t e, rd_kafka_topic_partition_list_t* parts, void* self) {
+          static_cast<KafkaSource*>(self)->rebalance(rk, e, parts);
+        });
+    consumer_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+    if (!consumer_) return fail(ErrorKind::kConfig, fmt::format("Kafka source '{}': {}", name_, err));
+    rd_kafka_poll_set_consumer(consumer_);
+    return ok();
+  }
+
+  Status seek(const Position& position) override {
+    next_.clear();
+    if (!position.empty()) {
+      auto offsets = offsets_from_json(position.token);
+      if (!offsets) return std::unexpected(offsets.error());
+      next_ = std::move(*offsets);
+    }
+    if (subscribed_) return ok();
+    rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(options_.topics.size());
+    for (const auto& t : options_.topics) rd_kafka_topic_partition_list_add(topics, t.c_str(), RD_KAFKA_PARTITION_UA);
+    const rd_kafka_resp_err_t e = rd_kafka_subscribe(consumer_, topics);
+    rd_kafka_topic_partition_list_destroy(topics);
+    if (e) return fail(ErrorKind::kConfig, fmt::format("Kafka source '{}': subscribe: {}", name_, rd_kafka_err2str(e)));
+    subscribed_ = true;
+    return ok();
+  }
+
+  Result<Poll> poll(const Budget& budget) override {
+    Batch meta = meta_batch();
+    Batch values;
+    size_t bytes = 0;
+    bool got_nothing_last = false;
+    for (int timeout = kFirstPollMs; meta.rows < budget.max_rows && bytes < budget.max_bytes; timeout = 0) {
+      rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer_, timeout);
+      if (!m) {
+        got_nothing_last = true;
+        break;
+      }
+      auto st = take(m, meta, values, bytes);
+      rd_kafka_message_destroy(m);
+      if (!st) return std::unexpected(st.error());
+    }
+    Poll result;
+    SKIPPR_TRY(merge(meta, values));
+    result.records = std::move(meta);
+    result.position_after = Position{offsets_to_json(next_)};
+    // Drained: caught up with every assigned partition (an --once run then ends).
+    result.drained = got_nothing_last && !assigned_.empty() && at_end_.size() == assigned_.size();
+    return result;
+  }
+
+  Status acknowledge(const Position& position) override {
+    auto offsets = offsets_from_json(position.token);
+    if (!offsets) return std::unexpected(offsets.error());
+    if (offsets->empty()) return ok();
+    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(offsets->size());
+    for (const auto& [tp, offset] : *offsets) {
+      rd_kafka_topic_partition_list_add(list, tp.first.c_str(), tp.second)->offset = offset;
+    }
+    // Asynchronous: the WAL is the truth; the group's offsets only have to catch up eventually.
+    const rd_kafka_resp_err_t e = rd_kafka_commit(consumer_, list, 1);
+    rd_kafka_topic_partition_list_destroy(list);
+    if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET) {
+      return fail(ErrorKind::kUnavailable, fmt::format("Kafka commit: {}", rd_kafka_err2str(e)));
+    }
+    return ok();
+  }
+
+ private:
+  // Runs inside rd_kafka_consumer_poll on the reader thread, so next_ needs no lock.
+  void rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t e, rd_kafka_topic_partition_list_t* parts) {
+    if (e == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+      for (int i = 0; i < parts->cnt; ++i) {
+        auto& p = parts->elems[i];
+        assigned_.insert({p.topic, p.partition});
+        // The WAL's offset (or the one this process reached), never the group's: that one lags the WAL.
+        if (auto it = next_.find({p.topic, p.partition}); it != next_.end()) p.offset = it->second;
+      }
+      spdlog::info("Kafka source '{}': assigned {} partition(s)", name_, parts->cnt);
+      rd_kafka_assign(rk, parts);
+    } else {
+      for (int i = 0; i < parts->cnt; ++i) {
+        assigned_.erase({parts->elems[i].topic, parts->elems[i].partition});
+        at_end_.erase({parts->elems[i].topic, parts->elems[i].partition});
+      }
+      spdlog::info("Kafka source '{}': {} partition(s) revoked", name_, parts->cnt);
+      rd_kafka_assign(rk, nullptr);
+    }
+  }
+
+  static Batch meta_batch() {
+    Batch b;
+    b.add_column({"topic", Type::kString});
+    b.add_column({"partition", Type::kInt64});
+    b.add_column({"offset", Type::kInt64});
+    b.add_column({"timestamp", Type::kTimestamp});
+    b.add_column({"key", Type::kBinary});
+    b.add_column({"headers", Type::kJson});
+    b.add_column({"value", Type::kBinary});  // raw format, or a JSON value that is not an object
+    return b;
+  }
+
+  Status take(rd_kafka_message_t* m, Batch& meta, Batch& values, size_t& bytes) {
+    const std::string topic = m->rkt ? rd_kafka_topic_name(m->rkt) : "";
+    if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+      at_end_.insert({topic, m->partition});
+      return ok();
+    }
+    if (m->err) {
+      const bool fatal = m->err == RD_KAFKA_RESP_ERR__FATAL || m->err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
+                         m->err == RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED;
+      if (fatal)
+        return fail(ErrorKind::kConfig, fmt::format("Kafka source '{}': {}", name_, rd_kafka_message_errstr(m)));
+      spdlog::warn("Kafka source '{}': {} (librdkafka retries)", name_, rd_kafka_message_errstr(m));
+      return ok();
+    }
+    const PartitionKey tp{topic, m->partition};
+    at_end_.erase(tp);
+    if (auto it = next_.find(tp); it != next_.end()) {
+      if (m->offset < it->second) return ok();  // already handed over
+      if (m->offset > it->second) {
+        spdlog::error(
+            "Kafka source '{}': {}[{}] jumps from offset {} to {}: those messages were deleted (retention) "
+            "before they were read",
+            name_, topic, m->partition, it->second, m->offset);
+      }
+    }
+    next_[tp] = m->offset + 1;
+
+    auto& c = meta.columns;
+    c[0].append_string(topic);
+    c[1].append_int(m->partition);
+    c[2].append_int(m->offset);
+    rd_kafka_timestamp_type_t ts_type;
+    const int64_t ts = rd_kafka_message_timestamp(m, &ts_type);
+    ts >= 0 ? c[3].append_int(ts * 1000) : c[3].append_null();
+    m->key ? c[4].append_string({static_cast<const char*>(m->key), m->key_len}) : c[4].append_null();
+    append_headers(m, c[5]);
+    const std::string_view value(static_cast<const char*>(m->payload), m->payload ? m->len : 0);
+    bool parsed = false;
+    if (options_.json && m->payload) {
+      simdjson::dom::object object;
+      if (!parser_.parse(value).get_object().get(object)) {
+        Batch row;
+        if (append_json_object(object, row) && values.append(row)) parsed = true;
+      }
+    }
+    if (parsed) {
+      c[6].append_null();
+    } else {
+      m->payload ? c[6].append_string(value) : c[6].append_null();
+      grow_with_null_row(values);
+    }
+    meta.rows += 1;
+    bytes += value.size() + topic.size() + 32;
+    return ok();
+  }
+
+  static void grow_with_null_row(Batch& values) {
+    for (auto& column : values.columns) column.append_null();
+    values.rows += 1;
+  }
+
+  static void append_headers(rd_kafka_message_t* m, Column& column) {
+    rd_kafka_headers_t* headers = nullptr;
+    if (rd_kafka_message_headers(m, &headers) || !headers) return column.append_null();
+    nlohmann::json j = nlohmann::json::object();
+    const char* name;
+    const void* val;
+    size_t size;
+    for (size_t i = 0; !rd_kafka_header_get_all(headers, i, &name, &val, &size); ++i) {
+      j[name] = val ? std::string(static_cast<const char*>(val), size) : std::string();
+    }
+    column.append_string(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+
+  // The value's fields follow the message columns; a field named like one of them is kept as value_<name>.
+  static Status merge(Batch& meta, Batch& values) {
+    if (values.rows != 0 && values.rows != meta.rows) {
+      return fail(ErrorKind::kInternal, "Kafka source: value rows do not match message rows");
+    }
+    for (size_t i = 0; i < values.columns.size(); ++i) {
+      Field field = values.schema.fields[i];
+      if (meta.schema.index_of(field.name) >= 0) field.name = "value_" + field.name;
+      meta.schema.fields.push_back(field);
+      meta.columns.push_back(std::move(values.columns[i]));
+    }
+    return ok();
+  }
+
+  std::string name_;
+  Options options_;
+  rd_kafka_t* consumer_ = nullptr;
+  bool subscribed_ = false;
+  simdjson::dom::parser parser_;
+  Offsets next_;  // reader thread only (poll and the rebalance callback it runs)
+  std::set<PartitionKey> assigned_;
+  std::set<PartitionKey> at_end_;
+};
+
+Result<Options> read_options(const ConnectorContext& ctx) {
+  const auto& p = ctx.params;
+  Options o;
+  o.topics = p.value("topics", std::vector<std::string>{});
+  const std::string pattern = p.value("pattern", std::string());
+  if (!pattern.empty()) o.topics.push_back(pattern.front() == '^' ? pattern : "^" + pattern);
+  if (o.topics.empty()) {
+    return fail(ErrorKind::kConfig,
+                fmt::format("Kafka source '{}': give topics (a list) or pattern (a regex)", ctx.name));
+  }
+  const std::string format = p.value("format", std::string("json"));
+  if (format != "json" && format != "raw") {
+    return fail(ErrorKind::kConfig,
+                fmt::format("Kafka source '{}': format '{}' must be json or raw", ctx.name, format));
+  }
+  o.json = format == "json";
+  const std::string start = p.value("start", std::string("earliest"));
+  if (start != "earliest" && start != "latest") {
+    return fail(ErrorKind::kConfig,
+                fmt::format("Kafka source '{}': start '{}' must be earliest or latest", ctx.name, start));
+  }
+  o.properties = p.value("properties", std::map<std::string, std::string>{});
+  o.properties["bootstrap.servers"] = p.value("brokers", std::string());
+  o.properties["group.id"] = p.value("group_id", std::string());
+  o.properties["auto.offset.reset"] = start;
+  o.properties["enable.auto.commit"] = "false";  // offsets are committed in acknowledge(), after the WAL commit
+  o.properties["enable.auto.offset.store"] = "false";
+  o.properties["enable.partition.eof"] = "true";  // tells poll() it has caught up
+  for (const auto& [param, property] : std::map<std::string, std::string>{{"security_protocol", "security.protocol"},
+                                                                          {"sasl_mechanism", "sasl.mechanisms"},
+                                                                          {"sasl_username", "sasl.username"},
+                                                                          {"sasl_password", "sasl.password"}}) {
+    if (auto v = p.value(param, std::string()); !v.empty()) o.properties[property] = v;
+  }
+  return o;
+}
+
+}  // namespace
+
+ConnectorSpec kafka_source_spec() {
+  ConnectorSpec spec;
+  spec.type_name = "Kafka";
+  spec.is_source = true;
+  spec.summary = "reads Kafka topics; offsets live in the WAL and are committed to Kafka after each WAL commit";
+  spec.params = {
+      {"brokers", ParamType::kString, true, nullptr, "bootstrap servers, host:port[,host:port]"},
+      {"topics", ParamType::kStringList, false, nullptr, "topics to read"},
+      {"pattern", ParamType::kString, false, nullptr, "or a regex of topic names, e.g. '^events\\..*'"},
+      {"group_id", ParamType::kString, true, nullptr, "the consumer group"},
+      {"start", ParamType::kString, false, "earliest", "earliest|latest: where a partition never read starts"},
+      {"format", ParamType::kString, false, "json",
+       "json: a JSON object value becomes columns (nested values stay JSON); raw: the value is binary"},
+      {"security_protocol", ParamType::kString, false, nullptr, "plaintext|ssl|sasl_plaintext|sasl_ssl"},
+      {"sasl_mechanism", ParamType::kString, false, nullptr, "PLAIN|SCRAM-SHA-256|SCRAM-SHA-512"},
+      {"sasl_username", ParamType::kString, false, nullptr, "use ${VAR} to keep it out of the file"},
+      {"sasl_password", ParamType::kString, false, nullptr, "use ${VAR} to keep it out of the file"},
+      {"properties", ParamType::kStringMap, false, nullptr, "more librdkafka settings (e.g. session.timeout.ms)"},
+  };
+  spec.make_source = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Source>> {
+    auto options = read_options(ctx);
+    if (!options) return std::unexpected(options.error());
+    return std::make_unique<KafkaSource>(ctx.name, std::move(*options));
+  };
+  return spec;
+}
+
+}  // namespace skippr

@@ -1,0 +1,176 @@
+// HttpClient source against a local paginated JSON API (cpp-httplib in a thread): every pagination type, an
+// incremental second run that reads only new records, a 429 followed by success, and a page that is not JSON.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <fmt/format.h>
+#include <atomic>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "streaming/http_test_client.h"
+#include "support/pipeline_fixture.h"
+
+namespace skippr::test {
+namespace {
+
+constexpr int kPageSize = 5;
+
+// Records id 1..count, `updated` = 1000 + id; `since` filters updated > since. /cursor answers 429 once.
+class FakeApi {
+ public:
+  FakeApi() : port_(free_loopback_port()) {
+    server_.Get("/cursor", [this](const httplib::Request& req, httplib::Response& res) {
+      ++requests_;
+      if (!served_429_.exchange(true)) {
+        res.status = 429;
+        res.set_header("Retry-After", "1");
+        return;
+      }
+      const int from = req.has_param("cursor") ? std::stoi(req.get_param_value("cursor")) : 0;
+      auto items = page(req, from, std::stoi(req.get_param_value("limit")));
+      nlohmann::json body = {{"data", items}, {"next", nullptr}};
+      if (!items.empty() && items.back()["id"].get<int>() < count_)
+        body["next"] = std::to_string(items.back()["id"].get<int>());
+      res.set_content(body.dump(), "application/json");
+    });
+    server_.Get("/offset", [this](const httplib::Request& req, httplib::Response& res) {
+      auto items = page(req, std::stoi(req.get_param_value("offset")), std::stoi(req.get_param_value("limit")));
+      res.set_content(nlohmann::json{{"data", items}}.dump(), "application/json");
+    });
+    server_.Get("/page", [this](const httplib::Request& req, httplib::Response& res) {
+      const int size = std::stoi(req.get_param_value("per_page"));
+      auto items = page(req, (std::stoi(req.get_param_value("page")) - 1) * size, size);
+      res.set_content(nlohmann::json{{"results", {{"items", items}}}}.dump(), "application/json");
+    });
+    server_.Get("/link", [this](const httplib::Request& req, httplib::Response& res) {
+      const int n = req.has_param("p") ? std::stoi(req.get_param_value("p")) : 0;
+      auto items = page(req, n * kPageSize, kPageSize);
+      if ((n + 1) * kPageSize < static_cast<int>(filtered(req).size())) {
+        res.set_header(
+            "Link", fmt::format("<http://127.0.0.1:{}/link?p={}{}>; rel=\"next\", <http://x/last>; rel=\"last\"", port_,
+                                n + 1, req.has_param("since") ? "&since=" + req.get_param_value("since") : ""));
+      }
+      res.set_content(nlohmann::json(items).dump(), "application/json");
+    });
+    server_.Get("/broken", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("<html>oops</html>", "text/html");
+    });
+    if (!server_.bind_to_port("127.0.0.1", port_)) throw std::runtime_error("cannot bind the fake API");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~FakeApi() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url(const std::string& path) const { return fmt::format("http://127.0.0.1:{}{}", port_, path); }
+  void set_count(int n) { count_ = n; }
+  int requests() const { return requests_; }
+  bool served_429() const { return served_429_; }
+
+ private:
+  std::vector<nlohmann::json> filtered(const httplib::Request& req) const {
+    const int since = req.has_param("since") ? std::stoi(req.get_param_value("since")) : 0;
+    std::vector<nlohmann::json> out;
+    for (int id = 1; id <= count_; ++id) {
+      if (1000 + id > since)
+        out.push_back(
+            {{"id", id}, {"updated", 1000 + id}, {"name", fmt::format("n{}", id)}, {"meta", {{"even", id % 2 == 0}}}});
+    }
+    return out;
+  }
+  nlohmann::json page(const httplib::Request& req, int skip, int limit) const {
+    auto all = filtered(req);
+    // The cursor type pages by id: skip records up to the cursor id.
+    if (req.path == "/cursor")
+      std::erase_if(all, [&](const nlohmann::json& r) { return r["id"].get<int>() <= skip; });
+    else
+      all.erase(all.begin(), all.begin() + std::min<size_t>(skip, all.size()));
+    if (all.size() > static_cast<size_t>(limit)) all.resize(limit);
+    return all;
+  }
+
+  int port_;
+  httplib::Server server_;
+  std::thread thread_;
+  std::atomic<int> count_ = 23, requests_ = 0;
+  std::atomic<bool> served_429_ = false;
+};
+
+std::string client_config(const std::string& url, const std::string& paging) {
+  return fmt::format(R"(data_sources:
+  api:
+    HttpClient:
+      url: "{}"
+      auth_type: bearer
+      auth_token: ${{API_TOKEN}}
+      incremental_param: since
+      incremental_cursor_field: updated
+      pagination_page_size: {}
+{}
+data_sinks:
+  db:
+    DuckDB: {{ path: out.duckdb, table: items }}
+pipelines:
+  api:
+    data_source: data_sources.api
+    data_sink: data_sinks.db
+)",
+                     url, kPageSize, paging);
+}
+
+struct Case {
+  std::string path, paging;
+};
+
+class HttpClientPagination : public ::testing::TestWithParam<Case> {};
+
+TEST_P(HttpClientPagination, ReadsEveryPageThenOnlyNewRecords) {
+  FakeApi api;
+  PipelineFixture f(client_config(api.url(GetParam().path), GetParam().paging));
+  const std::map<std::string, std::string> env = {{"API_TOKEN", "t0ken"}};
+  auto first = f.skipprd({"sync", "--pipeline", "api", "--once"}, env, 120);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto db = f.path("out.duckdb");
+  EXPECT_EQ(
+      duckdb_value(db, "SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || min(id) || ' ' || max(id) FROM items"),
+      "23 23 1 23");
+  EXPECT_EQ(duckdb_value(db,
+                         "SELECT count(*) FROM items WHERE name <> 'n' || id OR updated <> 1000 + id OR "
+                         "meta::VARCHAR <> '{\"even\":' || (id % 2 = 0) || '}'"),
+            "0");
+  api.set_count(31);  // 8 new records: the second run must read those only
+  auto second = f.skipprd({"sync", "--pipeline", "api", "--once"}, env, 120);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(duckdb_value(db, "SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || max(id) FROM items"), "31 31 31");
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryType, HttpClientPagination,
+                         ::testing::Values(Case{"/cursor", "      pagination_type: cursor\n      records_path: /data"},
+                                           Case{"/offset", "      pagination_type: offset\n      records_path: /data"},
+                                           Case{"/page",
+                                                "      pagination_type: page\n      records_path: /results/items"},
+                                           Case{"/link", "      pagination_type: link_header"}),
+                         [](const auto& info) { return info.param.path.substr(1); });
+
+TEST(HttpClientSource, RetriesA429AfterRetryAfter) {
+  FakeApi api;
+  PipelineFixture f(client_config(api.url("/cursor"), "      pagination_type: cursor\n      records_path: /data"));
+  auto r = f.skipprd({"sync", "--pipeline", "api", "--once", "--log"}, {{"API_TOKEN", "t"}}, 120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(api.served_429());
+  EXPECT_NE(r.err.find("HTTP 429"), std::string::npos) << r.err;
+  EXPECT_EQ(duckdb_value(f.path("out.duckdb"), "SELECT count(DISTINCT id) || '/' || count(*) FROM items"), "23/23");
+}
+
+TEST(HttpClientSource, APageThatIsNotJsonIsAnErrorNamingTheUrl) {
+  FakeApi api;
+  PipelineFixture f(client_config(api.url("/broken"), ""));
+  auto r = f.skipprd({"sync", "--pipeline", "api", "--once"}, {{"API_TOKEN", "t"}}, 120);
+  EXPECT_EQ(r.exit_code, 75) << r.err;
+  EXPECT_NE(r.err.find(api.url("/broken")), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("is not JSON"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace skippr::test

@@ -1,0 +1,245 @@
+// Kafka source against librdkafka's mock cluster (a real Kafka-protocol broker) that runs in a helper process — this
+// test binary started with SKIPPR_TEST_KAFKA_MOCK=1 — so skipprd can be SIGKILLed and restarted against it.
+#include <gtest/gtest.h>
+#include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <thread>
+
+#include "streaming/http_test_client.h"
+#include "support/pipeline_fixture.h"
+
+namespace skippr::test {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr const char* kTopic = "events";
+constexpr int kPartitions = 3;
+
+// Helper-process mode: start a one-broker mock cluster with the topic, print its address, live until killed (or
+// until the test that started it is gone).
+[[noreturn]] void run_mock_cluster() {
+  char err[256];
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, rd_kafka_conf_new(), err, sizeof err);
+  rd_kafka_mock_cluster_t* cluster = rk ? rd_kafka_mock_cluster_new(rk, 1) : nullptr;
+  if (!cluster || rd_kafka_mock_topic_create(cluster, kTopic, kPartitions, 1)) {
+    std::fprintf(stderr, "cannot start the mock cluster: %s\n", err);
+    _exit(1);
+  }
+  std::printf("%s\n", rd_kafka_mock_cluster_bootstraps(cluster));
+  std::fflush(stdout);
+  const pid_t parent = getppid();
+  while (getppid() == parent) std::this_thread::sleep_for(200ms);
+  _exit(0);
+}
+const bool kMockMode = [] {
+  if (std::getenv("SKIPPR_TEST_KAFKA_MOCK")) run_mock_cluster();
+  return false;
+}();
+
+struct MockCluster {
+  TempDir dir;
+  int pid = 0;
+  std::string bootstrap;
+  MockCluster() {
+    pid = spawn_process({"/proc/self/exe"}, dir.path(), {{"SKIPPR_TEST_KAFKA_MOCK", "1"}});
+    for (int i = 0; i < 500 && bootstrap.empty(); ++i) {
+      std::this_thread::sleep_for(10ms);
+      const std::string out = read_text(dir / "spawned.out");
+      if (auto nl = out.find('\n'); nl != std::string::npos) bootstrap = out.substr(0, nl);
+    }
+  }
+  ~MockCluster() {
+    kill(pid, SIGKILL);
+    wait_process(pid);
+  }
+};
+
+std::string message_json(int64_t id) {
+  return fmt::format(R"({{"id":{},"name":"user-{}","amount":{}.5,"tags":{{"k":{},"list":[{},"x"]}}}})", id, id, id,
+                     id % 7, id % 3);
+}
+
+// Produces ids [first, first + count) keyed by id; returns how many were delivered (acks=all by default).
+class Producer {
+ public:
+  explicit Producer(const std::string& bootstrap) {
+    rd_kafka_conf_t* conf = rd_kafka_conf_new();
+    char err[256];
+    rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), err, sizeof err);
+    rd_kafka_conf_set(conf, "linger.ms", "20", err, sizeof err);
+    rd_kafka_conf_set_dr_msg_cb(conf, [](rd_kafka_t*, const rd_kafka_message_t* m, void* self) {
+      if (!m->err) ++static_cast<Producer*>(self)->delivered;
+    });
+    rd_kafka_conf_set_opaque(conf, this);
+    rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof err);
+  }
+  ~Producer() { rd_kafka_destroy(rk_); }
+  // `committed_total` tells how far the pipeline got: the mock broker keeps only ~5 MB a partition (older messages
+  // are deleted, as retention would), so production never runs more than kMaxLag ahead of the WAL commits.
+  void produce(int64_t first, int64_t count, const std::function<int64_t()>& committed_total) {
+    constexpr int64_t kMaxLag = 60000;
+    for (int64_t id = first; id < first + count; ++id) {
+      if (id % 5000 == 0) {
+        for (int i = 0; i < 1200 && id - committed_total() > kMaxLag; ++i) std::this_thread::sleep_for(100ms);
+      }
+      const std::string key = std::to_string(id), value = message_json(id);
+      while (rd_kafka_producev(rk_, RD_KAFKA_V_TOPIC(kTopic), RD_KAFKA_V_KEY(key.data(), key.size()),
+                               RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+                               RD_KAFKA_V_HEADER("origin", "test", 4), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                               RD_KAFKA_V_END) == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+        rd_kafka_poll(rk_, 10);
+      }
+      rd_kafka_poll(rk_, 0);
+    }
+    rd_kafka_flush(rk_, 60000);
+  }
+  std::atomic<int64_t> delivered = 0;
+
+ private:
+  rd_kafka_t* rk_ = nullptr;
+};
+
+// Sum of the consumer group's committed offsets (skipprd commits them right after each WAL commit).
+int64_t group_committed_total(const std::string& bootstrap, const std::string& group) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char err[256];
+  rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap.c_str(), err, sizeof err);
+  rd_kafka_conf_set(conf, "group.id", group.c_str(), err, sizeof err);
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+  rd_kafka_topic_partition_list_t* parts = rd_kafka_topic_partition_list_new(kPartitions);
+  for (int p = 0; p < kPartitions; ++p) rd_kafka_topic_partition_list_add(parts, kTopic, p);
+  int64_t total = 0;
+  if (!rd_kafka_committed(rk, parts, 5000)) {
+    for (int i = 0; i < parts->cnt; ++i) total += std::max<int64_t>(0, parts->elems[i].offset);
+  }
+  rd_kafka_topic_partition_list_destroy(parts);
+  rd_kafka_destroy(rk);
+  return total;
+}
+
+// A second member of the consumer group for a few seconds: takes partitions away from skipprd and gives them back.
+// It never commits, so only skipprd's own offsets matter.
+int join_group_briefly(const std::string& bootstrap, const std::string& group) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char err[256];
+  for (auto [k, v] : std::map<std::string, std::string>{{"bootstrap.servers", bootstrap},
+                                                        {"group.id", group},
+                                                        {"enable.auto.commit", "false"},
+                                                        {"session.timeout.ms", "6000"},
+                                                        {"heartbeat.interval.ms", "500"}}) {
+    rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof err);
+  }
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
+  rd_kafka_poll_set_consumer(rk);
+  rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(topics, kTopic, RD_KAFKA_PARTITION_UA);
+  rd_kafka_subscribe(rk, topics);
+  rd_kafka_topic_partition_list_destroy(topics);
+  int assigned = 0;
+  const auto until = std::chrono::steady_clock::now() + 12s;
+  while (std::chrono::steady_clock::now() < until && assigned == 0) {
+    if (rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100)) rd_kafka_message_destroy(m);
+    rd_kafka_topic_partition_list_t* mine = nullptr;
+    if (!rd_kafka_assignment(rk, &mine)) {
+      assigned = mine->cnt;
+      rd_kafka_topic_partition_list_destroy(mine);
+    }
+  }
+  for (int i = 0; i < 10; ++i) {  // hold the partitions a moment while skipprd keeps running
+    if (rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100)) rd_kafka_message_destroy(m);
+  }
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+  return assigned;
+}
+
+std::string kafka_config(const std::string& bootstrap) {
+  return fmt::format(R"(data_sources:
+  stream:
+    Kafka:
+      brokers: "{}"
+      topics: [{}]
+      group_id: skippr-test
+      properties: {{ session.timeout.ms: "6000", heartbeat.interval.ms: "500" }}
+data_sinks:
+  db:
+    DuckDB: {{ path: out.duckdb, table: events }}
+pipelines:
+  kafka:
+    data_source: data_sources.stream
+    data_sink: data_sinks.db
+)",
+                     bootstrap, kTopic);
+}
+
+int64_t messages_to_produce() {
+  const char* n = std::getenv("SKIPPR_KAFKA_TEST_MESSAGES");
+  return n ? std::atoll(n) : 500000;
+}
+
+// Produces while skipprd is SIGKILLed repeatedly and a second group member forces two rebalances; DuckDB must end with
+// every message exactly once, with the content produced.
+TEST(KafkaSource, EveryMessageLandsOnceThroughKillsAndRebalances) {
+  const int64_t total = messages_to_produce();
+  constexpr int kKills = 4;
+  MockCluster cluster;
+  ASSERT_FALSE(cluster.bootstrap.empty()) << read_text(cluster.dir / "spawned.err");
+  PipelineFixture f(kafka_config(cluster.bootstrap));
+  const std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_SECONDS", "0.5"}};
+
+  Producer producer(cluster.bootstrap);
+  std::thread produce(
+      [&] { producer.produce(0, total, [&] { return group_committed_total(cluster.bootstrap, "skippr-test"); }); });
+  int pid = spawn_sync(f, "kafka", env);
+  const auto db = f.path("out.duckdb");
+  int rebalanced_partitions = 0;
+  for (int k = 0; k < kKills; ++k) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500 + 700 * k));
+    if (k == 0) rebalanced_partitions = join_group_briefly(cluster.bootstrap, "skippr-test");
+    kill(pid, SIGKILL);
+    EXPECT_EQ(wait_process(pid), 137);
+    pid = spawn_sync(f, "kafka", env);
+  }
+  produce.join();
+  EXPECT_EQ(producer.delivered.load(), total);
+  std::this_thread::sleep_for(2s);
+  kill(pid, SIGTERM);
+  EXPECT_EQ(wait_process(pid), 0) << read_text(f.path("spawned.err"));
+  // Whatever is left: --once ends when every partition is read to its end.
+  auto last = f.skipprd({"sync", "--pipeline", "kafka", "--once"}, env, 300);
+  ASSERT_EQ(last.exit_code, 0) << last.err;
+
+  EXPECT_GT(rebalanced_partitions, 0) << "the second member never got a partition: no rebalance was exercised";
+  EXPECT_EQ(duckdb_value(db, "SELECT count(*) FROM events"), std::to_string(total));
+  EXPECT_EQ(duckdb_value(db, "SELECT count(*) FROM (SELECT DISTINCT \"partition\", \"offset\" FROM events)"),
+            std::to_string(total));
+  EXPECT_EQ(duckdb_value(db, "SELECT count(DISTINCT id) || ' ' || min(id) || ' ' || max(id) FROM events"),
+            fmt::format("{} 0 {}", total, total - 1));
+  EXPECT_EQ(duckdb_value(db, "SELECT count(DISTINCT \"partition\") FROM events"), std::to_string(kPartitions));
+  // Content: each row is the message produced for its id, key and header included.
+  EXPECT_EQ(duckdb_value(db,
+                         "SELECT count(*) FROM events WHERE topic <> 'events' OR decode(key) <> id::VARCHAR OR "
+                         "name <> 'user-' || id OR amount <> id + 0.5 OR tags::VARCHAR <> "
+                         "'{\"k\":' || (id % 7) || ',\"list\":[' || (id % 3) || ',\"x\"]}' OR "
+                         "headers::VARCHAR <> '{\"origin\":\"test\"}' OR value IS NOT NULL"),
+            "0");
+  // Offsets are dense per partition: nothing skipped.
+  EXPECT_EQ(duckdb_value(db,
+                         "SELECT sum(max_o - min_o + 1 - n) FROM (SELECT max(\"offset\") max_o, min(\"offset\") "
+                         "min_o, count(*) n FROM events GROUP BY \"partition\")"),
+            "0");
+  std::printf("[ metrics  ] messages=%lld kills=%d rebalanced_partitions=%d\n", static_cast<long long>(total), kKills,
+              rebalanced_partitions);
+}
+
+}  // namespace
+}  // namespace skippr::test
