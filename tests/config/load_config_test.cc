@@ -196,7 +196,8 @@ TEST(LoadConfig, UnknownConnectorTypeListsTheKnownOnes) {
     Duckdb: { path: db.duckdb, table: t }
 )");
   EXPECT_THAT(message, HasSubstr("skippr.yml:3:5: data_sinks.warehouse: unknown sink type 'Duckdb'; did you mean "
-                                 "'DuckDB'?; known sink types: DuckDB, Stdout"));
+                                 "'DuckDB'?; known sink types: DuckDB, "));
+  EXPECT_THAT(message, HasSubstr("Stdout"));  // every registered sink is listed, whatever this build has
 }
 
 TEST(LoadConfig, PipelineNamingAMissingSinkListsTheDefinedOnes) {

@@ -60,8 +60,10 @@ void run_chaos_until_done(const JsonlDataSpec& spec, const std::string& min_seco
       {"SKIPPR_CHAOS_MODE", "yes"},
       {"SKIPPR_CHAOS_MIN_SECONDS", min_seconds},
       {"SKIPPR_CHAOS_MAX_SECONDS", max_seconds},
-      {"BUFFER_THRESHOLD_BYTES", "1000000"},
-      {"WAL_BYTES_PER_FILE", "3000000"},
+      // Small batches and segments: many passes through every failpoint, so chaos strikes often even on an idle,
+      // fast machine (a kill is armed for the 1st to 6th pass through one failpoint).
+      {"BUFFER_THRESHOLD_BYTES", "100000"},
+      {"WAL_BYTES_PER_FILE", "500000"},
   };
   int runs = 0, kills = 0, exit_code = -1;
   while (exit_code != 0 && runs < 300) {
@@ -113,7 +115,7 @@ TEST(FilesChaos, EveryGoodLineLandsOnceAndEveryBadLineIsDeadLetteredOnceUnderKil
     spec.big_file_bytes = 200ull << 20;  // the full size; minutes on two shared cores
     return run_chaos_until_done(spec, "1.0", "6.0");
   }
-  run_chaos_until_done(spec, "0.1", "0.8");
+  run_chaos_until_done(spec, "0.05", "0.4");
 }
 
 }  // namespace

@@ -54,8 +54,8 @@ def test_unknown_names_are_skippr_errors(cfg):
         cfg.pipeline("p", Pipeline(data_source="sample", data_sink="warehouse", landing="upsert"))
     with pytest.raises(TypeError, match="expected a DataSink"):
         cfg.data_sink("s", DataSourceSample())
-    with pytest.raises(skippr.Error, match="no source type 'Kafka'"):
-        skippr.DataSource("Kafka", {})
+    with pytest.raises(skippr.Error, match="no source type 'Kafkaa'"):
+        skippr.DataSource("Kafkaa", {})
     assert "p" not in cfg.pipelines()
 
 
