@@ -8,29 +8,35 @@ namespace skippr {
 
 const char* to_string(Type type) {
   switch (type) {
-    case Type::kBool: return "bool";
-    case Type::kInt64: return "int64";
-    case Type::kDouble: return "double";
-    case Type::kString: return "string";
-    case Type::kBinary: return "binary";
-    case Type::kTimestamp: return "timestamp";
-    case Type::kDate: return "date";
-    case Type::kJson: return "json";
+    case Type::kBool:
+      return "bool";
+    case Type::kInt64:
+      return "int64";
+    case Type::kDouble:
+      return "double";
+    case Type::kString:
+      return "string";
+    case Type::kBinary:
+      return "binary";
+    case Type::kTimestamp:
+      return "timestamp";
+    case Type::kDate:
+      return "date";
+    case Type::kJson:
+      return "json";
   }
   return "unknown";
 }
 
 std::optional<Type> type_from_string(std::string_view name) {
-  for (Type t : {Type::kBool, Type::kInt64, Type::kDouble, Type::kString, Type::kBinary, Type::kTimestamp,
-                 Type::kDate, Type::kJson}) {
+  for (Type t : {Type::kBool, Type::kInt64, Type::kDouble, Type::kString, Type::kBinary, Type::kTimestamp, Type::kDate,
+                 Type::kJson}) {
     if (name == to_string(t)) return t;
   }
   return std::nullopt;
 }
 
-bool is_variable_length(Type type) {
-  return type == Type::kString || type == Type::kBinary || type == Type::kJson;
-}
+bool is_variable_length(Type type) { return type == Type::kString || type == Type::kBinary || type == Type::kJson; }
 
 int Schema::index_of(std::string_view name) const {
   for (size_t i = 0; i < fields.size(); ++i) {
@@ -45,9 +51,7 @@ Column::Column(Type t) : type(t) {
 
 size_t Column::size() const { return is_variable_length(type) ? offsets.size() - 1 : fixed.size(); }
 
-bool Column::is_valid(size_t row) const {
-  return validity.empty() || (validity[row >> 3] >> (row & 7)) & 1;
-}
+bool Column::is_valid(size_t row) const { return validity.empty() || (validity[row >> 3] >> (row & 7)) & 1; }
 
 std::string_view Column::string_at(size_t row) const {
   return std::string_view(bytes).substr(offsets[row], offsets[row + 1] - offsets[row]);
@@ -60,7 +64,7 @@ double Column::double_at(size_t row) const {
 }
 
 void Column::mark_valid_bit(size_t row, bool valid) {
-  if (valid && validity.empty()) return;  // still all-valid
+  if (valid && validity.empty()) return;                       // still all-valid
   if (validity.empty()) validity.assign((row + 8) / 8, 0xFF);  // materialise: every earlier row was valid
   if (validity.size() < row / 8 + 1) validity.resize(row / 8 + 1, 0xFF);
   if (valid) {
@@ -132,6 +136,24 @@ size_t Batch::byte_size() const {
   size_t total = 0;
   for (const auto& c : columns) total += c.byte_size();
   return total;
+}
+
+Status Batch::check_shape() const {
+  if (columns.size() != schema.fields.size()) {
+    return fail(ErrorKind::kInternal,
+                fmt::format("batch has {} columns but {} fields", columns.size(), schema.fields.size()));
+  }
+  for (size_t c = 0; c < columns.size(); ++c) {
+    const Column& column = columns[c];
+    const Field& field = schema.fields[c];
+    if (column.type != field.type || column.size() != rows ||
+        (!column.validity.empty() && column.validity.size() < (rows + 7) / 8)) {
+      return fail(ErrorKind::kInternal,
+                  fmt::format("column '{}' of the batch is inconsistent: type {} vs field type {}, {} rows vs {}",
+                              field.name, to_string(column.type), to_string(field.type), column.size(), rows));
+    }
+  }
+  return ok();
 }
 
 void Batch::add_column(const Field& field) {

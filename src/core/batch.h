@@ -77,6 +77,9 @@ struct Batch {
   size_t rows = 0;
 
   size_t byte_size() const;
+  // kInternal when the columns disagree with the schema or the row count: a bug in whoever built the batch, caught
+  // before it reaches the WAL or a destination.
+  Status check_shape() const;
   // Appends `other`; a field `other` has and this batch lacks becomes a new column, null for the rows before it
   // (additive evolution). A field with a different type is an error naming the field and both types.
   Status append(const Batch& other);

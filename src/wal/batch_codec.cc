@@ -37,25 +37,6 @@ std::unexpected<Error> malformed(std::string_view what) {
   return fail(ErrorKind::kCorruption, fmt::format("malformed batch in the WAL: {}", what));
 }
 
-// A batch the reader would reject must be refused at commit, not discovered at recovery.
-Status check_consistent(const Batch& batch) {
-  if (batch.columns.size() != batch.schema.fields.size()) {
-    return fail(ErrorKind::kInternal,
-                fmt::format("batch has {} columns but {} fields", batch.columns.size(), batch.schema.fields.size()));
-  }
-  for (size_t c = 0; c < batch.columns.size(); ++c) {
-    const Column& column = batch.columns[c];
-    const Field& field = batch.schema.fields[c];
-    if (column.type != field.type || column.size() != batch.rows ||
-        (!column.validity.empty() && column.validity.size() < (batch.rows + 7) / 8)) {
-      return fail(ErrorKind::kInternal,
-                  fmt::format("column '{}' of the batch is inconsistent: type {} vs field type {}, {} rows vs {}",
-                              field.name, to_string(column.type), to_string(field.type), column.size(), batch.rows));
-    }
-  }
-  return ok();
-}
-
 }  // namespace
 
 std::string serialize_batch(const Batch& batch) {
@@ -133,7 +114,7 @@ Result<Batch> deserialize_batch(std::string_view bytes) {
 }
 
 Result<std::string> compress_batch(const Batch& batch, int zstd_level) {
-  SKIPPR_TRY(check_consistent(batch));
+  SKIPPR_TRY(batch.check_shape());
   const std::string raw = serialize_batch(batch);
   std::string out;
   ByteWriter(out).u64(raw.size());

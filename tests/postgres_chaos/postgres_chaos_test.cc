@@ -3,7 +3,7 @@
 // Then the table holds every row exactly once, with the same content as a run that was never killed.
 #include <gtest/gtest.h>
 
-#include "support/pipeline_fixture.h"
+#include "support/chaos_loop.h"
 #include "support/postgres_pipeline.h"
 
 namespace skippr::test {
@@ -16,27 +16,16 @@ TEST(PostgresChaos, EveryRowLandsExactlyOnceWhateverInstantTheProcessIsKilledAt)
   const auto chaos_db = pg.create_database("chaos");
   PipelineFixture chaos(sample_to_postgres_config(kRows, 42));
   auto env = postgres_env(pg, chaos_db);
-  env.insert({{"SKIPPR_CHAOS_MODE", "yes"},
-              {"SKIPPR_CHAOS_MIN_SECONDS", "0.3"},
+  env.insert({{"SKIPPR_CHAOS_MIN_SECONDS", "0.3"},
               {"SKIPPR_CHAOS_MAX_SECONDS", "2.5"},
               {"BUFFER_THRESHOLD_BYTES", "300000"},
               {"WAL_BYTES_PER_FILE", "500000"}});
-  int runs = 0, kills = 0, exit_code = -1;
-  while (exit_code != 0 && runs < 400) {
-    auto run_env = env;
-    run_env["SKIPPR_CHAOS_SEED"] = std::to_string(2000 + runs);  // reproducible: the seed of run n is 2000 + n
-    auto r = chaos.skipprd({"sync", "--pipeline", "bikehire", "--once", "--output", "text"}, run_env);
-    ++runs;
-    exit_code = r.exit_code;
-    ASSERT_TRUE(exit_code == 0 || exit_code == 137) << "run " << runs << " exited " << exit_code << ": " << r.err;
-    kills += exit_code == 137;
-  }
-  ASSERT_EQ(exit_code, 0) << "no run finished within " << runs << " runs";
-  const std::string log = read_text(chaos.path("data/pipelines/bikehire/chaos.log"));
-  std::cout << "postgres chaos: " << runs << " runs, " << kills << " kills\n";
-  EXPECT_GE(kills, 20);
-  EXPECT_NE(log.find("at failpoint sink.in_transaction"), std::string::npos) << log;
-  EXPECT_NE(log.find("at failpoint sink.after_commit"), std::string::npos) << log;
+  const auto chaos_runs = sync_until_done_under_chaos(chaos, "bikehire", env, /*seed_base=*/2000);
+  ASSERT_TRUE(chaos_runs.finished) << chaos_runs.failure;
+  std::cout << "postgres chaos: " << chaos_runs.summary() << "\n";
+  EXPECT_GE(chaos_runs.kills, 20);
+  EXPECT_GE(chaos_runs.by_cause.count("sink.in_transaction"), 1u);
+  EXPECT_GE(chaos_runs.by_cause.count("sink.after_commit"), 1u);
 
   const PgTripsDigest got = pg_trips_digest(pg, chaos_db);
   EXPECT_EQ(got.rows, std::to_string(kRows));

@@ -193,23 +193,8 @@ Status DuckDbSink::insert_ledger_row(const Batch& batch, const BatchId& id) {
       quote_literal(table_), batch.rows));
 }
 
-Status check_shape(const Batch& batch) {
-  if (batch.columns.size() != batch.schema.fields.size()) {
-    return fail(ErrorKind::kInternal, "batch has a different number of columns and fields");
-  }
-  for (size_t f = 0; f < batch.columns.size(); ++f) {
-    const Column& column = batch.columns[f];
-    if (column.type != batch.schema.fields[f].type || column.size() != batch.rows ||
-        (!column.validity.empty() && column.validity.size() * 8 < batch.rows)) {
-      return fail(ErrorKind::kInternal, fmt::format("batch column '{}' does not match its field or the row count",
-                                                    batch.schema.fields[f].name));
-    }
-  }
-  return ok();
-}
-
 Result<WriteOutcome> DuckDbSink::write(const Batch& batch, const BatchId& id) {
-  SKIPPR_TRY(check_shape(batch));
+  SKIPPR_TRY(batch.check_shape());
   SKIPPR_TRY(open());
   auto outcome = write_in_transaction(batch, id);
   if (!outcome &&

@@ -1,0 +1,27 @@
+// Test support: the chaos kill loop every crash test shares. Rerun `skipprd sync --once` with chaos mode on until a
+// run exits 0, then count the kills from the pipeline's chaos.log (each kill is logged before it happens).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "support/pipeline_fixture.h"
+
+namespace skippr::test {
+
+struct ChaosRuns {
+  bool finished = false;  // a run exited 0 within the allowed runs, and every other run was a SIGKILL
+  int runs = 0;
+  int kills = 0;                        // runs that ended in SIGKILL (exit 137)
+  std::map<std::string, int> by_cause;  // from chaos.log: "timer" or the failpoint's name
+  int logged_kills = 0;
+  std::string failure;          // why it did not finish
+  std::string summary() const;  // "N runs, K kills: cause=n ..."
+};
+
+// `env` is added to every run; SKIPPR_CHAOS_MODE=yes and SKIPPR_CHAOS_SEED=<seed_base + run> are set here, so run n
+// can be replayed with that seed.
+ChaosRuns sync_until_done_under_chaos(const PipelineFixture& fixture, const std::string& pipeline,
+                                      std::map<std::string, std::string> env, int seed_base, int max_runs = 400);
+
+}  // namespace skippr::test
