@@ -272,13 +272,7 @@ std::unique_ptr<Reporter> reporter_for(const std::optional<std::string>& output,
 py::dict stats_dict(const SyncResult& r) {
   const RunTotals& t = r.totals;
   py::dict d;
-  d["rows_read"] = t.rows_read;
-  d["rows_committed"] = t.rows_committed;
-  d["rows_landed"] = t.rows_landed;
-  d["batches_committed"] = t.batches_committed;
-  d["batches_landed"] = t.batches_landed;
-  d["batches_replayed"] = t.batches_replayed;
-  d["already_applied"] = t.already_applied;
+  for (const auto& [name, member] : DeliveryCounts::fields()) d[name] = t.*member;
   d["batches_waiting"] = t.batches_waiting;
   d["wal_bytes"] = t.wal_bytes;
   d["seconds"] = t.seconds;

@@ -104,14 +104,7 @@ Result<QueryResult> show_stats(const std::string& name, const Config* config, co
   r.columns = {"stat", "value"};
   auto add = [&](std::string k, auto v) { r.rows.push_back({std::move(k), fmt::format("{}", v)}); };
   add("runs", s.runs);
-  add("rows_read", s.rows_read);
-  add("rows_committed", s.rows_committed);
-  add("rows_landed", s.rows_landed);
-  add("batches_committed", s.batches_committed);
-  add("batches_landed", s.batches_landed);
-  add("batches_replayed", s.batches_replayed);
-  add("already_applied", s.already_applied);
-  add("dead_letters", s.dead_letters);
+  for (const auto& [name, member] : DeliveryCounts::fields()) add(name, s.*member);
   add("last_run_started", s.last_run_started.empty() ? "never" : s.last_run_started);
   add("last_run_finished", s.last_run_finished.empty() ? "never" : s.last_run_finished);
   add("last_exit_code", s.last_exit_code);

@@ -23,10 +23,11 @@ std::string human_bytes(uint64_t bytes) {
 }
 
 std::string summary_line(const RunTotals& t, int exit_code) {
-  return fmt::format("{} rows read, {} committed, {} landed in {:.2f}s ({:.0f} rows/s); {} batches landed ({} replayed "
-                     "from the WAL, {} already applied); {} waiting; {} dead letters; exit {}",
-                     t.rows_read, t.rows_committed, t.rows_landed, t.seconds, t.rows_per_second(), t.batches_landed,
-                     t.batches_replayed, t.already_applied, t.batches_waiting, t.dead_letters, exit_code);
+  return fmt::format(
+      "{} rows read, {} committed, {} landed in {:.2f}s ({:.0f} rows/s); {} batches landed ({} replayed "
+      "from the WAL, {} already applied); {} waiting; {} dead letters; exit {}",
+      t.rows_read, t.rows_committed, t.rows_landed, t.seconds, t.rows_per_second(), t.batches_landed,
+      t.batches_replayed, t.already_applied, t.batches_waiting, t.dead_letters, exit_code);
 }
 
 class JsonReporter final : public Reporter {
@@ -47,17 +48,13 @@ class JsonReporter final : public Reporter {
   }
   void rows_read(const RunTotals&) override {}
   void sync_complete(const RunTotals& t, int exit_code) override {
-    emit({{"event", "sync_complete"},
-          {"rows_read", t.rows_read},
-          {"rows_committed", t.rows_committed},
-          {"rows_landed", t.rows_landed},
-          {"batches_landed", t.batches_landed},
-          {"batches_replayed", t.batches_replayed},
-          {"batches_waiting", t.batches_waiting},
-          {"dead_letters", t.dead_letters},
-          {"seconds", t.seconds},
-          {"rows_per_second", t.rows_per_second()},
-          {"exit_code", exit_code}});
+    nlohmann::json j = {{"event", "sync_complete"}};
+    for (const auto& [name, member] : DeliveryCounts::fields()) j[name] = t.*member;
+    j.update({{"batches_waiting", t.batches_waiting},
+              {"seconds", t.seconds},
+              {"rows_per_second", t.rows_per_second()},
+              {"exit_code", exit_code}});
+    emit(std::move(j));
   }
   void error(const std::string& message) override { emit({{"event", "error"}, {"message", message}}); }
 
@@ -139,9 +136,12 @@ class ProgressReporter final : public Reporter {
 
 std::unique_ptr<Reporter> make_reporter(OutputMode mode, std::FILE* out) {
   switch (mode) {
-    case OutputMode::kJson: return std::make_unique<JsonReporter>(out);
-    case OutputMode::kText: return std::make_unique<TextReporter>(out);
-    case OutputMode::kProgress: return std::make_unique<ProgressReporter>();
+    case OutputMode::kJson:
+      return std::make_unique<JsonReporter>(out);
+    case OutputMode::kText:
+      return std::make_unique<TextReporter>(out);
+    case OutputMode::kProgress:
+      return std::make_unique<ProgressReporter>();
   }
   return std::make_unique<TextReporter>(out);
 }

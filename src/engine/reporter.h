@@ -8,22 +8,16 @@
 #include <string>
 
 #include "core/batch.h"
+#include "state/delivery_counts.h"
 
 namespace skippr {
 
 enum class OutputMode { kProgress, kJson, kText };
 
-struct RunTotals {
-  uint64_t rows_read = 0;
-  uint64_t rows_committed = 0;
-  uint64_t rows_landed = 0;
-  uint64_t batches_committed = 0;
-  uint64_t batches_landed = 0;
-  uint64_t batches_replayed = 0;
-  uint64_t already_applied = 0;
+// This run's counters (added to the pipeline's stats as it goes), and what only a live run has.
+struct RunTotals : DeliveryCounts {
   uint64_t wal_bytes = 0;
   uint64_t batches_waiting = 0;
-  uint64_t dead_letters = 0;  // records written to the dead-letter file (committed with their batch)
   double seconds = 0;
   double rows_per_second() const { return seconds > 0 ? rows_landed / seconds : 0; }
 };

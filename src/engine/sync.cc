@@ -74,6 +74,7 @@ class SyncRun {
     auto state = load_state(paths_);
     if (!state) return std::unexpected(state.error());
     state_ = *state;
+    stats_before_ = load_stats(paths_);
     if (!state_.enabled) {
       return fail(ErrorKind::kConfig,
                   fmt::format("pipeline '{}' is disabled; enable it with: skipprd query --sql \"ENABLE PIPELINE {}\"",
@@ -135,6 +136,7 @@ class SyncRun {
     reporter_.sync_start(pipe_->name, state_.epoch, pending.size());
     std::thread reader([this] { read_stage(); });
     std::thread committer([this] { commit_stage(); });
+    std::thread stats_saver([this] { save_stats_while_running(); });
     land_stage(pending);
     // The lander stops first only on failure; unblock the other stages then.
     stopping_ = true;
@@ -142,6 +144,8 @@ class SyncRun {
     to_land_.close_and_clear();
     reader.join();
     committer.join();
+    stages_done_ = true;
+    stats_saver.join();
   }
 
   bool stop_requested() const { return stopping_ || (options_.stop_requested && options_.stop_requested->load()); }
@@ -355,7 +359,7 @@ class SyncRun {
     }
     if (result.exit_code != 0) reporter_.error(result.message);
     reporter_.sync_complete(result.totals, result.exit_code);
-    save_run_stats(result);
+    save_run_stats(result.totals, result.exit_code);
     return result;
   }
 
@@ -375,23 +379,34 @@ class SyncRun {
     return result;
   }
 
-  void save_run_stats(const SyncResult& result) {
-    PipelineStats s = load_stats(paths_);
-    const RunTotals& t = result.totals;
+  // The pipeline's stats = those of earlier runs + this run's so far.
+  void save_run_stats(const RunTotals& t, int exit_code) {
+    PipelineStats s = stats_before_;
     s.runs += 1;
-    s.rows_read += t.rows_read;
-    s.rows_committed += t.rows_committed;
-    s.rows_landed += t.rows_landed;
-    s.batches_committed += t.batches_committed;
-    s.batches_landed += t.batches_landed;
-    s.batches_replayed += t.batches_replayed;
-    s.already_applied += t.already_applied;
-    s.dead_letters += t.dead_letters;
+    s += t;
     s.last_run_started = format_iso8601_micros(now_micros() - static_cast<int64_t>(t.seconds * 1e6));
-    s.last_run_finished = format_iso8601_micros(now_micros());
-    s.last_exit_code = result.exit_code;
+    s.last_run_finished = exit_code >= 0 ? format_iso8601_micros(now_micros()) : std::string();
+    s.last_exit_code = exit_code;
     s.last_rows_per_second = t.rows_per_second();
     if (auto st = save_stats(paths_, s); !st) spdlog::warn("could not save statistics: {}", st.error().message);
+  }
+
+  // Every few seconds while the stages run, when the counts changed: a killed run (or a daemon that runs for days)
+  // keeps its counts up to the last save.
+  void save_stats_while_running() {
+    constexpr auto kEvery = std::chrono::seconds(5);
+    std::optional<std::pair<uint64_t, uint64_t>> saved;  // (committed, landed) rows at the last save
+    auto last = Clock::now();
+    while (!stages_done_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (Clock::now() - last < kEvery) continue;
+      last = Clock::now();
+      const RunTotals t = snapshot();
+      const std::pair now{t.rows_committed, t.rows_landed};
+      if (saved == now) continue;
+      save_run_stats(t, /*exit_code=*/-1);  // -1: still running (or killed)
+      saved = now;
+    }
   }
 
   const Config& config_;
@@ -413,6 +428,8 @@ class SyncRun {
   std::optional<Clock::time_point> stop_seen_;
   std::mutex mu_;
   RunTotals totals_;
+  PipelineStats stats_before_;
+  std::atomic<bool> stages_done_{false};
   std::optional<Error> error_;
   Clock::time_point started_;
 };

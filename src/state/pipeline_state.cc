@@ -56,14 +56,7 @@ PipelineStats load_stats(const PipelinePaths& paths) {
   auto j = nlohmann::json::parse(*text, nullptr, false);
   if (!j.is_object()) return s;
   s.runs = j.value("runs", uint64_t{0});
-  s.rows_read = j.value("rows_read", uint64_t{0});
-  s.rows_committed = j.value("rows_committed", uint64_t{0});
-  s.rows_landed = j.value("rows_landed", uint64_t{0});
-  s.batches_committed = j.value("batches_committed", uint64_t{0});
-  s.batches_landed = j.value("batches_landed", uint64_t{0});
-  s.batches_replayed = j.value("batches_replayed", uint64_t{0});
-  s.already_applied = j.value("already_applied", uint64_t{0});
-  s.dead_letters = j.value("dead_letters", uint64_t{0});
+  for (const auto& [name, member] : DeliveryCounts::fields()) s.*member = j.value(name, uint64_t{0});
   s.last_run_started = j.value("last_run_started", std::string());
   s.last_run_finished = j.value("last_run_finished", std::string());
   s.last_exit_code = j.value("last_exit_code", -1);
@@ -72,19 +65,12 @@ PipelineStats load_stats(const PipelinePaths& paths) {
 }
 
 Status save_stats(const PipelinePaths& paths, const PipelineStats& s) {
-  nlohmann::json j = {{"runs", s.runs},
-                      {"rows_read", s.rows_read},
-                      {"rows_committed", s.rows_committed},
-                      {"rows_landed", s.rows_landed},
-                      {"batches_committed", s.batches_committed},
-                      {"batches_landed", s.batches_landed},
-                      {"batches_replayed", s.batches_replayed},
-                      {"already_applied", s.already_applied},
-                      {"dead_letters", s.dead_letters},
-                      {"last_run_started", s.last_run_started},
-                      {"last_run_finished", s.last_run_finished},
-                      {"last_exit_code", s.last_exit_code},
-                      {"last_rows_per_second", s.last_rows_per_second}};
+  nlohmann::json j = {{"runs", s.runs}};
+  for (const auto& [name, member] : DeliveryCounts::fields()) j[name] = s.*member;
+  j.update({{"last_run_started", s.last_run_started},
+            {"last_run_finished", s.last_run_finished},
+            {"last_exit_code", s.last_exit_code},
+            {"last_rows_per_second", s.last_rows_per_second}});
   return write_file_atomically(default_env(), paths.stats, j.dump(2) + "\n");
 }
 

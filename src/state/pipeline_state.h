@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/result.h"
+#include "state/delivery_counts.h"
 
 namespace skippr {
 
@@ -37,18 +38,10 @@ Result<PipelineState> load_state(const PipelinePaths& paths, Env* env = nullptr)
 // Written whole to a temporary file, fsynced and renamed over the old one.
 Status save_state(const PipelinePaths& paths, const PipelineState& state, Env* env = nullptr);
 
-// Cumulative counters shown by SHOW STATS, added up at the end of each run: a killed run's counts are missing (the
-// data itself is protected by the WAL, not by this file).
-struct PipelineStats {
+// Cumulative counters shown by SHOW STATS. A run saves them every few seconds and at its end, so a killed run loses at
+// most its last few seconds of counts (the data itself is protected by the WAL, not by this file).
+struct PipelineStats : DeliveryCounts {
   uint64_t runs = 0;
-  uint64_t rows_read = 0;
-  uint64_t rows_committed = 0;
-  uint64_t rows_landed = 0;
-  uint64_t batches_committed = 0;
-  uint64_t batches_landed = 0;
-  uint64_t batches_replayed = 0;  // landed from the WAL after a restart
-  uint64_t already_applied = 0;   // retries the sink recognised as done
-  uint64_t dead_letters = 0;
   std::string last_run_started;
   std::string last_run_finished;
   int last_exit_code = -1;

@@ -194,5 +194,26 @@ TEST(Sync, StatsAndShowPipelinesReportTheRun) {
   EXPECT_NE(bad.err.find("expected one of"), std::string::npos) << bad.err;
 }
 
+// A run that is killed keeps the counts it saved while running (every 5 s), so SHOW STATS is not blind to it.
+TEST(Sync, AKilledRunKeepsTheStatsItSavedWhileRunning) {
+  PipelineFixture f(sample_to_duckdb_config(2000));
+  const int pid = spawn_process({SKIPPRD_BINARY, "sync", "--pipeline", "bikehire", "--output", "text"}, f.root(),
+                                {{"DATA_DIR", (f.root() / "data").string()}, {"SYNC_FREQUENCY", "900"}});
+  const auto stats_file = f.root() / "data" / "pipelines" / "bikehire" / "stats.json";
+  nlohmann::json saved;
+  for (int i = 0; i < 200; ++i) {  // up to 10 s; the first save is due after 5 s
+    saved = nlohmann::json::parse(read_text(stats_file), nullptr, false);
+    if (saved.is_object() && saved.value("rows_landed", 0) == 2000) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  kill(pid, SIGKILL);
+  EXPECT_EQ(wait_process(pid), 137);
+  auto stats = f.skipprd({"query", "--sql", "SHOW STATS FOR bikehire", "--output", "json"});
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  EXPECT_NE(stats.out.find(R"({"stat":"rows_landed","value":"2000"})"), std::string::npos) << stats.out;
+  EXPECT_NE(stats.out.find(R"({"stat":"runs","value":"1"})"), std::string::npos) << stats.out;
+  EXPECT_NE(stats.out.find(R"({"stat":"last_exit_code","value":"-1"})"), std::string::npos) << stats.out;
+}
+
 }  // namespace
 }  // namespace skippr::test

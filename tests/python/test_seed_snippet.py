@@ -21,7 +21,7 @@ def test_seed_snippet_saves_a_pipeline_the_cli_runs_under_chaos_exactly_once(exa
 
     # Small batches and segments: each of the five failpoints is passed many times per run, so chaos strikes on a fast
     # idle machine too; the timer bounds a run when the CPU is busy.
-    env = {"SKIPPR_CHAOS_MODE": "yes", "SKIPPR_CHAOS_MIN_SECONDS": "0.1", "SKIPPR_CHAOS_MAX_SECONDS": "0.8",
+    env = {"SKIPPR_CHAOS_MODE": "yes", "SKIPPR_CHAOS_MIN_SECONDS": "0.1", "SKIPPR_CHAOS_MAX_SECONDS": "1.5",
            "BUFFER_THRESHOLD_BYTES": "200000", "WAL_BYTES_PER_FILE": "500000"}
     exit_codes = []
     while not exit_codes or exit_codes[-1] != 0:
