@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# WAL append vs raw write+fdatasync (1 and 8 MiB batches), group commit with 1/4/16 committers, recovery of 1 GiB.
+# WAL append vs raw write+fdatasync (1 and 8 MiB batches), group commit with 1/4/16 committers, WAL open with 1 GiB
+# waiting (recovery.sh times the whole restart to the first sink write).
 set -euo pipefail
 BUILD=$(cd "${1:-build}" && pwd)
 DIR=${BENCH_DIR:-$BUILD/bench-data}/wal

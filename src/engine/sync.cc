@@ -25,6 +25,7 @@ constexpr size_t kQueueDepth = 2;  // batches in flight between two stages; boun
 
 struct ReadBatch {
   Batch batch;
+  EncodedBatch encoded;  // the WAL record's columns, encoded here so the committer only appends and syncs
   Position position_after;
   std::vector<DeadLetter> dead_letters;  // committed together with the batch
 };
@@ -150,7 +151,8 @@ class SyncRun {
 
   bool stop_requested() const { return stopping_ || (options_.stop_requested && options_.stop_requested->load()); }
 
-  // Stage 1: poll the source and cut batches at BUFFER_THRESHOLD_BYTES / _SECONDS or when the source is drained.
+  // Stage 1: poll the source, cut batches at BUFFER_THRESHOLD_BYTES / _SECONDS or when the source is drained, and
+  // encode them for the WAL (this overlaps the committer's fdatasync of the batch before).
   void read_stage() {
     Batch pending;
     std::vector<DeadLetter> pending_dead;
@@ -183,7 +185,12 @@ class SyncRun {
                        (pending.byte_size() >= settings_.buffer_threshold_bytes ||
                         seconds_since(batch_started) >= settings_.buffer_threshold_seconds || polled->drained);
       if (cut) {
-        if (!to_commit_.push({std::move(pending), position, std::move(pending_dead)})) break;
+        auto encoded = wal_->encode(pending);
+        if (!encoded) {
+          record_error(encoded.error());
+          break;
+        }
+        if (!to_commit_.push({std::move(pending), std::move(*encoded), position, std::move(pending_dead)})) break;
         pending = Batch{};
         pending_dead.clear();
       }
@@ -207,7 +214,8 @@ class SyncRun {
         to_commit_.close_and_clear();
         break;
       }
-      auto id = wal_->commit(item->batch, item->position_after);
+      auto id = wal_->commit(item->encoded, item->position_after);
+      item->encoded = {};  // not needed any more; free it before waiting on the land queue
       if (!id) {
         record_error(id.error());
         stopping_ = true;

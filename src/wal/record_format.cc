@@ -6,9 +6,11 @@
 namespace skippr::wal {
 
 bool is_known_record_type(uint8_t type) {
-  return type == static_cast<uint8_t>(RecordType::kSegmentHeader) || type == static_cast<uint8_t>(RecordType::kBatch) ||
-         type == static_cast<uint8_t>(RecordType::kLanded);
+  return type >= static_cast<uint8_t>(RecordType::kSegmentHeader) &&
+         type <= static_cast<uint8_t>(RecordType::kBatchBlocks);
 }
+
+bool is_batch_record(RecordType type) { return type == RecordType::kBatch || type == RecordType::kBatchBlocks; }
 
 std::string encode_record(RecordType type, std::string_view payload_head, std::string_view payload_tail) {
   std::string out = encode_record_front(type, payload_head, payload_tail);

@@ -10,10 +10,12 @@ namespace skippr::wal {
 
 enum class RecordType : uint8_t {
   kSegmentHeader = 1,
-  kBatch = 2,
+  kBatch = 2,  // columns in format 1 (one zstd frame); no longer written, still read
   kLanded = 3,
+  kBatchBlocks = 4,  // columns in format 2 (blocks, each raw or zstd); see wal/batch_codec.h
 };
 bool is_known_record_type(uint8_t type);
+bool is_batch_record(RecordType type);
 
 inline constexpr size_t kRecordHeaderBytes = 9;  // length + crc + type
 

@@ -136,7 +136,7 @@ Result<SegmentScan> scan_segment(Env& env, const fs::path& path, bool is_newest,
       return corrupt(offset, first ? "the first record is not a segment header" : "a second segment header");
     }
     // Small records must fit in the part the reader keeps; only a BATCH's compressed columns may go beyond it.
-    if (type != RecordType::kBatch && !record.payload_complete) return corrupt(offset, "oversized record");
+    if (!is_batch_record(type) && !record.payload_complete) return corrupt(offset, "oversized record");
     switch (type) {
       case RecordType::kSegmentHeader: {
         scan.header = decode_segment_header(record.payload_front);
@@ -144,7 +144,8 @@ Result<SegmentScan> scan_segment(Env& env, const fs::path& path, bool is_newest,
         scan.landed_watermark = scan.header->landed_watermark;
         break;
       }
-      case RecordType::kBatch: {
+      case RecordType::kBatch:
+      case RecordType::kBatchBlocks: {
         auto meta = decode_batch_meta(record.payload_front);
         if (!meta) return corrupt(offset, "malformed batch metadata");
         const uint64_t expected_seq = scan.header->first_seq + scan.batches.size();

@@ -305,11 +305,20 @@ Status Wal::destroy(const fs::path& dir, Env* env_or_null) {
   return ok();
 }
 
-Result<BatchId> Wal::commit(const Batch& batch, const Position& position_after) {
-  // The expensive part (serialising, compressing) runs outside the lock so committers overlap.
-  auto columns = wal::compress_batch(batch, impl_->options.zstd_level);
+Result<EncodedBatch> Wal::encode(const Batch& batch) const {
+  auto columns = wal::encode_batch_blocks(batch, impl_->options.zstd_level);
   if (!columns) return unexpected(columns.error());
+  return EncodedBatch{batch.rows, std::move(*columns)};
+}
 
+Result<BatchId> Wal::commit(const Batch& batch, const Position& position_after) {
+  auto encoded = encode(batch);
+  if (!encoded) return unexpected(encoded.error());
+  return commit(*encoded, position_after);
+}
+
+Result<BatchId> Wal::commit(const EncodedBatch& batch, const Position& position_after) {
+  const std::string& columns = batch.columns;
   std::unique_lock lock(impl_->mu);
   Impl& s = *impl_;
   SKIPPR_TRY(s.check_poison());
@@ -322,14 +331,14 @@ Result<BatchId> Wal::commit(const Batch& batch, const Position& position_after) 
   const uint64_t seq = s.next_seq;
   BatchId id{s.options.pipeline, s.options.epoch, seq};
   const std::string meta = wal::encode_batch_meta({seq, id, position_after, batch.rows});
-  if (meta.size() + columns->size() > std::numeric_limits<uint32_t>::max()) {
-    return fail(ErrorKind::kBadInput, fmt::format("a batch of {} compressed bytes does not fit in one WAL record; "
+  if (meta.size() + columns.size() > std::numeric_limits<uint32_t>::max()) {
+    return fail(ErrorKind::kBadInput, fmt::format("a batch of {} encoded bytes does not fit in one WAL record; "
                                                   "lower BUFFER_THRESHOLD_BYTES",
-                                                  columns->size()));
+                                                  columns.size()));
   }
-  const std::string front = wal::encode_record_front(wal::RecordType::kBatch, meta, *columns);
+  const std::string front = wal::encode_record_front(wal::RecordType::kBatchBlocks, meta, columns);
   const uint64_t offset = s.current->size();
-  SKIPPR_TRY(s.append_record_locked(front, *columns));
+  SKIPPR_TRY(s.append_record_locked(front, columns));
   const uint64_t ticket = s.appended;
 
   // The seq is taken now so the next committer appends behind this record; the batch is committed (and visible to
@@ -346,7 +355,7 @@ Result<BatchId> Wal::commit(const Batch& batch, const Position& position_after) 
                     .rows = batch.rows,
                     .segment = fs::path(),
                     .offset = offset,
-                    .record_bytes = front.size() + columns->size(),
+                    .record_bytes = front.size() + columns.size(),
                     .crc = crc,
                     .landed = false};
   for (auto it = s.segments.rbegin(); it != s.segments.rend(); ++it) {  // the segment it went into (may have rolled)
@@ -405,13 +414,14 @@ Result<Batch> Wal::read_batch(const WalBatchInfo& info) const {
   if (status != wal::DecodeStatus::kOk || record.total_bytes != info.record_bytes) {
     return corrupt(status == wal::DecodeStatus::kIncomplete ? "the batch record is cut short" : "checksum mismatch");
   }
-  if (record.type != wal::RecordType::kBatch || record.crc != info.crc) {
+  if (!wal::is_batch_record(record.type) || record.crc != info.crc) {
     return corrupt("the record is not the batch that was committed there");
   }
   std::string_view columns;
   auto meta = wal::decode_batch_meta(record.payload, &columns);
   if (!meta || meta->seq != info.seq) return corrupt("the record is not the batch that was committed there");
-  auto batch = wal::decompress_batch(columns);
+  auto batch =
+      record.type == wal::RecordType::kBatchBlocks ? wal::decode_batch_blocks(columns) : wal::decompress_batch(columns);
   if (!batch) return corrupt(batch.error().message);
   return batch;
 }

@@ -4,7 +4,8 @@
 //   [u32 length][u32 crc32c(type + payload)][u8 type][payload]   (little-endian; length = payload bytes)
 // Record types: SEGMENT_HEADER (first record of every segment: epoch, first seq, landed watermark and the position
 // at the segment's start, so a segment alone restores the resume point), BATCH (seq, BatchId, position_after,
-// row count, then the zstd-compressed columns), LANDED (watermark: every seq <= it has landed; batches land in order).
+// row count, then the columns: BATCH_BLOCKS stores them in blocks, each raw or zstd, see wal/batch_codec.h; the older
+// BATCH type, one zstd frame, is still read), LANDED (watermark: every seq <= it has landed; batches land in order).
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,13 @@ struct WalOptions {
   uint64_t bytes_per_file = 64ull << 20;  // roll to a new segment once the current one reaches this size
   int zstd_level = 1;
   Env* env = nullptr;  // the I/O seam (tests inject faults through it); nullptr = default_env()
+};
+
+// A batch's columns encoded for the WAL (serialised, compressed where that pays), made by Wal::encode ahead of the
+// commit so the committer only appends and syncs, and the encoding of the next batch overlaps this one's fdatasync.
+struct EncodedBatch {
+  uint64_t rows = 0;
+  std::string columns;
 };
 
 struct WalBatchInfo {
@@ -85,10 +93,16 @@ class Wal {
   Wal(const Wal&) = delete;
   Wal& operator=(const Wal&) = delete;
 
+  // Encodes a batch for commit(). Pure CPU work touching no WAL state: call it from any thread, e.g. the stage
+  // before the committer. kInternal when the batch's columns do not match its row count.
+  Result<EncodedBatch> encode(const Batch& batch) const;
+
   // Appends a BATCH record and makes it durable (fdatasync; directory fsync when a new segment was created).
   // When this returns, the batch is committed. Thread-safe; concurrent committers share one fdatasync (group commit).
   // An fsync failure is kFatalIo and poisons the WAL: every later call fails (never retry fsync on the same
   // descriptor). ENOSPC is kDiskFull. Calls failpoint::hit(kWalBeforeFsync) and (kWalAfterFsync) around the sync.
+  Result<BatchId> commit(const EncodedBatch& batch, const Position& position_after);
+  // encode() then commit(), for callers with nothing to overlap the encoding with.
   Result<BatchId> commit(const Batch& batch, const Position& position_after);
 
   // Records that every batch up to and including `seq` has landed (a LANDED record; made durable by the next

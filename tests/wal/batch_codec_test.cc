@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <random>
+
 #include "wal/wal_test_util.h"
 
 namespace skippr::wal {
@@ -53,6 +56,82 @@ TEST(BatchCodec, RefusesAnInconsistentBatchAtCommitTime) {
   auto compressed = compress_batch(b, 1);
   ASSERT_FALSE(compressed);
   EXPECT_EQ(compressed.error().kind, ErrorKind::kInternal);
+}
+
+// A batch of `blobs` values of 64 KiB of random bytes, then `texts` short repetitive strings.
+Batch random_then_text(size_t blobs, size_t texts) {
+  Batch b;
+  b.add_column({"v", Type::kBinary});
+  std::mt19937_64 rng(7);
+  for (size_t i = 0; i < blobs; ++i) {
+    std::string v(64 << 10, '\0');
+    for (size_t k = 0; k < v.size(); k += 8) {
+      const uint64_t r = rng();
+      std::memcpy(v.data() + k, &r, 8);
+    }
+    b.columns[0].append_string(v);
+  }
+  for (size_t i = 0; i < texts; ++i) b.columns[0].append_string("station-" + std::to_string(i % 50) + "-docked");
+  b.rows = blobs + texts;
+  return b;
+}
+
+// The codec byte of each block of a format-2 encoding.
+std::vector<BlockCodec> block_codecs(std::string_view encoded) {
+  std::vector<BlockCodec> codecs;
+  for (size_t at = 8; at < encoded.size();) {
+    codecs.push_back(static_cast<BlockCodec>(encoded[at]));
+    uint32_t stored = 0;
+    std::memcpy(&stored, encoded.data() + at + 5, 4);
+    at += 9 + stored;
+  }
+  return codecs;
+}
+
+TEST(BatchBlocks, RoundTripsEveryTypeAndEmptyBatches) {
+  for (const Batch& original : {batch_with_every_type(100, 1), batch_with_every_type(0, 0), Batch{}}) {
+    auto encoded = encode_batch_blocks(original, 1);
+    ASSERT_TRUE(encoded) << encoded.error().message;
+    auto decoded = decode_batch_blocks(*encoded);
+    ASSERT_TRUE(decoded) << decoded.error().message;
+    expect_batches_equal(original, *decoded);
+  }
+}
+
+TEST(BatchBlocks, StoresRandomBlocksRawAndCompressesTheRest) {
+  // Serialized: 0.8 MiB of offsets, 4 MiB of random bytes, then 3.4 MiB of repetitive text, in blocks of 1 MiB.
+  const Batch original = random_then_text(64, 200000);
+  const size_t serialized = serialize_batch(original).size();
+  auto encoded = encode_batch_blocks(original, 1);
+  ASSERT_TRUE(encoded) << encoded.error().message;
+  const auto codecs = block_codecs(*encoded);
+  ASSERT_EQ(codecs.size(), (serialized + kBlockBytes - 1) / kBlockBytes);
+  EXPECT_EQ(codecs[2], BlockCodec::kRaw) << "random bytes do not compress";
+  EXPECT_EQ(codecs[3], BlockCodec::kRaw);
+  EXPECT_EQ(codecs.back(), BlockCodec::kZstd) << "the text compresses";
+  EXPECT_LT(encoded->size(), serialized - (2 << 20)) << "the text blocks shrank";
+  EXPECT_LT(encoded->size(), serialized + 8 + codecs.size() * 9 + 1) << "raw blocks cost only their header";
+  auto decoded = decode_batch_blocks(*encoded);
+  ASSERT_TRUE(decoded) << decoded.error().message;
+  expect_batches_equal(original, *decoded);
+}
+
+TEST(BatchBlocks, RejectsTruncatedDamagedOrUnknownBlocks) {
+  const std::string good = *encode_batch_blocks(random_then_text(20, 20000), 1);
+  ASSERT_TRUE(decode_batch_blocks(good));
+  for (size_t cut : {size_t{0}, size_t{5}, size_t{12}, good.size() / 2, good.size() - 1}) {
+    auto decoded = decode_batch_blocks(std::string_view(good).substr(0, cut));
+    ASSERT_FALSE(decoded) << "cut at " << cut;
+    EXPECT_EQ(decoded.error().kind, ErrorKind::kCorruption);
+  }
+  std::string unknown_codec = good;
+  unknown_codec[8] = 7;
+  EXPECT_FALSE(decode_batch_blocks(unknown_codec));
+  std::string bad_zstd = good;
+  bad_zstd[good.size() - 20] ^= 0x5a;  // inside the last, compressed block
+  ASSERT_EQ(block_codecs(good).back(), BlockCodec::kZstd);
+  EXPECT_FALSE(decode_batch_blocks(bad_zstd));
+  EXPECT_FALSE(decode_batch_blocks(good + "x"));
 }
 
 }  // namespace

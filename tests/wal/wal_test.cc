@@ -9,6 +9,8 @@
 #include "core/env.h"
 #include "core/failpoint.h"
 #include "support/fault_env.h"
+#include "wal/batch_codec.h"
+#include "wal/record_format.h"
 #include "wal/segment.h"
 #include "wal/wal_test_util.h"
 
@@ -87,6 +89,52 @@ TEST_F(WalTest, CommittedBatchesSurviveReopenAndReadBackExactly) {
     ASSERT_TRUE(batch) << batch.error().message;
     expect_batches_equal(batch_with_every_type(20, static_cast<int>(n)), *batch);
   }
+}
+
+TEST_F(WalTest, AWalWrittenBeforeBlockEncodingIsStillRead) {
+  // Format 1: BATCH records whose columns are one zstd frame, as versions before BATCH_BLOCKS wrote them.
+  const WalOptions o = options();
+  fs::create_directories(o.dir);
+  std::string segment =
+      wal::encode_record(wal::RecordType::kSegmentHeader, wal::encode_segment_header({o.epoch, 1, 0, Position{}}));
+  for (uint64_t n = 1; n <= 3; ++n) {
+    const std::string meta = wal::encode_batch_meta({n, BatchId{"bikes", 1, n}, position(n), 20});
+    segment += wal::encode_record(wal::RecordType::kBatch, meta,
+                                  *wal::compress_batch(batch_with_every_type(20, static_cast<int>(n)), 3));
+  }
+  write_all(o.dir / wal::segment_file_name(1), segment);
+
+  auto wal = open(o);
+  ASSERT_EQ(wal->pending().size(), 3u);
+  EXPECT_EQ(wal->last_position(), position(3));
+  for (const WalBatchInfo& info : wal->pending()) {
+    auto batch = wal->read_batch(info);
+    ASSERT_TRUE(batch) << batch.error().message;
+    expect_batches_equal(batch_with_every_type(20, static_cast<int>(info.seq)), *batch);
+  }
+  commit_range(*wal, 4, 4);  // new records are BATCH_BLOCKS, behind the old ones in the same segment
+  wal.reset();
+  wal = open(o);
+  ASSERT_EQ(wal->pending().size(), 4u);
+  auto fourth = wal->read_batch(wal->pending().back());
+  ASSERT_TRUE(fourth) << fourth.error().message;
+  expect_batches_equal(batch_with_every_type(20, 4), *fourth);
+}
+
+TEST_F(WalTest, EncodedBatchesCommitLikeBatches) {
+  auto wal = open(options());
+  auto encoded = wal->encode(batch_with_every_type(50, 9));
+  ASSERT_TRUE(encoded) << encoded.error().message;
+  EXPECT_EQ(encoded->rows, 50u);
+  auto id = wal->commit(*encoded, position(1));
+  ASSERT_TRUE(id) << id.error().message;
+  wal.reset();
+  wal = open(options());
+  ASSERT_EQ(wal->pending().size(), 1u);
+  EXPECT_EQ(wal->pending()[0].rows, 50u);
+  auto batch = wal->read_batch(wal->pending()[0]);
+  ASSERT_TRUE(batch) << batch.error().message;
+  expect_batches_equal(batch_with_every_type(50, 9), *batch);
 }
 
 TEST_F(WalTest, CommitPassesTheFsyncFailpointsInOrder) {
