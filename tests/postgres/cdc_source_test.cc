@@ -222,6 +222,31 @@ TEST(PostgresCdc, RestartsBetweenPollsAndInsideATransactionNeitherLoseNorDoubleE
   EXPECT_TRUE(last.rows.empty());
 }
 
+TEST(PostgresCdc, ABrokenStreamReconnectsInsideATransactionAndNeitherLosesNorDoublesEvents) {
+  auto& pg = SharedPostgres();
+  const auto db = pg.create_database("cdc");
+  pg.execute(db, kCreateItems);
+  Reader r = open_reader(pg.uri(db), "cdc_only", "slot_t");
+  r.until_drained();
+  pg.execute(db, insert_items(1, 10));
+  for (int i = 0; i < 30 && r.rows.empty(); ++i) {
+    auto poll = r.source->poll({.max_rows = 4, .max_bytes = 10 << 20});
+    ASSERT_TRUE(poll) << poll.error().message;
+    r.take(*poll);
+  }
+  ASSERT_EQ(r.rows.size(), 4u);  // inside the transaction of 10
+  pg.execute(db, "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = 'slot_t'");
+  pg.execute(db, insert_items(11, 15));
+  for (int i = 0; i < 50 && r.rows.size() < 15; ++i) r.until_drained();
+  ASSERT_EQ(r.rows.size(), 15u);
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    EXPECT_EQ(r.rows[i].at("id"), std::to_string(i + 1));
+    if (i > 0) {
+      EXPECT_GT(token_value(*r.rows[i].at("_skippr_order")), token_value(*r.rows[i - 1].at("_skippr_order")));
+    }
+  }
+}
+
 TEST(PostgresCdc, TheSlotsConfirmedFlushMovesOnlyOnAcknowledge) {
   auto& pg = SharedPostgres();
   const auto db = pg.create_database("cdc");

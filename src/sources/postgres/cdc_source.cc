@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cctype>
@@ -104,6 +105,7 @@ class CdcSource final : public Source {
   Result<Poll> poll_snapshot(const Budget& budget);
   Result<Poll> poll_stream(const Budget& budget);
   Status start_stream();
+  Status drop_stream(const Error& error);
   Status handle(const PgoMessage& message, Batch& batch);
   Status on_relation(const PgoRelation& relation, Batch& batch);
   Status emit(Batch& batch, const char* op, const PgoTuple& row, const PgoTuple* old_row, bool key_only);
@@ -402,6 +404,21 @@ Status CdcSource::start_stream() {
   return ok();
 }
 
+// A broken stream (the server restarted, the walsender timed out while the engine was blocked) is not a failure of
+// the run: reconnect, and the next poll starts streaming after the position again (a partly read transaction is
+// resent and its delivered events skipped).
+Status CdcSource::drop_stream(const Error& error) {
+  if (error.kind != ErrorKind::kUnavailable) return std::unexpected(error);
+  spdlog::warn("{}: the replication stream broke, reconnecting: {}", what_, error.message);
+  stream_.reset();
+  replication_.reset();
+  in_tx_ = false;
+  auto repl = PgConnection::connect(params_, what_, /*replication=*/true);
+  if (!repl) return std::unexpected(repl.error());
+  replication_.emplace(std::move(*repl));
+  return replication_->execute(kSessionSettings);
+}
+
 Result<Poll> CdcSource::poll_stream(const Budget& budget) {
   if (!stream_) SKIPPR_TRY(start_stream());
   Poll result;
@@ -411,20 +428,34 @@ Result<Poll> CdcSource::poll_stream(const Budget& budget) {
   while (result.records.rows < budget.max_rows && pending_bytes_ < budget.max_bytes && Clock::now() < deadline) {
     // Until the catch-up point is passed, ask the server regularly how far it has decoded (it answers with a
     // keepalive), even while changes keep coming: a --once run must end although the workload goes on.
+    Status sent = ok();
     if (!caught_up_ && Clock::now() - last_reply_request_ >= kReplyRequestEvery) {
-      SKIPPR_TRY(send_status(/*reply_requested=*/true));
+      sent = send_status(/*reply_requested=*/true);
       last_reply_request_ = Clock::now();
     } else {
-      SKIPPR_TRY(send_status_if_due());
+      sent = send_status_if_due();
     }
-    auto frame = stream_->next(kIdleWaitMs);
-    if (!frame) return std::unexpected(frame.error());
+    Result<std::optional<ReplicationFrame>> frame = std::unexpected(Error{});
+    if (sent) {
+      frame = stream_->next(kIdleWaitMs);
+    } else {
+      frame = std::unexpected(sent.error());
+    }
+    if (!frame) {  // the rows so far stand with their position; the next poll restarts the stream after it
+      SKIPPR_TRY(drop_stream(frame.error()));
+      break;
+    }
     if (!*frame) {  // nothing more right now
       result.drained = caught_up_ && !in_tx_;
       break;
     }
     if ((*frame)->kind == ReplicationFrame::Kind::kKeepalive) {
-      if ((*frame)->reply_requested) SKIPPR_TRY(send_status(false));
+      if ((*frame)->reply_requested) {
+        if (auto st = send_status(false); !st) {
+          SKIPPR_TRY(drop_stream(st.error()));
+          break;
+        }
+      }
       // The walsender sends a transaction's changes before it moves past its commit, so a keepalive beyond the
       // catch-up point means every transaction committed before open() is here.
       if (!caught_up_ && !in_tx_ && (*frame)->wal_end >= catch_up_lsn_) {

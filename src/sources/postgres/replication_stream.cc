@@ -122,9 +122,15 @@ Result<std::optional<ReplicationFrame>> ReplicationStream::next(int wait_ms) {
       if (!frame) return std::unexpected(frame.error());
       return std::optional<ReplicationFrame>(std::move(*frame));
     }
-    if (n < 0) {
-      return fail(ErrorKind::kUnavailable,
-                  fmt::format("{}: the replication stream ended: {}", what_, PQerrorMessage(c)));
+    if (n < 0) {  // the server ended the stream (-1, its reason in the next result) or the connection broke (-2)
+      std::string reason;
+      if (PGresult* res = n == -1 ? PQgetResult(c) : nullptr) {
+        reason = PQresultErrorMessage(res);
+        PQclear(res);
+      }
+      if (reason.empty()) reason = PQerrorMessage(c);
+      while (!reason.empty() && reason.back() == '\n') reason.pop_back();
+      return fail(ErrorKind::kUnavailable, fmt::format("{}: the replication stream ended: {}", what_, reason));
     }
     if (round == 1) break;
     // Nothing buffered: wait for the socket, then let libpq read what arrived.
