@@ -120,14 +120,5 @@ TEST(PostgresSource, AWrongPasswordExitsTwo) {
   EXPECT_NE(r.err.find("password authentication failed"), std::string::npos) << r.err;
 }
 
-TEST(PostgresSource, CdcModesAreRefusedClearlyInThisBuild) {
-  auto& pg = SharedPostgres();
-  const auto src = pg.create_database("src");
-  PipelineFixture fx(source_config(pg.uri(src), pg.uri(src), ", mode: cdc_only"));
-  auto r = fx.skipprd(kSync);
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("mode cdc_only (logical replication) is not in this build yet"), std::string::npos) << r.err;
-}
-
 }  // namespace
 }  // namespace skippr::test

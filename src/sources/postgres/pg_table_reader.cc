@@ -1,9 +1,13 @@
 #include "sources/postgres/pg_table_reader.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
+
+#include "core/time_util.h"
 
 namespace skippr {
 
@@ -121,6 +125,58 @@ Status pg_append_text_value(Column& column, const std::optional<std::string>& te
       return ok();
   }
   return ok();
+}
+
+Status pg_append_output_text(Column& column, const PgSourceColumn& source, const std::optional<std::string>& text) {
+  if (!text) {
+    column.append_null();
+    return ok();
+  }
+  switch (column.type) {
+    case Type::kTimestamp:
+    case Type::kDate: {
+      // "2024-03-01 00:00:00.5+00" (timestamptz in UTC), "2024-03-01 00:00:00.5" (taken as UTC), "2024-03-01".
+      auto micros = parse_iso8601_micros(*text);
+      if (!micros) return fail(ErrorKind::kBadInput, fmt::format("'{}' is not a {} value", *text, source.pg_type));
+      column.append_int(column.type == Type::kDate ? *micros / (86400LL * 1000000) : *micros);
+      return ok();
+    }
+    case Type::kDouble:
+      // A real prints its shortest float form; widening the float (as ::float8 does) gives the snapshot's value.
+      column.append_double(source.pg_type == "real" ? static_cast<double>(std::strtof(text->c_str(), nullptr))
+                                                    : std::strtod(text->c_str(), nullptr));
+      return ok();
+    case Type::kString:
+      // character(n) prints its padding; ::text (the snapshot's form) drops trailing blanks.
+      if (source.pg_type.starts_with("character(") || source.pg_type == "character") {
+        const size_t end = text->find_last_not_of(' ');
+        return pg_append_text_value(column, text->substr(0, end == std::string::npos ? 0 : end + 1));
+      }
+      return pg_append_text_value(column, text);
+    default:
+      return pg_append_text_value(column, text);
+  }
+}
+
+std::string pg_keyset_select_sql(const std::string& qualified, const std::vector<PgSourceColumn>& columns,
+                                 const std::vector<std::string>& ordering, bool resume, size_t limit,
+                                 const std::vector<std::string>& conditions) {
+  std::vector<std::string> select, order, ordering_text, params;
+  for (const auto& c : columns) select.push_back(pg_select_expression(c));
+  for (size_t i = 0; i < ordering.size(); ++i) {
+    auto column = std::ranges::find_if(columns, [&](const PgSourceColumn& c) { return c.name == ordering[i]; });
+    // Qualified by the table's alias: the select list's aliases share the names (ORDER BY would be ambiguous).
+    const std::string name = "t." + pg_quote_identifier(ordering[i]);
+    order.push_back(name);
+    ordering_text.push_back(fmt::format("{}::text", name));
+    params.push_back(fmt::format("${}::{}", i + 1, column->pg_type));
+  }
+  // A row comparison, so the resume is exact whatever number of rows share the leading values.
+  std::vector<std::string> where = conditions;
+  if (resume) where.push_back(fmt::format("({}) > ({})", fmt::join(order, ", "), fmt::join(params, ", ")));
+  const std::string where_sql = where.empty() ? "" : fmt::format(" WHERE {}", fmt::join(where, " AND "));
+  return fmt::format("SELECT {}, {} FROM {} t{} ORDER BY {} LIMIT {}", fmt::join(select, ", "),
+                     fmt::join(ordering_text, ", "), qualified, where_sql, fmt::join(order, ", "), limit);
 }
 
 }  // namespace skippr

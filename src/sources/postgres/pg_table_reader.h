@@ -29,5 +29,15 @@ Type pg_source_type(std::string_view pg_type);
 std::string pg_select_expression(const PgSourceColumn& column);
 // Appends one text value (from the expression above; nullopt = NULL) to `column`.
 Status pg_append_text_value(Column& column, const std::optional<std::string>& text);
+// Appends one value in its type's output form (what logical replication sends; the session has DateStyle ISO,
+// TimeZone UTC, bytea_output hex) as the same value the select expression above gives for `source`.
+Status pg_append_output_text(Column& column, const PgSourceColumn& source, const std::optional<std::string>& text);
+
+// SELECT <every column's expression>, <each ordering column as text> FROM qualified t [WHERE conditions AND
+// (ordering) > ($1, $2, ...)] ORDER BY ordering LIMIT limit: one page of a keyset read resumed after the last
+// ordering values read (passed as the parameters, as text).
+std::string pg_keyset_select_sql(const std::string& qualified, const std::vector<PgSourceColumn>& columns,
+                                 const std::vector<std::string>& ordering, bool resume, size_t limit,
+                                 const std::vector<std::string>& conditions = {});
 
 }  // namespace skippr

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "sinks/postgres/pg_client.h"
+#include "sources/postgres/cdc_source.h"
 #include "sources/postgres/pg_table_reader.h"
 
 namespace skippr {
@@ -33,9 +34,6 @@ class PostgresSource final : public Source {
 
  private:
   Result<PgConnection*> connection();
-  const PgSourceColumn& column(const std::string& name) const {
-    return *std::ranges::find_if(columns_, [&](const PgSourceColumn& c) { return c.name == name; });
-  }
   // The ordering columns: (cursor, key...) for incremental, (key...) for snapshot.
   std::vector<std::string> order_columns() const {
     std::vector<std::string> order;
@@ -120,24 +118,11 @@ Position PostgresSource::position() const {
 }
 
 std::string PostgresSource::select_sql(size_t limit) const {
-  std::vector<std::string> select, order, ordering_text, params;
-  for (const auto& c : columns_) select.push_back(pg_select_expression(c));
-  const auto ordering = order_columns();
-  for (size_t i = 0; i < ordering.size(); ++i) {
-    // Qualified by the table's alias: the select list's aliases share the names (ORDER BY would be ambiguous).
-    const std::string name = "t." + pg_quote_identifier(ordering[i]);
-    order.push_back(name);
-    ordering_text.push_back(fmt::format("{}::text", name));
-    params.push_back(fmt::format("${}::{}", i + 1, column(ordering[i]).pg_type));
-  }
-  // A row comparison, so the resume is exact whatever number of rows share a cursor value. A NULL cursor never
-  // compares, so such rows are left out of every poll alike (documented), not only of the later ones.
+  // A NULL cursor never compares, so such rows are left out of every poll alike (documented), not only of the later
+  // ones.
   std::vector<std::string> conditions;
-  if (mode_ == Mode::kIncremental) conditions.push_back(fmt::format("{} IS NOT NULL", order.front()));
-  if (last_) conditions.push_back(fmt::format("({}) > ({})", fmt::join(order, ", "), fmt::join(params, ", ")));
-  const std::string where = conditions.empty() ? "" : fmt::format(" WHERE {}", fmt::join(conditions, " AND "));
-  return fmt::format("SELECT {}, {} FROM {} t{} ORDER BY {} LIMIT {}", fmt::join(select, ", "),
-                     fmt::join(ordering_text, ", "), qualified_, where, fmt::join(order, ", "), limit);
+  if (mode_ == Mode::kIncremental) conditions.push_back(fmt::format("t.{} IS NOT NULL", pg_quote_identifier(cursor_)));
+  return pg_keyset_select_sql(qualified_, columns_, order_columns(), last_.has_value(), limit, conditions);
 }
 
 Result<Poll> PostgresSource::poll(const Budget& budget) {
@@ -189,15 +174,21 @@ ConnectorSpec postgres_source_spec() {
   ConnectorSpec spec;
   spec.type_name = "Postgres";
   spec.is_source = true;
-  spec.summary = "a PostgreSQL table, read incrementally by a cursor column or as a snapshot";
+  spec.summary =
+      "a PostgreSQL table, read incrementally by a cursor column, as a snapshot, or as a change stream (CDC)";
   spec.params = pg_connection_params();
   spec.params.push_back({"schema", ParamType::kString, false, "public", "the tables' schema"});
   spec.params.push_back({"tables", ParamType::kStringList, true, nullptr, "the table to read (one in this build)"});
   spec.params.push_back({"mode", ParamType::kString, false, "incremental",
-                         "incremental | snapshot (snapshot_then_cdc and cdc_only are not in this build yet)"});
+                         "incremental | snapshot | snapshot_then_cdc (the table, then its changes through logical "
+                         "replication) | cdc_only (changes from now on)"});
   spec.params.push_back({"cursor_column", ParamType::kString, false, nullptr,
                          "incremental: a column that grows with every change (updated_at, an id); the primary key "
                          "breaks ties"});
+  spec.params.push_back(
+      {"slot", ParamType::kString, false, nullptr, "CDC: the logical replication slot (default skippr_<pipeline>)"});
+  spec.params.push_back({"publication", ParamType::kString, false, nullptr,
+                         "CDC: the publication, created for the table when missing (default skippr_<pipeline>)"});
   spec.make_source = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Source>> {
     const auto& p = ctx.params;
     const std::string mode_text = p.value("mode", std::string("incremental"));
@@ -205,31 +196,32 @@ ConnectorSpec postgres_source_spec() {
     const std::string cursor = p.contains("cursor_column") && p["cursor_column"].is_string()
                                    ? p["cursor_column"].get<std::string>()
                                    : std::string();
-    if (mode_text == "snapshot_then_cdc" || mode_text == "cdc_only") {
-      return fail(ErrorKind::kConfig, fmt::format("source '{}': mode {} (logical replication) is not in this build "
-                                                  "yet; use incremental or snapshot",
+    const bool cdc = mode_text == "snapshot_then_cdc" || mode_text == "cdc_only";
+    if (!cdc && mode_text != "incremental" && mode_text != "snapshot") {
+      return fail(ErrorKind::kConfig, fmt::format("source '{}': unknown mode '{}'; use incremental, snapshot, "
+                                                  "snapshot_then_cdc or cdc_only",
                                                   ctx.name, mode_text));
-    }
-    if (mode_text != "incremental" && mode_text != "snapshot") {
-      return fail(ErrorKind::kConfig,
-                  fmt::format("source '{}': unknown mode '{}'; use incremental or snapshot", ctx.name, mode_text));
     }
     if (tables.size() != 1) {
       return fail(ErrorKind::kConfig, fmt::format("source '{}': name exactly one table in `tables` (this build reads "
                                                   "one table per pipeline); got {}",
                                                   ctx.name, tables.size()));
     }
-    const Mode mode = mode_text == "snapshot" ? Mode::kSnapshot : Mode::kIncremental;
-    if (mode == Mode::kIncremental && cursor.empty()) {
-      return fail(ErrorKind::kConfig, fmt::format("source '{}': mode incremental needs cursor_column (a column that "
-                                                  "grows with every change, e.g. updated_at); add it",
-                                                  ctx.name));
-    }
     // "schema.table" in `tables` overrides `schema`.
     std::string schema = p.value("schema", std::string("public")), table = tables[0];
     if (auto dot = table.find('.'); dot != std::string::npos) {
       schema = table.substr(0, dot);
       table = table.substr(dot + 1);
+    }
+    if (cdc) {
+      return make_cdc_source(ctx, schema, table,
+                             mode_text == "cdc_only" ? CdcMode::kCdcOnly : CdcMode::kSnapshotThenCdc);
+    }
+    const Mode mode = mode_text == "snapshot" ? Mode::kSnapshot : Mode::kIncremental;
+    if (mode == Mode::kIncremental && cursor.empty()) {
+      return fail(ErrorKind::kConfig, fmt::format("source '{}': mode incremental needs cursor_column (a column that "
+                                                  "grows with every change, e.g. updated_at); add it",
+                                                  ctx.name));
     }
     return std::make_unique<PostgresSource>(ctx, schema, table, mode, cursor);
   };

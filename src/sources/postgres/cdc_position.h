@@ -1,0 +1,49 @@
+// Where a CDC read resumes: the snapshot phase (the slot's consistent point and the last key read) or the stream
+// phase (the commit LSN of a transaction and how many of its events are committed to the WAL). The position is the
+// truth on restart: the source itself skips every event it covers, so whatever the server resends is harmless.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/batch.h"
+#include "core/result.h"
+
+namespace skippr {
+
+struct CdcPosition {
+  std::string slot;
+  bool snapshot = false;
+  uint64_t consistent_lsn = 0;     // snapshot phase: where the stream starts once the table is read
+  std::vector<std::string> after;  // snapshot phase: the key values of the last row read, as text (empty: none yet)
+  uint64_t lsn = 0;                // stream phase: the commit LSN of the last transaction events came from
+  uint64_t index = 0;              // ... how many of its events are delivered
+  bool tx_done = false;            // ... all of them (then end_lsn is the end of its commit record)
+  uint64_t end_lsn = 0;
+
+  static CdcPosition stream_from(std::string slot, uint64_t lsn) {
+    CdcPosition p;
+    p.slot = std::move(slot);
+    p.lsn = lsn;
+    return p;
+  }
+  // True when event `event_index` (0-based) of the transaction committed at `commit_lsn` is already delivered.
+  bool covers(uint64_t commit_lsn, uint64_t event_index) const {
+    if (snapshot) return false;
+    return commit_lsn < lsn || (commit_lsn == lsn && (tx_done || event_index < index));
+  }
+  // The highest LSN the slot may confirm once this position is committed: every transaction committed before it is
+  // delivered in full. 0 in the snapshot phase (nothing streamed yet).
+  uint64_t confirmable_lsn() const { return snapshot ? 0 : tx_done ? end_lsn : lsn; }
+
+  Position to_position() const;
+  // kCorruption for a token this source did not write.
+  static Result<CdcPosition> parse(const Position& position);
+};
+
+// The order token the sinks compare per key: (commit LSN << 32) + sequence, as a decimal string. Streamed events use
+// sequence = event index + 1; snapshot rows use (consistent point, 0), so every change streamed later outranks them.
+std::string cdc_order_token(uint64_t lsn, uint64_t sequence);
+
+}  // namespace skippr
