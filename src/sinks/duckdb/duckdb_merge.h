@@ -43,7 +43,7 @@ struct MergeTarget {
   std::vector<TableColumn> columns;  // after schema evolution, with the order column
 };
 
-// The statements, in order, that apply the staged batch and drop the temporary tables.
+// The statements, in order, that apply the staged batch and drop the staging table.
 std::vector<std::string> merge_statements(const Batch& batch, const BatchId& id, const MergeTarget& target,
                                           bool with_deletes);
 
