@@ -3,6 +3,8 @@
 // the file through its own database handle after the sink is gone.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <stdexcept>
@@ -418,6 +420,45 @@ TEST_F(DuckDbMerge, ARetryOnTheSameConnectionAfterARollbackFindsNoStagingLeft) {
   auto retry = sink->write(testing::simple_batch(5), BatchId{"p", 1, 1});
   ASSERT_TRUE(retry) << retry.error().message;
   EXPECT_EQ(*retry, WriteOutcome::kApplied);
+}
+
+// kill -9 between the MERGE and COMMIT (no rollback, no close): DuckDB's recovery shows the table as before the
+// batch, and the retry of the same BatchId lands it once.
+TEST_F(DuckDbMerge, ACrashBeforeCommitLeavesTheTableAsItWasAndTheRetryLandsOnce) {
+  {
+    auto sink = make_sink(db_);
+    apply(*sink, testing::simple_batch(200000));  // ids 0..199999
+  }
+  // Updates ids 100000..199999 (new names) and inserts 200000..399999: large enough for optimistic writes.
+  Batch second = testing::simple_batch(300000, 100000);
+  second.columns[2] = Column(Type::kString);
+  for (int64_t id = 100000; id < 400000; ++id) second.columns[2].append_string(fmt::format("second-{}", id));
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    failpoint::set_handler([](std::string_view name) {
+      if (name == failpoint::kSinkInTransaction) _exit(42);
+    });
+    auto sink = make_sink(db_);
+    (void)sink->write(second, BatchId{"p", 1, 2});
+    _exit(1);  // the failpoint was not reached
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 42);
+
+  const std::string summary =
+      "SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || sum(id) || ' ' || count(*) FILTER (name = 'name-' || "
+      "id) || ' ' || count(*) FILTER (name = 'second-' || id) FROM t";
+  EXPECT_EQ(scalar(db_, summary), fmt::format("200000 200000 {} 200000 0", 199999LL * 200000 / 2));
+  EXPECT_EQ(scalar(db_, "SELECT count(*) FROM _skippr_batches"), "1");
+  {
+    auto sink = make_sink(db_);
+    ASSERT_EQ(sink->write(second, BatchId{"p", 1, 2}).value(), WriteOutcome::kApplied);
+    ASSERT_EQ(sink->write(second, BatchId{"p", 1, 2}).value(), WriteOutcome::kAlreadyApplied);
+  }
+  EXPECT_EQ(scalar(db_, summary), fmt::format("400000 400000 {} 100000 300000", 399999LL * 400000 / 2));
 }
 
 // ---- throughput (prints, never asserts a time) ----
