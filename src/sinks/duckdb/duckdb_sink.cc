@@ -123,21 +123,21 @@ Result<std::vector<TableColumn>> DuckDbSink::prepare_table(const Batch& batch) {
   auto columns = describe_table();
   if (!columns) return columns;
   if (merging() && !columns->empty()) SKIPPR_TRY(check_merge_key(*columns));
+  auto fields = fields_to_add(*columns, batch.schema, duckdb_column_rules(), where(), merging());
+  if (!fields) return std::unexpected(fields.error());
   std::vector<std::string> new_columns;
-  if (auto fields = fields_to_add(*columns, batch.schema, duckdb_column_rules(), where(), merging()); !fields) {
-    return std::unexpected(fields.error());
-  } else {
-    for (const auto& field : *fields) {
-      new_columns.push_back(fmt::format("{} {}", quote_identifier(field.name), duckdb_sql_type(field.type)));
-    }
+  for (const auto& field : *fields) {
+    new_columns.push_back(fmt::format("{} {}", quote_identifier(field.name), duckdb_sql_type(field.type)));
   }
+  // merge_by_key keeps each row's order token; a batch without fields creates no table yet.
   const bool table_has_columns = !columns->empty() || !new_columns.empty();
-  if (merging() && table_has_columns && !find_column(*columns, kOrderColumn, duckdb_column_rules()))
+  if (merging() && table_has_columns && !find_column(*columns, kOrderColumn, duckdb_column_rules())) {
     new_columns.push_back(fmt::format("{} HUGEINT", quote_identifier(kOrderColumn)));
+  }
   if (new_columns.empty()) return columns;
   if (columns->empty()) {
-    SKIPPR_TRY(conn_->execute(fmt::format("CREATE TABLE {} ({})", quote_identifier(table_),
-                                          fmt::format("{}", fmt::join(new_columns, ", ")))));
+    SKIPPR_TRY(
+        conn_->execute(fmt::format("CREATE TABLE {} ({})", quote_identifier(table_), fmt::join(new_columns, ", "))));
   } else {
     for (const auto& column : new_columns) {
       SKIPPR_TRY(conn_->execute(fmt::format("ALTER TABLE {} ADD COLUMN {}", quote_identifier(table_), column)));
