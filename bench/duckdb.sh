@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sample -> DuckDB through the engine vs DuckDB's own insert of the same rows (no WAL), then the pipeline's peak RSS
-# at 1 M and 10 M rows with default settings (/usr/bin/time -v; Debian package `time`).
+# at 1 M and 10 M rows with default settings (/usr/bin/time -v; Debian package `time`). Also the whole sync's
+# rows/s with landing append vs merge_by_key.
 set -euo pipefail
 BUILD=$(cd "${1:-build}" && pwd)
 DIR=$(realpath -m "${BENCH_DIR:-$BUILD/bench-data}/duckdb")
@@ -25,6 +26,33 @@ YML
      --config "$dir/skippr.yml" 2>"$dir/time.txt" >/dev/null)
   awk -F': ' '/Maximum resident set size/ {print $2}' "$dir/time.txt"
 }
+# Sample -> DuckDB through skipprd with default settings, append vs merge_by_key on trip_id (every key new).
+pipeline_rate() {  # landing -> rows/s of the whole sync (reader, WAL, sink)
+  local dir="$DIR/rate-$1"
+  rm -rf "$dir" && mkdir -p "$dir"
+  local key=""
+  [ "$1" = merge_by_key ] && key="    primary_key: trip_id"
+  cat >"$dir/skippr.yml" <<YML
+data_sources:
+  sample:
+    Sample: { rows: ${DUCKDB_BENCH_ROWS:-1000000}, seed: 1 }
+data_sinks:
+  warehouse:
+    DuckDB: { path: out.duckdb, table: trips }
+pipelines:
+  bench:
+    data_source: data_sources.sample
+    data_sink: data_sinks.warehouse
+    landing: $1
+$key
+YML
+  (cd "$dir" && DATA_DIR="$dir/data" "$BUILD/skipprd" sync --pipeline bench --once --config "$dir/skippr.yml" \
+     --output json | grep -o '"rows_per_second":[0-9]*' | cut -d: -f2)
+}
+append_rate=$(pipeline_rate append)
+merge_rate=$(pipeline_rate merge_by_key)
+echo "sample -> duckdb, ${DUCKDB_BENCH_ROWS:-1000000} rows through skipprd: append $append_rate rows/s, merge_by_key $merge_rate rows/s"
+
 small=$(peak_rss_kib 1000000)
 large=$(peak_rss_kib "${RSS_BENCH_LARGE_ROWS:-10000000}")
 awk -v s="$small" -v l="$large" 'BEGIN { printf "peak RSS sample -> duckdb: 1 M rows %.0f MiB, 10 M rows %.0f MiB, ratio %.2f\n", s/1024, l/1024, l/s }'

@@ -203,11 +203,13 @@ TEST(DuckDbSink, OtherLandingsAreAConfigError) {
   ConnectorContext ctx;
   ctx.name = "warehouse";
   ctx.params = {{"path", "/tmp/x.duckdb"}, {"table", "t"}};
-  ctx.landing = Landing::kMergeByKey;
+  ctx.landing = Landing::kReplaceTable;
   auto sink = duckdb_sink_spec().make_sink(ctx);
   ASSERT_FALSE(sink);
   EXPECT_EQ(sink.error().kind, ErrorKind::kConfig);
-  EXPECT_NE(sink.error().message.find("landing merge_by_key is not supported by DuckDB yet"), std::string::npos);
+  EXPECT_NE(sink.error().message.find("landing replace_table is not supported by DuckDB; use append or merge_by_key"),
+            std::string::npos)
+      << sink.error().message;
 }
 
 // ---- transaction scope ----

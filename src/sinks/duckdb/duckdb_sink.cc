@@ -1,45 +1,47 @@
 #include "sinks/duckdb/duckdb_sink.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
 #include <optional>
 #include <system_error>
 
 #include "core/failpoint.h"
+#include "sinks/change_fields.h"
 #include "sinks/duckdb/duckdb_client.h"
+#include "sinks/duckdb/duckdb_merge.h"
 #include "sinks/duckdb/duckdb_types.h"
+#include "sinks/schema_evolution.h"
 
 namespace skippr {
 
 namespace {
 
-struct TableColumn {
-  std::string name;
-  std::string data_type;  // as information_schema.columns spells it
-};
-
-// DuckDB matches identifiers case-insensitively, so "ID" in a batch is the table's "id".
-bool same_identifier(std::string_view a, std::string_view b) {
-  return std::ranges::equal(a, b, [](char x, char y) { return std::tolower(uint8_t(x)) == std::tolower(uint8_t(y)); });
-}
-
 class DuckDbSink final : public Sink {
  public:
-  DuckDbSink(std::string path, std::string table) : path_(std::move(path)), table_(std::move(table)) {}
+  DuckDbSink(std::string path, std::string table, std::vector<std::string> merge_key)
+      : path_(std::move(path)), table_(std::move(table)), merge_key_(std::move(merge_key)) {}
 
   Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
   Status open() override;
   Result<WriteOutcome> write(const Batch& batch, const BatchId& id) override;
 
  private:
+  bool merging() const { return !merge_key_.empty(); }
   Result<bool> ledger_has(const BatchId& id);
   Result<std::vector<TableColumn>> describe_table();
-  // Creates the table, or adds the batch's new fields as nullable columns; a changed type is an error.
+  // merge_by_key into an existing table: every key column must be there (exit 2 at open, before anything is read).
+  Status check_merge_key(const std::vector<TableColumn>& columns) const;
+  // Creates the table, or adds the batch's new fields as nullable columns; a changed type is an error. Merging adds
+  // the order column too.
   Result<std::vector<TableColumn>> prepare_table(const Batch& batch);
-  Status append_rows(const Batch& batch, const std::vector<TableColumn>& columns);
+  // Appends the batch to `table` by column name (a column the batch lacks is NULL); with `row_numbers` the last
+  // column gets each row's index in the batch instead.
+  Status append_rows(const Batch& batch, const std::string& table, const std::vector<TableColumn>& columns,
+                     bool row_numbers = false);
+  Status merge_rows(const Batch& batch, const BatchId& id, const std::vector<TableColumn>& columns);
   Status insert_ledger_row(const Batch& batch, const BatchId& id);
   Result<WriteOutcome> write_in_transaction(const Batch& batch, const BatchId& id);
 
@@ -47,6 +49,7 @@ class DuckDbSink final : public Sink {
 
   std::string path_;
   std::string table_;
+  std::vector<std::string> merge_key_;  // the pipeline's primary_key with merge_by_key; empty for append
   // Declared in this order so the connection closes before the database.
   std::optional<DuckDbDatabase> db_;
   std::optional<DuckDbConnection> conn_;
@@ -79,6 +82,22 @@ Status DuckDbSink::open() {
   }
   db_ = std::move(*db);
   conn_ = std::move(*conn);
+  if (merging()) {
+    auto columns = describe_table();
+    if (!columns) return fail(columns.error().kind, fmt::format("{}: {}", where(), columns.error().message));
+    if (!columns->empty()) SKIPPR_TRY(check_merge_key(*columns));
+  }
+  return ok();
+}
+
+Status DuckDbSink::check_merge_key(const std::vector<TableColumn>& columns) const {
+  for (const auto& key : merge_key_) {
+    if (!find_column(columns, key, duckdb_column_rules())) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("{} has no column {} named in the pipeline's primary_key; fix primary_key or the table",
+                              where(), quote_identifier(key)));
+    }
+  }
   return ok();
 }
 
@@ -103,47 +122,40 @@ Result<std::vector<TableColumn>> DuckDbSink::describe_table() {
 Result<std::vector<TableColumn>> DuckDbSink::prepare_table(const Batch& batch) {
   auto columns = describe_table();
   if (!columns) return columns;
+  if (merging() && !columns->empty()) SKIPPR_TRY(check_merge_key(*columns));
+  auto fields = fields_to_add(*columns, batch.schema, duckdb_column_rules(), where(), merging());
+  if (!fields) return std::unexpected(fields.error());
+  std::vector<std::string> new_columns;
+  for (const auto& field : *fields) {
+    new_columns.push_back(fmt::format("{} {}", quote_identifier(field.name), duckdb_sql_type(field.type)));
+  }
+  // merge_by_key keeps each row's order token; a batch without fields creates no table yet.
+  const bool table_has_columns = !columns->empty() || !new_columns.empty();
+  if (merging() && table_has_columns && !find_column(*columns, kOrderColumn, duckdb_column_rules())) {
+    new_columns.push_back(fmt::format("{} HUGEINT", quote_identifier(kOrderColumn)));
+  }
+  if (new_columns.empty()) return columns;
   if (columns->empty()) {
-    if (batch.schema.fields.empty()) return columns;  // nothing to create a table from yet
-    std::string definition;
-    for (const auto& field : batch.schema.fields) {
-      if (!definition.empty()) definition += ", ";
-      definition += fmt::format("{} {}", quote_identifier(field.name), duckdb_sql_type(field.type));
-      columns->push_back({field.name, std::string(duckdb_sql_type(field.type))});
-    }
-    SKIPPR_TRY(conn_->execute(fmt::format("CREATE TABLE {} ({})", quote_identifier(table_), definition)));
-    return describe_table();  // DuckDB's own spelling of the types
-  }
-  bool altered = false;
-  for (const auto& field : batch.schema.fields) {
-    auto existing =
-        std::ranges::find_if(*columns, [&](const TableColumn& c) { return same_identifier(c.name, field.name); });
-    if (existing == columns->end()) {
-      SKIPPR_TRY(conn_->execute(fmt::format("ALTER TABLE {} ADD COLUMN {} {}", quote_identifier(table_),
-                                            quote_identifier(field.name), duckdb_sql_type(field.type))));
-      altered = true;
-    } else if (!duckdb_column_accepts(existing->data_type, field.type)) {
-      // Stops the run rather than dead-lettering a whole batch: the user chooses a cast or a new table, and the
-      // batch waits in the WAL meanwhile.
-      return fail(ErrorKind::kConfig,
-                  fmt::format("{}: column {} is {} but the batch's field {} is {}; a type change is not applied "
-                              "silently. Cast it in the source, alter the column, or land it in a new table",
-                              where(), quote_identifier(existing->name), existing->data_type,
-                              quote_identifier(field.name), to_string(field.type)));
+    SKIPPR_TRY(
+        conn_->execute(fmt::format("CREATE TABLE {} ({})", quote_identifier(table_), fmt::join(new_columns, ", "))));
+  } else {
+    for (const auto& column : new_columns) {
+      SKIPPR_TRY(conn_->execute(fmt::format("ALTER TABLE {} ADD COLUMN {}", quote_identifier(table_), column)));
     }
   }
-  if (altered) return describe_table();
-  return columns;
+  return describe_table();  // DuckDB's own spelling of the types
 }
 
-Status DuckDbSink::append_rows(const Batch& batch, const std::vector<TableColumn>& columns) {
+Status DuckDbSink::append_rows(const Batch& batch, const std::string& table, const std::vector<TableColumn>& columns,
+                               bool row_numbers) {
   // Where each table column comes from in the batch (-1: absent, stays NULL).
   std::vector<int> source(columns.size(), -1);
   for (size_t c = 0; c < columns.size(); ++c) {
     for (size_t f = 0; f < batch.schema.fields.size(); ++f) {
-      if (same_identifier(columns[c].name, batch.schema.fields[f].name)) source[c] = static_cast<int>(f);
+      if (duckdb_same_identifier(columns[c].name, batch.schema.fields[f].name)) source[c] = static_cast<int>(f);
     }
   }
+  if (row_numbers) source.back() = -1;
   for (size_t f = 0; f < batch.columns.size(); ++f) {
     if (auto row = first_invalid_utf8_row(batch.columns[f])) {
       return fail(ErrorKind::kBadInput, fmt::format("field {} has invalid UTF-8 in row {}",
@@ -151,7 +163,7 @@ Status DuckDbSink::append_rows(const Batch& batch, const std::vector<TableColumn
     }
   }
 
-  auto appender = DuckDbAppender::create(*conn_, table_);
+  auto appender = DuckDbAppender::create(*conn_, table);
   if (!appender) return std::unexpected(appender.error());
   if (appender->column_count() != columns.size()) {
     return fail(ErrorKind::kUnavailable, fmt::format("{} changed while being written to", where()));
@@ -171,7 +183,10 @@ Status DuckDbSink::append_rows(const Batch& batch, const std::vector<TableColumn
     duckdb_data_chunk_reset(chunk);
     for (size_t c = 0; c < columns.size(); ++c) {
       duckdb_vector vector = duckdb_data_chunk_get_vector(chunk, c);
-      if (source[c] < 0) {
+      if (row_numbers && c + 1 == columns.size()) {
+        auto* out = static_cast<int64_t*>(duckdb_vector_get_data(vector));
+        for (size_t i = 0; i < count; ++i) out[i] = static_cast<int64_t>(first + i);
+      } else if (source[c] < 0) {
         fill_vector_with_nulls(vector, count);
       } else {
         copy_column_to_vector(batch.columns[source[c]], first, count, vector);
@@ -186,6 +201,16 @@ Status DuckDbSink::append_rows(const Batch& batch, const std::vector<TableColumn
   return appender->close();
 }
 
+Status DuckDbSink::merge_rows(const Batch& batch, const BatchId& id, const std::vector<TableColumn>& columns) {
+  const auto stage = stage_columns(batch, columns);
+  SKIPPR_TRY(conn_->execute(create_stage_sql(stage)));
+  SKIPPR_TRY(append_rows(batch, std::string(kDuckDbStageTable), stage, /*row_numbers=*/true));
+  for (const auto& sql : merge_statements(batch, id, MergeTarget{table_, merge_key_, columns}, has_deletes(batch))) {
+    SKIPPR_TRY(conn_->execute(sql));
+  }
+  return ok();
+}
+
 Status DuckDbSink::insert_ledger_row(const Batch& batch, const BatchId& id) {
   return conn_->execute(fmt::format(
       "INSERT INTO {} (batch_id, pipeline, epoch, seq, target_table, \"rows\") VALUES ({}, {}, {}, {}, {}, {})",
@@ -195,6 +220,7 @@ Status DuckDbSink::insert_ledger_row(const Batch& batch, const BatchId& id) {
 
 Result<WriteOutcome> DuckDbSink::write(const Batch& batch, const BatchId& id) {
   SKIPPR_TRY(batch.check_shape());
+  if (merging()) SKIPPR_TRY(check_merge_rows(batch, merge_key_, where()));
   SKIPPR_TRY(open());
   auto outcome = write_in_transaction(batch, id);
   if (!outcome &&
@@ -223,7 +249,8 @@ Result<WriteOutcome> DuckDbSink::write_in_transaction(const Batch& batch, const 
     return columns.error().kind == ErrorKind::kConfig ? std::unexpected(columns.error()) : definite(columns.error());
   }
   if (batch.rows > 0) {
-    if (auto appended = append_rows(batch, *columns); !appended) return definite(appended.error());
+    auto written = merging() ? merge_rows(batch, id, *columns) : append_rows(batch, table_, *columns);
+    if (!written) return definite(written.error());
   }
   failpoint::hit(failpoint::kSinkInTransaction);
   if (auto recorded = insert_ledger_row(batch, id); !recorded) return definite(recorded.error());
@@ -250,16 +277,22 @@ ConnectorSpec duckdb_sink_spec() {
       {"table", ParamType::kString, true, nullptr, "the target table; created from the first batch's schema"},
   };
   spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
-    if (ctx.landing != Landing::kAppend) {
-      return fail(ErrorKind::kConfig, fmt::format("sink '{}': landing {} is not supported by DuckDB yet; use append",
-                                                  ctx.name, to_string(ctx.landing)));
+    if (ctx.landing != Landing::kAppend && ctx.landing != Landing::kMergeByKey) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("sink '{}': landing {} is not supported by DuckDB; use append or merge_by_key", ctx.name,
+                              to_string(ctx.landing)));
+    }
+    if (ctx.landing == Landing::kMergeByKey && ctx.primary_key.empty()) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("sink '{}': merge_by_key needs the pipeline's primary_key; add it", ctx.name));
     }
     const auto& path = ctx.params.value("path", std::string());
     const auto& table = ctx.params.value("table", std::string());
     if (path.empty() || table.empty()) {
       return fail(ErrorKind::kConfig, fmt::format("sink '{}': DuckDB needs both path and table", ctx.name));
     }
-    return std::make_unique<DuckDbSink>(path, table);
+    return std::make_unique<DuckDbSink>(
+        path, table, ctx.landing == Landing::kMergeByKey ? ctx.primary_key : std::vector<std::string>{});
   };
   return spec;
 }

@@ -2,7 +2,11 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstring>
+
+#include "sinks/duckdb/duckdb_client.h"
 
 namespace skippr {
 
@@ -53,6 +57,12 @@ bool duckdb_column_accepts(std::string_view column_data_type, Type type) {
   }
   return false;
 }
+
+bool duckdb_same_identifier(std::string_view a, std::string_view b) {
+  return std::ranges::equal(a, b, [](char x, char y) { return std::tolower(uint8_t(x)) == std::tolower(uint8_t(y)); });
+}
+
+ColumnRules duckdb_column_rules() { return {duckdb_same_identifier, duckdb_column_accepts, quote_identifier}; }
 
 namespace {
 

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "core/batch.h"
+#include "sinks/schema_evolution.h"
 
 namespace skippr {
 
@@ -17,6 +18,12 @@ std::string_view duckdb_sql_type(Type type);
 // Whether an existing column (its information_schema.columns.data_type, e.g. "TIMESTAMP WITH TIME ZONE") holds a
 // field of `type` with the same physical values, so the copy below is exact.
 bool duckdb_column_accepts(std::string_view column_data_type, Type type);
+
+// DuckDB matches identifiers case-insensitively (quoted ones too), so a batch's "ID" is the table's "id".
+bool duckdb_same_identifier(std::string_view a, std::string_view b);
+
+// Name matching, type acceptance and quoting for the shared schema-evolution walk.
+ColumnRules duckdb_column_rules();
 
 // Copies rows [first, first + count) of `column` into rows [0, count) of `vector`, whose type accepts the column's
 // type (see above). Strings must be valid UTF-8 (see first_invalid_utf8_row).

@@ -10,6 +10,7 @@
 #include "sinks/postgres/pg_client.h"
 #include "sinks/postgres/pg_copy_binary.h"
 #include "sinks/postgres/pg_types.h"
+#include "sinks/schema_evolution.h"
 
 namespace skippr {
 namespace {
@@ -18,12 +19,10 @@ constexpr size_t kCopyChunkBytes = 4 << 20;  // bytes handed to libpq at a time:
 constexpr std::string_view kStageTable = "_skippr_stage";
 constexpr std::string_view kLatestTable = "_skippr_latest";
 
-struct TableColumn {
-  std::string name;
-  std::string type;  // format_type()
-};
-
-bool is_convention_field(std::string_view name) { return name == kOpField || name == kOrderField; }
+// Postgres names are exact (the sink quotes every identifier); types as format_type() spells them.
+ColumnRules pg_column_rules() {
+  return {[](std::string_view a, std::string_view b) { return a == b; }, pg_column_accepts, pg_quote_identifier};
+}
 
 // Rolls back unless committed; on a broken connection there is nothing left to roll back.
 class PgTransaction {
@@ -166,7 +165,7 @@ Result<std::vector<TableColumn>> PostgresSink::prepare_table(const Batch& batch)
   if (columns->empty()) {
     std::vector<std::string> definition;
     for (const auto& field : batch.schema.fields) {
-      if (is_convention_field(field.name)) continue;
+      if (is_change_field(field.name)) continue;
       definition.push_back(fmt::format("{} {}", pg_quote_identifier(field.name), pg_sql_type(field.type)));
     }
     if (definition.empty()) return columns;  // nothing to create a table from yet
@@ -180,20 +179,12 @@ Result<std::vector<TableColumn>> PostgresSink::prepare_table(const Batch& batch)
         conn_->execute(fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", target(), fmt::join(definition, ", "))));
     return describe(target());
   }
-  bool altered = false;
-  for (const auto& field : batch.schema.fields) {
-    if (is_convention_field(field.name)) continue;
-    auto existing = std::ranges::find_if(*columns, [&](const TableColumn& c) { return c.name == field.name; });
-    if (existing == columns->end()) {
-      SKIPPR_TRY(conn_->execute(fmt::format("ALTER TABLE {} ADD COLUMN {} {}", target(),
-                                            pg_quote_identifier(field.name), pg_sql_type(field.type))));
-      altered = true;
-    } else if (!pg_column_accepts(existing->type, field.type)) {
-      return fail(ErrorKind::kConfig,
-                  fmt::format("{}: column {} is {} but the batch's field is {}; a type change is not applied silently. "
-                              "Cast it in the source, alter the column, or land it in a new table",
-                              where(), pg_quote_identifier(field.name), existing->type, to_string(field.type)));
-    }
+  auto missing = fields_to_add(*columns, batch.schema, pg_column_rules(), where(), /*skip_change_fields=*/true);
+  if (!missing) return std::unexpected(missing.error());
+  bool altered = !missing->empty();
+  for (const auto& field : *missing) {
+    SKIPPR_TRY(conn_->execute(fmt::format("ALTER TABLE {} ADD COLUMN {} {}", target(), pg_quote_identifier(field.name),
+                                          pg_sql_type(field.type))));
   }
   if (merge_ && std::ranges::none_of(*columns, [](const TableColumn& c) { return c.name == kOrderColumn; })) {
     SKIPPR_TRY(conn_->execute(
@@ -248,7 +239,7 @@ std::string PostgresSink::cast_to_column(std::string_view alias, const std::stri
 Status PostgresSink::apply_append(const Batch& batch, const std::vector<TableColumn>& columns) {
   std::vector<std::string> names, values;
   for (const auto& field : batch.schema.fields) {
-    if (is_convention_field(field.name)) continue;
+    if (is_change_field(field.name)) continue;
     names.push_back(pg_quote_identifier(field.name));
     values.push_back(cast_to_column("s", field.name, columns));
   }
@@ -283,7 +274,7 @@ Status PostgresSink::apply_merge(const Batch& batch, const BatchId& id, const st
   const std::string order = pg_quote_identifier(kOrderColumn);
   std::vector<std::string> names, values, updates;
   for (const auto& field : batch.schema.fields) {
-    if (is_convention_field(field.name)) continue;
+    if (is_change_field(field.name)) continue;
     names.push_back(pg_quote_identifier(field.name));
     values.push_back(cast_to_column("l", field.name, columns));
     if (std::ranges::find(primary_key_, field.name) == primary_key_.end()) {

@@ -1,0 +1,38 @@
+// Additive schema evolution, shared by the SQL sinks: compare a table's columns with a batch's fields, find the
+// fields to add as nullable columns, and refuse a type change with one sentence. Each sink supplies its own name
+// matching and type rules.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/batch.h"
+#include "core/result.h"
+
+namespace skippr {
+
+struct TableColumn {
+  std::string name;
+  std::string type;  // as the database's catalog spells it
+};
+
+struct ColumnRules {
+  std::function<bool(std::string_view table_column, std::string_view field)> same_name;
+  // Whether a column of this type takes the field's values without a lossy or surprising conversion.
+  std::function<bool(std::string_view column_type, Type field_type)> accepts;
+  std::function<std::string(std::string_view name)> quote;
+};
+
+// The table column matching `name`, or null.
+const TableColumn* find_column(const std::vector<TableColumn>& columns, std::string_view name,
+                               const ColumnRules& rules);
+
+// The batch's fields the table lacks, in batch order, or a kConfig error naming `where`, the column and both types
+// for the first field whose column has an incompatible type. With `skip_change_fields`, _skippr_op and
+// _skippr_order are not data (merge_by_key) and are left out.
+Result<std::vector<Field>> fields_to_add(const std::vector<TableColumn>& table, const Schema& batch,
+                                         const ColumnRules& rules, std::string_view where, bool skip_change_fields);
+
+}  // namespace skippr
