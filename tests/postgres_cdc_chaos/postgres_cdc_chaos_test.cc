@@ -1,7 +1,7 @@
-// CDC exactly-once under kill -9: Postgres (snapshot_then_cdc) -> Postgres (merge_by_key) while a concurrent workload
-// inserts, updates, changes primary keys and deletes on the source, and skipprd is killed by timer and at every
-// failpoint, again and again. Once the workload stops and a last run catches up, the destination equals the source
-// row for row: a lost insert, update or delete, or a doubled or reordered one, shows as a difference.
+// CDC exactly-once under kill -9: Postgres (snapshot_then_cdc) -> Postgres and -> DuckDB (merge_by_key) while a
+// concurrent workload inserts, updates, changes primary keys and deletes on the source, and skipprd is killed by timer
+// and at every failpoint, again and again. Once the workload stops and a last run catches up, the destination equals
+// the source row for row: a lost insert, update or delete, or a doubled or reordered one, shows as a difference.
 #include <gtest/gtest.h>
 #include <libpq-fe.h>
 
@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "support/chaos_loop.h"
+#include "support/duckdb_probe.h"
 #include "support/pipeline_fixture.h"
 #include "support/postgres_server.h"
 
@@ -22,13 +23,20 @@ namespace {
 constexpr int kInitialRows = 20000;
 constexpr auto kWorkloadTime = std::chrono::seconds(25);
 
-std::string config(const std::string& source_uri, const std::string& sink_uri) {
+// Where the mirror lands: a Postgres table (schema mirror) or a DuckDB file, both merged by key.
+enum class Mirror { kPostgres, kDuckDb };
+
+std::string config(const std::string& source_uri, Mirror mirror, const std::string& sink_uri_or_file) {
+  const std::string sink =
+      mirror == Mirror::kPostgres
+          ? fmt::format(R"(Postgres: {{ dsn: "{}", schema: mirror, table: accounts }})", sink_uri_or_file)
+          : fmt::format(R"(DuckDB: {{ path: "{}", table: accounts }})", sink_uri_or_file);
   return fmt::format(R"(data_sources:
   app:
     Postgres: {{ dsn: "{}", schema: shop, tables: [accounts], mode: snapshot_then_cdc }}
 data_sinks:
   mirror_db:
-    Postgres: {{ dsn: "{}", schema: mirror, table: accounts }}
+    {}
 pipelines:
   accounts:
     data_source: data_sources.app
@@ -36,7 +44,7 @@ pipelines:
     landing: merge_by_key
     primary_key: id
 )",
-                     source_uri, sink_uri);
+                     source_uri, sink);
 }
 
 // Random transactions of several statements (some of many rows) until `stop`; counts what it did.
@@ -106,19 +114,32 @@ struct Workload {
   }
 };
 
-// Every column in a form that both sides print alike (the mirror keeps numeric as text, timestamps as timestamptz).
-std::vector<std::vector<std::optional<std::string>>> table_rows(const PostgresServer& pg, const std::string& db,
-                                                                const std::string& table) {
-  return pg.query(db, fmt::format("SELECT id::bigint::text, name, balance::text, amount::text, (extract(epoch FROM "
-                                  "updated) * 1000000)::bigint::text, active::text, doc::jsonb::text FROM {} ORDER "
-                                  "BY id::bigint",
-                                  table));
+using Rows = std::vector<std::vector<std::string>>;  // "NULL" for nulls
+
+// Every column in a form that all sides print alike (the mirrors keep numeric as text, timestamps as timestamps).
+Rows postgres_rows(const PostgresServer& pg, const std::string& db, const std::string& table) {
+  Rows rows;
+  for (const auto& row :
+       pg.query(db, fmt::format("SELECT id::bigint::text, name, balance::text, amount::text, (extract(epoch FROM "
+                                "updated) * 1000000)::bigint::text, active::text, doc::jsonb::text FROM {} ORDER "
+                                "BY id::bigint",
+                                table))) {
+    auto& out = rows.emplace_back();
+    for (const auto& value : row) out.push_back(value.value_or("NULL"));
+  }
+  return rows;
 }
 
-TEST(PostgresCdcChaos, TheMirrorEqualsTheSourceAfterAConcurrentWorkloadAndRepeatedKills) {
+Rows duckdb_mirror_rows(const std::filesystem::path& db) {
+  return duckdb_rows(db,
+                     "SELECT id::BIGINT::VARCHAR, name, balance::VARCHAR, amount::VARCHAR, epoch_us(updated)::VARCHAR, "
+                     "active::VARCHAR, doc::VARCHAR FROM accounts ORDER BY id::BIGINT");
+}
+
+void mirror_equals_source_after_workload_and_kills(Mirror mirror) {
   auto& pg = SharedPostgres();
   const auto src = pg.create_database("src");
-  const auto dst = pg.create_database("dst");
+  const auto dst = mirror == Mirror::kPostgres ? pg.create_database("dst") : std::string();
   pg.execute(
       src, fmt::format("CREATE SCHEMA shop; CREATE TABLE shop.accounts (id int PRIMARY KEY, name text, balance bigint, "
                        "amount numeric(14,3), updated timestamptz, active boolean, doc jsonb); INSERT INTO "
@@ -126,7 +147,9 @@ TEST(PostgresCdcChaos, TheMirrorEqualsTheSourceAfterAConcurrentWorkloadAndRepeat
                        "i * interval '1.5 s', i % 3 = 0, CASE WHEN i % 5 = 0 THEN NULL ELSE jsonb_build_object('i', "
                        "i) END FROM generate_series(1, {}) i",
                        kInitialRows));
-  PipelineFixture fx(config(pg.uri(src), pg.uri(dst)));
+  TempDir files;
+  const auto duckdb_file = files / "mirror.duckdb";
+  PipelineFixture fx(config(pg.uri(src), mirror, mirror == Mirror::kPostgres ? pg.uri(dst) : duckdb_file.string()));
   std::map<std::string, std::string> env = {{"SKIPPR_CHAOS_MIN_SECONDS", "0.3"},
                                             {"SKIPPR_CHAOS_MAX_SECONDS", "2.0"},
                                             {"BUFFER_THRESHOLD_BYTES", "40000"},
@@ -157,31 +180,44 @@ TEST(PostgresCdcChaos, TheMirrorEqualsTheSourceAfterAConcurrentWorkloadAndRepeat
 
   std::string cause_text;
   for (const auto& [cause, n] : last.by_cause) cause_text += fmt::format(" {}={}", cause, n);
-  std::cout << fmt::format("postgres cdc chaos: {} transactions ({} failed), {} runs, {} kills:{}\n",
-                           workload.transactions.load(), workload.failures.load(), runs + 1, kills, cause_text);
+  std::cout << fmt::format("postgres cdc chaos into {}: {} transactions ({} failed), {} runs, {} kills:{}\n",
+                           mirror == Mirror::kPostgres ? "Postgres" : "DuckDB", workload.transactions.load(),
+                           workload.failures.load(), runs + 1, kills, cause_text);
   EXPECT_GE(workload.transactions.load(), 200);
   EXPECT_GE(kills, 5);
 
-  const auto source = table_rows(pg, src, "shop.accounts");
-  const auto mirror = table_rows(pg, dst, "mirror.accounts");
-  std::set<std::string> source_keys;
-  for (const auto& row : source) source_keys.insert(*row[0]);
+  const Rows source = postgres_rows(pg, src, "shop.accounts");
+  const Rows landed =
+      mirror == Mirror::kPostgres ? postgres_rows(pg, dst, "mirror.accounts") : duckdb_mirror_rows(duckdb_file);
+  std::set<std::string> source_keys, landed_keys;
+  for (const auto& row : source) source_keys.insert(row[0]);
   int resurrected = 0;
-  for (const auto& row : mirror) resurrected += source_keys.count(*row[0]) ? 0 : 1;
+  for (const auto& row : landed) {
+    resurrected += source_keys.count(row[0]) ? 0 : 1;
+    landed_keys.insert(row[0]);
+  }
   EXPECT_EQ(resurrected, 0) << "rows deleted (or moved by a key update) on the source are still in the mirror";
-  EXPECT_EQ(mirror.size(), source.size());
-  EXPECT_EQ(pg.value(dst, "SELECT count(*) - count(DISTINCT id) FROM mirror.accounts"), "0");
+  EXPECT_EQ(landed.size(), source.size());
+  EXPECT_EQ(landed_keys.size(), landed.size()) << "a key is in the mirror twice";
   int different = 0;
   std::string first_difference;
-  for (size_t i = 0; i < std::min(source.size(), mirror.size()); ++i) {
-    if (source[i] == mirror[i]) continue;
+  for (size_t i = 0; i < std::min(source.size(), landed.size()); ++i) {
+    if (source[i] == landed[i]) continue;
     if (different++ == 0) {
       for (size_t c = 0; c < source[i].size(); ++c) {
-        first_difference += fmt::format("{}/{} ", source[i][c].value_or("NULL"), mirror[i][c].value_or("NULL"));
+        first_difference += fmt::format("{}/{} ", source[i][c], landed[i][c]);
       }
     }
   }
   EXPECT_EQ(different, 0) << "rows differ (lost or stale update); first (source/mirror): " << first_difference;
+}
+
+TEST(PostgresCdcChaos, APostgresMirrorEqualsTheSourceAfterAConcurrentWorkloadAndRepeatedKills) {
+  mirror_equals_source_after_workload_and_kills(Mirror::kPostgres);
+}
+
+TEST(PostgresCdcChaos, ADuckDbMirrorEqualsTheSourceAfterAConcurrentWorkloadAndRepeatedKills) {
+  mirror_equals_source_after_workload_and_kills(Mirror::kDuckDb);
 }
 
 }  // namespace
