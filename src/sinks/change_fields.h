@@ -4,6 +4,10 @@
 #pragma once
 
 #include <string_view>
+#include <vector>
+
+#include "core/batch.h"
+#include "core/result.h"
 
 namespace skippr {
 
@@ -14,5 +18,10 @@ inline constexpr std::string_view kOrderColumn = "_skippr_order";
 inline constexpr std::string_view kTombstoneSuffix = "__skippr_tombstones";
 
 inline bool is_change_field(std::string_view name) { return name == kOpField || name == kOrderField; }
+
+// kBadInput naming the field and row when a key field (by index in the batch) is null, `_skippr_op` is not
+// insert/update/delete/null, or `_skippr_order` is not a non-negative decimal integer of at most 38 digits: every
+// merging sink reads a batch alike.
+Status check_change_fields(const Batch& batch, const std::vector<size_t>& key_fields, std::string_view where);
 
 }  // namespace skippr

@@ -196,6 +196,28 @@ TEST(PostgresSink, MergeByKeyNeverLetsAnOlderChangeOverwriteANewerOneAndDeletesL
   EXPECT_EQ(value(db, "SELECT count(*) FROM landing.t"), "2");
 }
 
+// The same rules as the DuckDB sink (sinks/change_fields.h): an unknown change kind or a null key is bad input, named
+// by field and row, and nothing of the batch lands.
+TEST(PostgresSink, MergeByKeyRefusesAnUnknownChangeKindAndANullKey) {
+  const auto db = SharedPostgres().create_database("mergebad");
+  auto sink = make_sink(db, "t", Landing::kMergeByKey, {"id"});
+  Batch unknown_op = change(1, "insert", 10, "a");
+  ASSERT_TRUE(unknown_op.append(change(2, "remove", 11, "")));
+  Batch null_key = change(1, "insert", 10, "a");
+  null_key.columns[0] = Column(Type::kInt64);
+  null_key.columns[0].append_null();
+  const std::pair<const Batch*, std::string> cases[] = {
+      {&unknown_op, "field \"_skippr_op\" in row 1 is 'remove'; it must be insert, update, delete or null"},
+      {&null_key, "field \"id\" in row 0 is null, but it is part of the primary_key"}};
+  for (const auto& [batch, message] : cases) {
+    auto outcome = sink->write(*batch, batch_id(1));
+    ASSERT_FALSE(outcome) << message;
+    EXPECT_EQ(outcome.error().kind, ErrorKind::kBadInput) << message;
+    EXPECT_NE(outcome.error().message.find(message), std::string::npos) << outcome.error().message;
+  }
+  EXPECT_EQ(value(db, "SELECT count(*) FROM landing._skippr_batches"), "0");
+}
+
 TEST(PostgresSink, MergeByKeyWithoutTokensLetsTheLaterBatchAndRowWin) {
   const auto db = SharedPostgres().create_database("mergeseq");
   auto sink = make_sink(db, "t", Landing::kMergeByKey, {"id"});

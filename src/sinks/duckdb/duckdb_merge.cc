@@ -12,51 +12,6 @@
 namespace skippr {
 namespace {
 
-// 38 digits fit DECIMAL(38,0) and HUGEINT alike; a CDC source's LSN plus event index needs about 29.
-constexpr size_t kMaxOrderDigits = 38;
-
-Status bad_row(std::string_view where, std::string_view field, size_t row, std::string_view problem) {
-  return fail(ErrorKind::kBadInput,
-              fmt::format("{}: field {} in row {} {}", where, quote_identifier(field), row, problem));
-}
-
-Status check_op_column(const Column& column, std::string_view where) {
-  if (column.type != Type::kString) {
-    return fail(ErrorKind::kBadInput, fmt::format("{}: field {} is {}; it must be a string (insert, update or delete)",
-                                                  where, quote_identifier(kOpField), to_string(column.type)));
-  }
-  for (size_t row = 0; row < column.size(); ++row) {
-    if (!column.is_valid(row)) continue;  // NULL: an upsert, like an absent field
-    const std::string_view op = column.string_at(row);
-    if (op != "insert" && op != "update" && op != "delete") {
-      return bad_row(where, kOpField, row, fmt::format("is '{}'; it must be insert, update, delete or null", op));
-    }
-  }
-  return ok();
-}
-
-Status check_order_column(const Column& column, std::string_view where) {
-  constexpr std::string_view kWhat = "must be a non-negative decimal integer (the change's order token)";
-  if (column.type != Type::kString && column.type != Type::kInt64) {
-    return fail(ErrorKind::kBadInput, fmt::format("{}: field {} is {}; it {}", where, quote_identifier(kOrderField),
-                                                  to_string(column.type), kWhat));
-  }
-  for (size_t row = 0; row < column.size(); ++row) {
-    if (!column.is_valid(row)) return bad_row(where, kOrderField, row, fmt::format("is null; it {}", kWhat));
-    if (column.type == Type::kInt64) {
-      if (column.int_at(row) < 0) return bad_row(where, kOrderField, row, fmt::format("is negative; it {}", kWhat));
-      continue;
-    }
-    const std::string_view token = column.string_at(row);
-    if (token.empty() || token.size() > kMaxOrderDigits ||
-        !std::ranges::all_of(token, [](char c) { return c >= '0' && c <= '9'; })) {
-      return bad_row(where, kOrderField, row,
-                     fmt::format("is '{}'; it {} of at most {} digits", token.substr(0, 60), kWhat, kMaxOrderDigits));
-    }
-  }
-  return ok();
-}
-
 std::string joined(const std::vector<std::string>& parts, std::string_view separator = ", ") {
   return fmt::format("{}", fmt::join(parts, separator));
 }
@@ -78,6 +33,7 @@ std::vector<std::string> prefixed(const std::vector<std::string>& names, std::st
 
 Status check_merge_rows(const Batch& batch, const std::vector<std::string>& primary_key, std::string_view where) {
   const ColumnRules rules = duckdb_column_rules();
+  std::vector<size_t> key_fields;
   for (const auto& key : primary_key) {
     auto field =
         std::ranges::find_if(batch.schema.fields, [&](const Field& f) { return rules.same_name(f.name, key); });
@@ -86,16 +42,9 @@ Status check_merge_rows(const Batch& batch, const std::vector<std::string>& prim
                   fmt::format("{}: the batch has no field {} named in the pipeline's primary_key; fix primary_key",
                               where, quote_identifier(key)));
     }
-    const Column& column = batch.columns[field - batch.schema.fields.begin()];
-    for (size_t row = 0; row < batch.rows; ++row) {
-      if (!column.is_valid(row)) return bad_row(where, field->name, row, "is null, but it is part of the primary_key");
-    }
+    key_fields.push_back(field - batch.schema.fields.begin());
   }
-  if (int op = batch.schema.index_of(kOpField); op >= 0) SKIPPR_TRY(check_op_column(batch.columns[op], where));
-  if (int order = batch.schema.index_of(kOrderField); order >= 0) {
-    SKIPPR_TRY(check_order_column(batch.columns[order], where));
-  }
-  return ok();
+  return check_change_fields(batch, key_fields, where);
 }
 
 bool has_deletes(const Batch& batch) {

@@ -62,6 +62,8 @@ class PostgresSink final : public Sink {
   std::string where() const { return fmt::format("{}: table {}", what_, target()); }
   Result<std::vector<TableColumn>> describe(const std::string& qualified);
   Status check_merge_key(const std::vector<TableColumn>& columns);
+  // The batch has the key fields, no null key, and readable change fields.
+  Status check_merge_rows(const Batch& batch) const;
   Result<std::vector<TableColumn>> prepare_table(const Batch& batch);
   Status copy_rows(const Batch& batch, const std::string& into);
   Status stage_rows(const Batch& batch);
@@ -153,15 +155,6 @@ Status PostgresSink::check_merge_key(const std::vector<TableColumn>& columns) {
 Result<std::vector<TableColumn>> PostgresSink::prepare_table(const Batch& batch) {
   auto columns = describe(target());
   if (!columns) return columns;
-  if (merge_) {
-    for (const auto& key : primary_key_) {
-      if (batch.schema.index_of(key) < 0) {
-        return fail(ErrorKind::kConfig,
-                    fmt::format("{}: the batch has no field {} named in the pipeline's primary_key; fix primary_key",
-                                where(), pg_quote_identifier(key)));
-      }
-    }
-  }
   if (columns->empty()) {
     std::vector<std::string> definition;
     for (const auto& field : batch.schema.fields) {
@@ -324,8 +317,23 @@ Status check_text_fields(const Batch& batch) {
   return ok();
 }
 
+Status PostgresSink::check_merge_rows(const Batch& batch) const {
+  std::vector<size_t> key_fields;
+  for (const auto& key : primary_key_) {
+    const int field = batch.schema.index_of(key);
+    if (field < 0) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("{}: the batch has no field {} named in the pipeline's primary_key; fix primary_key",
+                              where(), pg_quote_identifier(key)));
+    }
+    key_fields.push_back(static_cast<size_t>(field));
+  }
+  return check_change_fields(batch, key_fields, where());
+}
+
 Result<WriteOutcome> PostgresSink::write(const Batch& batch, const BatchId& id) {
   SKIPPR_TRY(check_text_fields(batch));
+  if (merge_) SKIPPR_TRY(check_merge_rows(batch));
   SKIPPR_TRY(open());
   auto outcome = write_in_transaction(batch, id);
   if (!outcome && conn_->broken()) conn_.reset();  // the next attempt reconnects
