@@ -1,5 +1,6 @@
 #include "support/chaos_loop.h"
 
+#include <functional>
 #include <sstream>
 
 namespace skippr::test {
@@ -10,32 +11,57 @@ std::string ChaosRuns::summary() const {
   return s;
 }
 
-ChaosRuns sync_until_done_under_chaos(const PipelineFixture& fixture, const std::string& pipeline,
-                                      std::map<std::string, std::string> env, int seed_base, int max_runs) {
+namespace {
+
+// Reruns `sync --once` in chaos mode while `more(result)` holds; every run must exit 0 or be SIGKILLed.
+ChaosRuns chaos_loop(const PipelineFixture& fixture, const std::string& pipeline,
+                     std::map<std::string, std::string> env, int seed_base,
+                     const std::function<bool(const ChaosRuns&)>& more) {
   ChaosRuns result;
   env["SKIPPR_CHAOS_MODE"] = "yes";
-  while (result.runs < max_runs) {
+  while (more(result)) {
     env["SKIPPR_CHAOS_SEED"] = std::to_string(seed_base + result.runs);
     auto r = fixture.skipprd({"sync", "--pipeline", pipeline, "--once", "--output", "text"}, env);
     ++result.runs;
     if (r.exit_code == 0) {
       result.finished = true;
-      break;
+      continue;
     }
     if (r.exit_code != 137) {
+      result.finished = false;
       result.failure = "run " + std::to_string(result.runs) + " exited " + std::to_string(r.exit_code) + ": " + r.err;
       break;
     }
+    result.finished = false;
     ++result.kills;
-  }
-  if (!result.finished && result.failure.empty()) {
-    result.failure = "no run finished within " + std::to_string(result.runs) + " runs";
   }
   std::istringstream log(read_text(fixture.path("data/pipelines/" + pipeline + "/chaos.log")));
   for (std::string line; std::getline(log, line); ++result.logged_kills) {
     const auto at = line.find("at failpoint ");
     result.by_cause[at == std::string::npos ? "timer" : line.substr(at + 13)]++;
   }
+  return result;
+}
+
+}  // namespace
+
+ChaosRuns sync_until_done_under_chaos(const PipelineFixture& fixture, const std::string& pipeline,
+                                      std::map<std::string, std::string> env, int seed_base, int max_runs) {
+  ChaosRuns result = chaos_loop(fixture, pipeline, std::move(env), seed_base, [&](const ChaosRuns& r) {
+    return !r.finished && r.failure.empty() && r.runs < max_runs;
+  });
+  if (!result.finished && result.failure.empty()) {
+    result.failure = "no run finished within " + std::to_string(result.runs) + " runs";
+  }
+  return result;
+}
+
+ChaosRuns sync_under_chaos_until(const PipelineFixture& fixture, const std::string& pipeline,
+                                 std::map<std::string, std::string> env, int seed_base,
+                                 std::chrono::steady_clock::time_point deadline) {
+  ChaosRuns result = chaos_loop(fixture, pipeline, std::move(env), seed_base,
+                                [&](const ChaosRuns&) { return std::chrono::steady_clock::now() < deadline; });
+  if (result.failure.empty()) result.finished = true;  // every run ended as chaos mode ends runs, or finished
   return result;
 }
 

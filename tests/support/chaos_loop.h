@@ -2,6 +2,7 @@
 // run exits 0, then count the kills from the pipeline's chaos.log (each kill is logged before it happens).
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <string>
 
@@ -23,5 +24,11 @@ struct ChaosRuns {
 // can be replayed with that seed.
 ChaosRuns sync_until_done_under_chaos(const PipelineFixture& fixture, const std::string& pipeline,
                                       std::map<std::string, std::string> env, int seed_base, int max_runs = 400);
+
+// The same loop until `deadline`, whether runs finish or are killed: for a source that is written to meanwhile, which
+// a run may not catch up with before chaos strikes. `finished` = no run exited otherwise than 0 or SIGKILL.
+ChaosRuns sync_under_chaos_until(const PipelineFixture& fixture, const std::string& pipeline,
+                                 std::map<std::string, std::string> env, int seed_base,
+                                 std::chrono::steady_clock::time_point deadline);
 
 }  // namespace skippr::test
