@@ -18,6 +18,8 @@
 namespace skippr {
 namespace {
 
+using testing::read_db;
+using testing::scalar;
 using testing::TempDir;
 using Row = std::vector<std::optional<std::string>>;
 
@@ -37,24 +39,6 @@ std::unique_ptr<Sink> make_sink(const std::filesystem::path& path, std::vector<s
   auto sink = try_make_sink(path, table, std::move(primary_key));
   EXPECT_TRUE(sink) << sink.error().message;
   return sink ? std::move(*sink) : nullptr;
-}
-
-// Reads the file through its own database handle; call it only while no sink has the file open.
-QueryRows read_db(const std::filesystem::path& path, const std::string& sql) {
-  auto db = DuckDbDatabase::open(path.string());
-  EXPECT_TRUE(db) << db.error().message;
-  if (!db) return {};
-  auto conn = DuckDbConnection::connect(*db);
-  EXPECT_TRUE(conn);
-  auto rows = conn->query(sql);
-  EXPECT_TRUE(rows) << sql << ": " << rows.error().message;
-  return rows ? *rows : QueryRows{};
-}
-
-std::string scalar(const std::filesystem::path& path, const std::string& sql) {
-  auto rows = read_db(path, sql);
-  if (rows.rows.size() != 1 || rows.rows[0].size() != 1) return "<no single value>";
-  return rows.rows[0][0].value_or("NULL");
 }
 
 // `id=payload ...` over the whole table, by id: the table's content in one comparable string.

@@ -72,4 +72,21 @@ Batch simple_batch(size_t rows, int64_t first_id) {
   return b;
 }
 
+QueryRows read_db(const std::filesystem::path& path, const std::string& sql) {
+  auto db = DuckDbDatabase::open(path.string());
+  EXPECT_TRUE(db) << db.error().message;
+  if (!db) return {};
+  auto conn = DuckDbConnection::connect(*db);
+  EXPECT_TRUE(conn);
+  auto rows = conn->query(sql);
+  EXPECT_TRUE(rows) << sql << ": " << rows.error().message;
+  return rows ? *rows : QueryRows{};
+}
+
+std::string scalar(const std::filesystem::path& path, const std::string& sql) {
+  auto rows = read_db(path, sql);
+  if (rows.rows.size() != 1 || rows.rows[0].size() != 1) return "<no single value>";
+  return rows.rows[0][0].value_or("NULL");
+}
+
 }  // namespace skippr::testing

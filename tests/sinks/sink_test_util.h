@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/batch.h"
+#include "sinks/duckdb/duckdb_client.h"
 
 namespace skippr::testing {
 
@@ -27,5 +28,10 @@ Batch every_type_batch();
 
 // `rows` rows of (id int64 = first_id.., x double = id / 2, name string = "name-<id>").
 Batch simple_batch(size_t rows, int64_t first_id = 0);
+
+// Reads a DuckDB file through its own database handle; call it only while no sink has the file open.
+QueryRows read_db(const std::filesystem::path& path, const std::string& sql);
+// The single value of a one-row, one-column query ("NULL" for null, "<no single value>" otherwise).
+std::string scalar(const std::filesystem::path& path, const std::string& sql);
 
 }  // namespace skippr::testing

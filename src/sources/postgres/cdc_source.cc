@@ -174,26 +174,10 @@ Status CdcSource::check_source(PgConnection& conn) {
                             "logical in postgresql.conf and restart the server",
                             what_, value));
   }
-  auto columns = pg_describe_source_table(conn, qualified_, what_);
-  if (!columns) return std::unexpected(columns.error());
-  columns_ = std::move(*columns);
-  if (key_.empty()) {
-    auto key = pg_primary_key(conn, qualified_);
-    if (!key) return std::unexpected(key.error());
-    key_ = std::move(*key);
-  }
-  if (key_.empty()) {
-    return fail(ErrorKind::kConfig, fmt::format("{}: table {} has no primary key, which CDC needs to apply updates and "
-                                                "deletes; add one, or set primary_key on the pipeline",
-                                                what_, qualified_));
-  }
-  for (const auto& name : key_) {
-    if (std::ranges::none_of(columns_, [&](const PgSourceColumn& c) { return c.name == name; })) {
-      return fail(ErrorKind::kConfig, fmt::format("{}: table {} has no column {} (named in primary_key); check "
-                                                  "skippr.yml",
-                                                  what_, qualified_, pg_quote_identifier(name)));
-    }
-  }
+  auto table = pg_describe_keyed_table(conn, qualified_, key_, what_, "CDC needs to apply updates and deletes");
+  if (!table) return std::unexpected(table.error());
+  columns_ = std::move(table->columns);
+  key_ = std::move(table->key);
   auto rights = conn.query(
       "SELECT has_table_privilege(current_user, to_regclass($1), 'SELECT'), (SELECT rolreplication OR rolsuper FROM "
       "pg_roles WHERE rolname = current_user)",

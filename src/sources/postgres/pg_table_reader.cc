@@ -46,6 +46,34 @@ Result<std::vector<std::string>> pg_primary_key(PgConnection& conn, const std::s
   return key;
 }
 
+Result<PgKeyedTable> pg_describe_keyed_table(PgConnection& conn, const std::string& qualified,
+                                             std::vector<std::string> key, std::string_view what,
+                                             std::string_view key_needed_for) {
+  PgKeyedTable table;
+  auto columns = pg_describe_source_table(conn, qualified, what);
+  if (!columns) return std::unexpected(columns.error());
+  table.columns = std::move(*columns);
+  if (key.empty()) {
+    auto primary = pg_primary_key(conn, qualified);
+    if (!primary) return std::unexpected(primary.error());
+    key = std::move(*primary);
+  }
+  if (key.empty()) {
+    return fail(ErrorKind::kConfig, fmt::format("{}: table {} has no primary key, which {}; add one, or set "
+                                                "primary_key on the pipeline",
+                                                what, qualified, key_needed_for));
+  }
+  for (const auto& name : key) {
+    if (std::ranges::none_of(table.columns, [&](const PgSourceColumn& c) { return c.name == name; })) {
+      return fail(ErrorKind::kConfig, fmt::format("{}: table {} has no column {} (named in primary_key); check "
+                                                  "skippr.yml",
+                                                  what, qualified, pg_quote_identifier(name)));
+    }
+  }
+  table.key = std::move(key);
+  return table;
+}
+
 Type pg_source_type(std::string_view t) {
   if (t == "bigint" || t == "integer" || t == "smallint") return Type::kInt64;
   if (t == "double precision" || t == "real") return Type::kDouble;

@@ -23,6 +23,16 @@ Result<std::vector<PgSourceColumn>> pg_describe_source_table(PgConnection& conn,
 // The table's primary key columns, in key order (empty when it has none).
 Result<std::vector<std::string>> pg_primary_key(PgConnection& conn, const std::string& qualified);
 
+struct PgKeyedTable {
+  std::vector<PgSourceColumn> columns;
+  std::vector<std::string> key;
+};
+// The table's columns and its key: `key` when the pipeline names one, else the table's primary key. kConfig when the
+// table is missing, has no key (`key_needed_for` says why one is needed), or lacks a key column.
+Result<PgKeyedTable> pg_describe_keyed_table(PgConnection& conn, const std::string& qualified,
+                                             std::vector<std::string> key, std::string_view what,
+                                             std::string_view key_needed_for);
+
 // `numeric` is read as text: Batch has no decimal type, and text keeps every digit.
 Type pg_source_type(std::string_view pg_type);
 // The select-list expression for a column (aliased to its own name).

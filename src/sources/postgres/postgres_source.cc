@@ -72,22 +72,13 @@ Result<PgConnection*> PostgresSource::connection() {
 Status PostgresSource::open() {
   auto conn = connection();
   if (!conn) return std::unexpected(conn.error());
-  auto columns = pg_describe_source_table(**conn, qualified_, what_);
-  if (!columns) return std::unexpected(columns.error());
-  columns_ = std::move(*columns);
+  auto table = pg_describe_keyed_table(**conn, qualified_, key_, what_, "orders the read and breaks ties between rows");
+  if (!table) return std::unexpected(table.error());
+  columns_ = std::move(table->columns);
+  key_ = std::move(table->key);
   auto has = [&](const std::string& name) {
     return std::ranges::any_of(columns_, [&](const PgSourceColumn& c) { return c.name == name; });
   };
-  if (key_.empty()) {
-    auto key = pg_primary_key(**conn, qualified_);
-    if (!key) return std::unexpected(key.error());
-    key_ = std::move(*key);
-  }
-  if (key_.empty()) {
-    return fail(ErrorKind::kConfig, fmt::format("{}: table {} has no primary key, which orders the read and breaks "
-                                                "ties between rows; add one, or set primary_key on the pipeline",
-                                                what_, qualified_));
-  }
   for (const auto& name : order_columns()) {
     if (!has(name)) {
       return fail(ErrorKind::kConfig,
