@@ -36,6 +36,7 @@ struct WalOptions {
 struct EncodedBatch {
   uint64_t rows = 0;
   std::string columns;
+  uint32_t columns_crc = 0;  // crc32c of `columns`, so commit() checksums only the small metadata in front of them
 };
 
 struct WalBatchInfo {
