@@ -10,6 +10,7 @@
 
 #include "core/failpoint.h"
 #include "sinks/duckdb/duckdb_client.h"
+#include "sinks/duckdb/duckdb_memory_probe.h"
 #include "sinks/duckdb/duckdb_types.h"
 
 namespace skippr {
@@ -60,7 +61,7 @@ Status DuckDbSink::open() {
     return fail(ErrorKind::kConfig,
                 fmt::format("cannot create the folder of the DuckDB database {}: {}", path_, ec.message()));
   }
-  auto db = DuckDbDatabase::open(path_);
+  auto db = DuckDbDatabase::open(path_, kAppendingSinkSettings);
   if (!db) {
     // A lock held by another process, a full disk, a permission being fixed: all of these can go away, so the
     // engine retries; the reason (with the lock holder's PID) tells the user what to look at meanwhile.
@@ -203,6 +204,7 @@ Result<WriteOutcome> DuckDbSink::write(const Batch& batch, const BatchId& id) {
     conn_.reset();
     db_.reset();
   }
+  if (outcome) log_duckdb_memory_if_asked(*conn_);
   return outcome;
 }
 
