@@ -19,15 +19,20 @@ std::string encode_record(RecordType type, std::string_view payload_head, std::s
 }
 
 std::string encode_record_front(RecordType type, std::string_view payload_head, std::string_view payload_tail) {
+  return encode_record_front(type, payload_head, payload_tail.size(), crc32c::value(payload_tail));
+}
+
+std::string encode_record_front(RecordType type, std::string_view payload_head, uint64_t tail_bytes,
+                                uint32_t tail_crc) {
   const auto type_byte = static_cast<uint8_t>(type);
   uint32_t crc = crc32c::extend(0, &type_byte, 1);
   crc = crc32c::extend(crc, payload_head.data(), payload_head.size());
-  crc = crc32c::extend(crc, payload_tail.data(), payload_tail.size());
+  crc = crc32c::combine(crc, tail_crc, tail_bytes);
 
   std::string out;
-  out.reserve(kRecordHeaderBytes + payload_head.size() + payload_tail.size());
+  out.reserve(kRecordHeaderBytes + payload_head.size());  // the tail is written separately, or appended by the caller
   ByteWriter w(out);
-  w.u32(static_cast<uint32_t>(payload_head.size() + payload_tail.size()));
+  w.u32(static_cast<uint32_t>(payload_head.size() + tail_bytes));
   w.u32(crc);
   w.u8(type_byte);
   w.bytes(payload_head);

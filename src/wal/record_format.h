@@ -24,6 +24,8 @@ std::string encode_record(RecordType type, std::string_view payload_head, std::s
 // The frame header and `payload_head` only: written before `payload_tail`, they make the same bytes as
 // encode_record without copying the (large) tail.
 std::string encode_record_front(RecordType type, std::string_view payload_head, std::string_view payload_tail);
+// The same, given only the tail's size and checksum (crc32c::value of it), computed earlier off the commit path.
+std::string encode_record_front(RecordType type, std::string_view payload_head, uint64_t tail_bytes, uint32_t tail_crc);
 
 struct Record {
   RecordType type;

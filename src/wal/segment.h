@@ -56,7 +56,8 @@ struct SegmentScan {
 
 // Reads and checks one segment. With `is_newest`, an incomplete or checksum-failing record followed by nothing
 // valid is a torn write (reported through torn_tail/valid_bytes, nothing is changed here); any other damage is
-// kCorruption naming the file and the byte offset. `pipeline` only names the pipeline in error messages.
+// kCorruption naming the file and the byte offset. Segments before the newest are read without their large batch
+// payloads (see scan_segment). `pipeline` only names the pipeline in error messages.
 Result<SegmentScan> scan_segment(Env& env, const std::filesystem::path& path, bool is_newest,
                                  std::string_view pipeline);
 

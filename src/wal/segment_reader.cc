@@ -7,10 +7,10 @@
 
 namespace skippr::wal {
 
-Result<std::string_view> SegmentReader::view(uint64_t offset, size_t n) {
+Result<std::string_view> SegmentReader::view(uint64_t offset, size_t n, size_t read_ahead) {
   const uint64_t window_end = window_start_ + window_.size();
   if (offset < window_start_ || offset + n > window_end) {
-    auto data = env_.read_range(path_, offset, std::max<uint64_t>(n, kWindowBytes));
+    auto data = env_.read_range(path_, offset, std::max<uint64_t>(n, read_ahead));
     if (!data) return std::unexpected(data.error());
     window_ = std::move(*data);
     window_start_ = offset;
@@ -19,9 +19,12 @@ Result<std::string_view> SegmentReader::view(uint64_t offset, size_t n) {
   return std::string_view(window_).substr(skip, std::min(n, window_.size() - skip));
 }
 
-Result<DecodeStatus> SegmentReader::read(uint64_t offset, FramedRecord& out) {
+Result<DecodeStatus> SegmentReader::read(uint64_t offset, FramedRecord& out, PayloadCheck check) {
   if (offset > file_bytes_ || file_bytes_ - offset < kRecordHeaderBytes) return DecodeStatus::kIncomplete;
-  auto header = view(offset, kRecordHeaderBytes);
+  // Skipping large payloads: read no more than a header and a payload front at a time, or the window would
+  // read (a MiB of) the payload it is about to skip.
+  const size_t read_ahead = check == PayloadCheck::kFull ? kWindowBytes : kRecordHeaderBytes + kPayloadFrontBytes;
+  auto header = view(offset, kRecordHeaderBytes, read_ahead);
   if (!header) return std::unexpected(header.error());
   if (header->size() < kRecordHeaderBytes) return DecodeStatus::kIncomplete;  // the file shrank under us
   ByteReader r(*header);
@@ -30,6 +33,17 @@ Result<DecodeStatus> SegmentReader::read(uint64_t offset, FramedRecord& out) {
   out.type = *r.u8();
   out.total_bytes = kRecordHeaderBytes + uint64_t{length};
   if (file_bytes_ - offset < out.total_bytes) return DecodeStatus::kIncomplete;
+
+  out.payload_complete = length <= kPayloadFrontBytes;
+  if (check == PayloadCheck::kFrontOnly && !out.payload_complete) {
+    auto front = view(offset + kRecordHeaderBytes, kPayloadFrontBytes, read_ahead);
+    if (!front) return std::unexpected(front.error());
+    if (front->size() < kPayloadFrontBytes) return DecodeStatus::kIncomplete;  // the file shrank under us
+    out.payload_front.assign(*front);
+    out.checksum_verified = false;
+    if (!is_known_record_type(out.type)) return DecodeStatus::kUnknownType;
+    return DecodeStatus::kOk;
+  }
 
   // Checksum the payload window by window; keep its front for the caller.
   out.payload_front.clear();
@@ -47,8 +61,8 @@ Result<DecodeStatus> SegmentReader::read(uint64_t offset, FramedRecord& out) {
     at += chunk->size();
     left -= chunk->size();
   }
-  out.payload_complete = length <= kPayloadFrontBytes;
   if (crc != out.crc) return DecodeStatus::kChecksumMismatch;
+  out.checksum_verified = true;
   if (!is_known_record_type(out.type)) return DecodeStatus::kUnknownType;
   return DecodeStatus::kOk;
 }

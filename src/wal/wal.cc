@@ -21,6 +21,7 @@
 #include "core/env.h"
 #include "core/failpoint.h"
 #include "wal/batch_codec.h"
+#include "wal/crc32c.h"
 #include "wal/record_format.h"
 #include "wal/recovery.h"
 #include "wal/segment.h"
@@ -308,7 +309,8 @@ Status Wal::destroy(const fs::path& dir, Env* env_or_null) {
 Result<EncodedBatch> Wal::encode(const Batch& batch) const {
   auto columns = wal::encode_batch_blocks(batch, impl_->options.zstd_level);
   if (!columns) return unexpected(columns.error());
-  return EncodedBatch{batch.rows, std::move(*columns)};
+  const uint32_t crc = crc32c::value(*columns);
+  return EncodedBatch{batch.rows, std::move(*columns), crc};
 }
 
 Result<BatchId> Wal::commit(const Batch& batch, const Position& position_after) {
@@ -336,7 +338,9 @@ Result<BatchId> Wal::commit(const EncodedBatch& batch, const Position& position_
                                                   "lower BUFFER_THRESHOLD_BYTES",
                                                   columns.size()));
   }
-  const std::string front = wal::encode_record_front(wal::RecordType::kBatchBlocks, meta, columns);
+  // No per-byte work on the columns here: their checksum was taken by encode() and is only joined to the metadata's.
+  const std::string front =
+      wal::encode_record_front(wal::RecordType::kBatchBlocks, meta, columns.size(), batch.columns_crc);
   const uint64_t offset = s.current->size();
   SKIPPR_TRY(s.append_record_locked(front, columns));
   const uint64_t ticket = s.appended;

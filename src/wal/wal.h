@@ -36,6 +36,7 @@ struct WalOptions {
 struct EncodedBatch {
   uint64_t rows = 0;
   std::string columns;
+  uint32_t columns_crc = 0;  // crc32c of `columns`, so commit() checksums only the small metadata in front of them
 };
 
 struct WalBatchInfo {
@@ -73,8 +74,9 @@ class Wal {
  public:
   // Opens the WAL in `options.dir`, creating it if absent, and recovers it: a record that fails its checksum or is
   // cut short at the tail of the newest segment is a torn write and is truncated; damage anywhere else is
-  // kCorruption with a message naming the file and the byte offset. Reads record headers and the small metadata
-  // of each batch, never the compressed columns.
+  // kCorruption with a message naming the file and the byte offset. Checksums every record of the newest segment
+  // (the only one a crash can tear); of older ones it reads record headers, small records and the metadata at the
+  // front of each batch, never the columns, so start-up does not grow with the WAL (read_batch checks those).
   static Result<std::unique_ptr<Wal>> open(const WalOptions& options);
 
   // Read-only scan; the same checks as open() but truncates nothing (a torn tail is reported, not an error).

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "support/pipeline_fixture.h"
+#include "wal/wal.h"
 
 namespace skippr::test {
 namespace {
@@ -151,6 +152,56 @@ TEST(Sync, ADamagedWalRecordExits70NamingFileAndOffsetAndChangesNothing) {
   EXPECT_NE(r.err.find(segment.filename().string()), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("offset"), std::string::npos) << r.err;
   EXPECT_EQ(std::filesystem::file_size(segment), size_before);  // nothing was truncated or rewritten
+}
+
+// The start-up scan does not read the large payloads of segments before the newest (they were synced in full, so
+// no crash tore them); damage there must still stop the landing of that batch, before anything after it lands.
+TEST(Sync, ADamagedPayloadInAnOlderSegmentExits70WhenThatBatchIsLandedAndNothingAfterItLands) {
+  PipelineFixture f(sample_to_duckdb_config(40000));
+  // One batch per segment (a segment rolls once it holds anything), batches large enough to be skipped by the scan.
+  const std::map<std::string, std::string> env = {
+      {"SINK_RETRY_SECONDS", "0.5"}, {"BUFFER_THRESHOLD_BYTES", "2000000"}, {"WAL_BYTES_PER_FILE", "1"}};
+  const int holder = hold_duckdb_file(f.path("out.duckdb"), f.path("holder.ready"));
+  auto blocked = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
+  kill(holder, SIGKILL);
+  waitpid(holder, nullptr, 0);
+  ASSERT_EQ(blocked.exit_code, 75) << blocked.err;
+
+  auto wal = Wal::inspect(f.path("data/pipelines/bikehire/wal"));
+  ASSERT_TRUE(wal) << wal.error().message;
+  ASSERT_GE(wal->batches.size(), 3u) << "need a damaged batch with a landable one before it and one after it";
+  ASSERT_GE(wal->segments.size(), 3u);
+  const WalBatchInfo first = wal->batches[0];
+  const WalBatchInfo damaged = wal->batches[1];
+  ASSERT_NE(damaged.segment, wal->segments.back().path) << "the damaged batch must not be in the newest segment";
+  ASSERT_GT(damaged.record_bytes, 128u << 10) << "the payload must reach past the front the scan reads";
+  {
+    const off_t at = static_cast<off_t>(damaged.offset + damaged.record_bytes - 100);
+    int fd = open(damaged.segment.c_str(), O_RDWR);
+    char byte;
+    ASSERT_EQ(pread(fd, &byte, 1, at), 1);
+    byte = static_cast<char>(byte ^ 0x5A);
+    ASSERT_EQ(pwrite(fd, &byte, 1, at), 1);
+    close(fd);
+  }
+  const std::string before = read_text(damaged.segment);
+
+  auto r = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
+  EXPECT_EQ(r.exit_code, 70) << r.err;
+  EXPECT_NE(r.err.find(damaged.segment.filename().string()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("at byte offset " + std::to_string(damaged.offset)), std::string::npos) << r.err;
+  // The batch before it landed, exactly once; nothing from it or after it did.
+  const TableDigest digest = trips_digest(f.path("out.duckdb"));
+  EXPECT_EQ(digest.rows, first.rows);
+  EXPECT_EQ(digest.distinct_ids, first.rows);
+  PipelineFixture straight(sample_to_duckdb_config(first.rows));
+  ASSERT_EQ(straight.skipprd({"sync", "--pipeline", "bikehire", "--once"}).exit_code, 0);
+  EXPECT_EQ(digest, trips_digest(straight.path("out.duckdb")));
+  EXPECT_EQ(read_text(damaged.segment), before) << "nothing may be truncated or rewritten";
+  auto after = Wal::inspect(f.path("data/pipelines/bikehire/wal"));
+  ASSERT_TRUE(after) << after.error().message;
+  EXPECT_EQ(after->landed_watermark, first.seq);
+  EXPECT_EQ(after->batches.back().seq, wal->batches.back().seq);  // the batches after it are still waiting
 }
 
 TEST(Sync, ResetReadsEverythingAgainUnderANewEpoch) {

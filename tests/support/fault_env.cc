@@ -157,11 +157,15 @@ Result<std::unique_ptr<WritableFile>> FaultEnv::open_writable(const fs::path& pa
 // Reads change nothing, so they are neither counted nor faulted, except that a process without power reads nothing.
 Result<std::string> FaultEnv::read_range(const fs::path& path, uint64_t offset, uint64_t length) {
   if (powered_off_) return std::unexpected(io_error("reading", path, EIO));
-  return base_.read_range(path, offset, length);
+  auto data = base_.read_range(path, offset, length);
+  if (data) bytes_read_ += data->size();
+  return data;
 }
 Result<std::string> FaultEnv::read_file(const fs::path& path) {
   if (powered_off_) return std::unexpected(io_error("reading", path, EIO));
-  return base_.read_file(path);
+  auto data = base_.read_file(path);
+  if (data) bytes_read_ += data->size();
+  return data;
 }
 Result<std::vector<std::string>> FaultEnv::list_dir(const fs::path& dir) {
   if (powered_off_) return std::unexpected(io_error("listing", dir, EIO));

@@ -61,6 +61,7 @@ class FaultEnv final : public Env {
   uint64_t mutating_calls() const { return mutating_calls_; }
   uint64_t syncs() const { return syncs_; }
   uint64_t injected() const { return injected_; }
+  uint64_t bytes_read() const { return bytes_read_; }  // by read_range and read_file
   // Calls of sync() on a file whose sync had already failed: must stay 0 (fsyncgate).
   uint64_t syncs_after_failed_sync() const { return syncs_after_failed_sync_; }
 
@@ -92,6 +93,7 @@ class FaultEnv final : public Env {
   std::atomic<uint64_t> mutating_calls_{0};
   std::atomic<uint64_t> syncs_{0};
   std::atomic<uint64_t> injected_{0};
+  std::atomic<uint64_t> bytes_read_{0};
   std::atomic<uint64_t> syncs_after_failed_sync_{0};
 };
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/result.h"
@@ -24,11 +25,16 @@ struct QueryRows {
   std::vector<std::vector<std::optional<std::string>>> rows;
 };
 
+// For a database the sink appends to: a bounded buffer pool, so peak RSS does not grow with the table (see the .cc).
+extern const std::vector<std::pair<std::string, std::string>> kAppendingSinkSettings;
+
 class DuckDbDatabase {
  public:
   // Opens or creates the file. Every failure is kUnavailable carrying DuckDB's reason verbatim (for a lock it names
-  // the holder's PID); the caller knows better whether the failure can go away.
-  static Result<DuckDbDatabase> open(const std::string& path);
+  // the holder's PID); the caller knows better whether the failure can go away. `settings` are DuckDB options
+  // (name, value) given at open, e.g. kAppendingSinkSettings.
+  static Result<DuckDbDatabase> open(const std::string& path,
+                                     const std::vector<std::pair<std::string, std::string>>& settings = {});
 
   DuckDbDatabase(DuckDbDatabase&& other) noexcept;
   DuckDbDatabase& operator=(DuckDbDatabase&& other) noexcept;

@@ -12,6 +12,7 @@
 #include "sinks/change_fields.h"
 #include "sinks/duckdb/duckdb_client.h"
 #include "sinks/duckdb/duckdb_merge.h"
+#include "sinks/duckdb/duckdb_memory_probe.h"
 #include "sinks/duckdb/duckdb_types.h"
 #include "sinks/schema_evolution.h"
 
@@ -63,7 +64,7 @@ Status DuckDbSink::open() {
     return fail(ErrorKind::kConfig,
                 fmt::format("cannot create the folder of the DuckDB database {}: {}", path_, ec.message()));
   }
-  auto db = DuckDbDatabase::open(path_);
+  auto db = DuckDbDatabase::open(path_, kAppendingSinkSettings);
   if (!db) {
     // A lock held by another process, a full disk, a permission being fixed: all of these can go away, so the
     // engine retries; the reason (with the lock holder's PID) tells the user what to look at meanwhile.
@@ -229,6 +230,7 @@ Result<WriteOutcome> DuckDbSink::write(const Batch& batch, const BatchId& id) {
     conn_.reset();
     db_.reset();
   }
+  if (outcome) log_duckdb_memory_if_asked(*conn_);
   return outcome;
 }
 
