@@ -11,8 +11,10 @@ from conftest import MODULE_DIR, digest, run_skipprd, sample_config
 
 ROWS = 300000
 # The child catches KeyboardInterrupt and exits 130 (128 + SIGINT, as a shell reports Ctrl-C).
+# A shell's background job inherits SIGINT ignored, and then Python installs no handler of its own: install it.
 CHILD = """
-import sys, skippr
+import signal, sys, skippr
+signal.signal(signal.SIGINT, signal.default_int_handler)
 try:
     skippr.sync("bikehire", once=True, output="json")
 except KeyboardInterrupt:
