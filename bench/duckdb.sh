@@ -7,13 +7,15 @@ BUILD=$(cd "${1:-build}" && pwd)
 DIR=$(realpath -m "${BENCH_DIR:-$BUILD/bench-data}/duckdb")
 "$BUILD/duckdb_bench" "$DIR" "${DUCKDB_BENCH_ROWS:-1000000}" 2>/dev/null
 
-peak_rss_kib() {  # rows -> KiB
-  local dir="$DIR/rss-$1"
-  rm -rf "$dir" && mkdir -p "$dir"
-  cat >"$dir/skippr.yml" <<YML
+# A Sample -> DuckDB pipeline "bench" in folder $1: $2 rows, landing $3.
+write_config() {
+  rm -rf "$1" && mkdir -p "$1"
+  local key=""
+  [ "$3" = merge_by_key ] && key="    primary_key: trip_id"
+  cat >"$1/skippr.yml" <<YML
 data_sources:
   sample:
-    Sample: { rows: $1, seed: 1 }
+    Sample: { rows: $2, seed: 1 }
 data_sinks:
   warehouse:
     DuckDB: { path: out.duckdb, table: trips }
@@ -21,7 +23,13 @@ pipelines:
   bench:
     data_source: data_sources.sample
     data_sink: data_sinks.warehouse
+    landing: $3
+$key
 YML
+}
+peak_rss_kib() {  # rows -> KiB
+  local dir="$DIR/rss-$1"
+  write_config "$dir" "$1" append
   (cd "$dir" && DATA_DIR="$dir/data" /usr/bin/time -v "$BUILD/skipprd" sync --pipeline bench --once \
      --config "$dir/skippr.yml" 2>"$dir/time.txt" >/dev/null)
   awk -F': ' '/Maximum resident set size/ {print $2}' "$dir/time.txt"
@@ -29,23 +37,7 @@ YML
 # Sample -> DuckDB through skipprd with default settings, append vs merge_by_key on trip_id (every key new).
 pipeline_rate() {  # landing -> rows/s of the whole sync (reader, WAL, sink)
   local dir="$DIR/rate-$1"
-  rm -rf "$dir" && mkdir -p "$dir"
-  local key=""
-  [ "$1" = merge_by_key ] && key="    primary_key: trip_id"
-  cat >"$dir/skippr.yml" <<YML
-data_sources:
-  sample:
-    Sample: { rows: ${DUCKDB_BENCH_ROWS:-1000000}, seed: 1 }
-data_sinks:
-  warehouse:
-    DuckDB: { path: out.duckdb, table: trips }
-pipelines:
-  bench:
-    data_source: data_sources.sample
-    data_sink: data_sinks.warehouse
-    landing: $1
-$key
-YML
+  write_config "$dir" "${DUCKDB_BENCH_ROWS:-1000000}" "$1"
   (cd "$dir" && DATA_DIR="$dir/data" "$BUILD/skipprd" sync --pipeline bench --once --config "$dir/skippr.yml" \
      --output json | grep -o '"rows_per_second":[0-9]*' | cut -d: -f2)
 }

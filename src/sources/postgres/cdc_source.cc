@@ -351,13 +351,7 @@ Result<Poll> CdcSource::poll_snapshot(const Budget& budget) {
   start_batch(batch);
   const std::string token = cdc_order_token(pos_.consistent_lsn, 0);
   for (const auto& row : rows->rows) {
-    for (size_t c = 0; c < columns_.size(); ++c) {
-      if (auto st = pg_append_text_value(batch.columns[c], row[c]); !st) {
-        return fail(ErrorKind::kBadInput,
-                    fmt::format("{}: column {} of {}: {}", what_, pg_quote_identifier(columns_[c].name), qualified_,
-                                st.error().message));
-      }
-    }
+    SKIPPR_TRY(pg_append_row(batch, columns_, row, what_, qualified_));
     batch.columns[columns_.size()].append_string("insert");
     batch.columns[columns_.size() + 1].append_string(token);
     batch.rows += 1;

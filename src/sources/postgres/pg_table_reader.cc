@@ -74,6 +74,19 @@ Result<PgKeyedTable> pg_describe_keyed_table(PgConnection& conn, const std::stri
   return table;
 }
 
+Status pg_append_row(Batch& batch, const std::vector<PgSourceColumn>& columns,
+                     const std::vector<std::optional<std::string>>& row, std::string_view what,
+                     std::string_view qualified) {
+  for (size_t c = 0; c < columns.size(); ++c) {
+    if (auto st = pg_append_text_value(batch.columns[c], row[c]); !st) {
+      return fail(ErrorKind::kBadInput,
+                  fmt::format("{}: column {} of {}: {}", what, pg_quote_identifier(columns[c].name), qualified,
+                              st.error().message));
+    }
+  }
+  return ok();
+}
+
 Type pg_source_type(std::string_view t) {
   if (t == "bigint" || t == "integer" || t == "smallint") return Type::kInt64;
   if (t == "double precision" || t == "real") return Type::kDouble;

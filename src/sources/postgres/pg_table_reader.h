@@ -39,6 +39,11 @@ Type pg_source_type(std::string_view pg_type);
 std::string pg_select_expression(const PgSourceColumn& column);
 // Appends one text value (from the expression above; nullopt = NULL) to `column`.
 Status pg_append_text_value(Column& column, const std::optional<std::string>& text);
+// Appends the first columns.size() values of `row` (select-list text forms) to the batch's first columns; kBadInput
+// naming the column and table when one does not convert. The caller counts the row.
+Status pg_append_row(Batch& batch, const std::vector<PgSourceColumn>& columns,
+                     const std::vector<std::optional<std::string>>& row, std::string_view what,
+                     std::string_view qualified);
 // Appends one value in its type's output form (what logical replication sends; the session has DateStyle ISO,
 // TimeZone UTC, bytea_output hex) as the same value the select expression above gives for `source`.
 Status pg_append_output_text(Column& column, const PgSourceColumn& source, const std::optional<std::string>& text);

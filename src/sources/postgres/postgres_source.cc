@@ -138,13 +138,7 @@ Result<Poll> PostgresSource::poll(const Budget& budget) {
   for (const auto& c : columns_) batch.add_column({c.name, c.type});
   const size_t ordering = order_columns().size();
   for (const auto& row : rows->rows) {
-    for (size_t c = 0; c < columns_.size(); ++c) {
-      if (auto st = pg_append_text_value(batch.columns[c], row[c]); !st) {
-        return fail(ErrorKind::kBadInput,
-                    fmt::format("{}: column {} of {}: {}", what_, pg_quote_identifier(columns_[c].name), qualified_,
-                                st.error().message));
-      }
-    }
+    SKIPPR_TRY(pg_append_row(batch, columns_, row, what_, qualified_));
     batch.rows += 1;
   }
   if (!rows->rows.empty()) {
