@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "support/duckdb_probe.h"
 #include "support/pipeline_fixture.h"
 #include "wal/wal.h"
 
@@ -83,20 +84,6 @@ TEST(Sync, ASecondCopyOfThePipelineExits3AndNamesTheHolder) {
   kill(first, SIGTERM);
   EXPECT_EQ(wait_process(first), 0) << read_text(f.path("spawned.err"));
   EXPECT_EQ(trips_digest(f.path("out.duckdb")).rows, 1000u);
-}
-
-// Holds the DuckDB file open (and so locked) from another process until killed.
-int hold_duckdb_file(const std::filesystem::path& db, const std::filesystem::path& ready) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    duckdb_database database;
-    if (duckdb_open(db.c_str(), &database) != DuckDBSuccess) _exit(1);
-    write_text(ready, "ready");
-    pause();
-    _exit(0);
-  }
-  for (int i = 0; i < 200 && !std::filesystem::exists(ready); ++i) std::this_thread::sleep_for(20ms);
-  return pid;
 }
 
 TEST(Sync, ALockedDestinationExits75AndARerunDeliversEveryRowOnce) {

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "streaming/http_test_client.h"
+#include "support/duckdb_probe.h"
 #include "support/pipeline_fixture.h"
 
 namespace skippr::test {
@@ -91,6 +93,54 @@ TEST(HttpServerSource, AckReceivedAnswersBeforeTheCommitAndStillLands) {
   std::this_thread::sleep_for(500ms);
   EXPECT_EQ(stop_and_wait(pid), 0) << read_text(f.path("spawned.err"));
   EXPECT_EQ(duckdb_value(f.path("out.duckdb"), "SELECT count(DISTINCT id) || '/' || count(*) FROM events"), "20/20");
+}
+
+// Backpressure: while the destination is locked by another process, batches pile up in the bounded queues, the
+// source's buffer fills, and requests get 503 with Retry-After instead of growing memory. Once the lock goes, requests
+// are taken again, and exactly the records of the requests answered 200 land.
+TEST(HttpServerSource, AFullBufferAnswers503WithRetryAfterAndRecoversWhenTheDestinationDoes) {
+  const int port = free_loopback_port();
+  PipelineFixture f(http_server_config(port, ", ack: received, max_buffer_bytes: 3000"));
+  const int holder = hold_duckdb_file(f.path("out.duckdb"), f.path("holder.ready"));
+  const std::string base = fmt::format("http://127.0.0.1:{}", port);
+  const int pid = spawn_sync(f, "ingest", {{"BUFFER_THRESHOLD_BYTES", "1000"}, {"BUFFER_THRESHOLD_SECONDS", "1"}});
+  ASSERT_TRUE(wait_for_http(base + "/healthz", 20)) << read_text(f.path("spawned.err"));
+  HttpClient c;
+  const std::string pad(100, 'x');
+  int next_id = 0;
+  std::set<int> accepted, refused;
+  auto send = [&] {
+    const int id = next_id++;
+    auto r = c.request("POST", base + "/ingest", fmt::format(R"({{"id":{},"pad":"{}"}})", id, pad), kAuth);
+    if (r.status == 200) accepted.insert(id);
+    if (r.status == 503) refused.insert(id);
+    return r;
+  };
+  HttpReply busy;
+  for (int i = 0; i < 3000 && busy.status != 503; ++i) busy = send();
+  ASSERT_EQ(busy.status, 503) << "the buffer never filled while the destination was locked";
+  EXPECT_EQ(busy.headers["retry-after"], "1");
+  EXPECT_NE(busy.body.find("the buffer is full"), std::string::npos) << busy.body;
+  EXPECT_GT(accepted.size(), 10u);
+
+  kill(holder, SIGKILL);
+  wait_process(holder);
+  HttpReply again;
+  for (int i = 0; i < 300 && again.status != 200; ++i) {  // the sink retries with backoff of up to 5 s
+    again = send();
+    if (again.status != 200) std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(again.status, 200) << again.body;
+  for (int i = 0; i < 20; ++i) send();
+  std::this_thread::sleep_for(1500ms);  // past BUFFER_THRESHOLD_SECONDS, so the last batch is cut and landed
+  EXPECT_EQ(stop_and_wait(pid), 0) << read_text(f.path("spawned.err"));
+
+  const auto db = f.path("out.duckdb");
+  EXPECT_EQ(duckdb_value(db, "SELECT count(*) || '/' || count(DISTINCT id) FROM events"),
+            fmt::format("{}/{}", accepted.size(), accepted.size()));
+  const auto landed_refused =
+      duckdb_value(db, fmt::format("SELECT count(*) FROM events WHERE id IN ({})", fmt::join(refused, ",")));
+  EXPECT_EQ(landed_refused, "0") << "a request answered 503 was landed";
 }
 
 // 50,000 records in 5,000 requests from 8 concurrent clients while skipprd is SIGKILLed 6 times; every request that

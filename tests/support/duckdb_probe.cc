@@ -1,8 +1,14 @@
 #include "support/duckdb_probe.h"
 
 #include <duckdb.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include <stdexcept>
+
+#include "support/process.h"
 
 namespace skippr::test {
 
@@ -72,5 +78,20 @@ std::string duckdb_value(const std::filesystem::path& db, const std::string& sql
 std::vector<std::vector<std::string>> duckdb_memory_rows(const std::string& sql) { return query_rows({}, sql); }
 
 std::string duckdb_memory_value(const std::string& sql) { return single_value(duckdb_memory_rows(sql), sql); }
+
+int hold_duckdb_file(const std::filesystem::path& db, const std::filesystem::path& ready) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    duckdb_database database;
+    if (duckdb_open(db.c_str(), &database) != DuckDBSuccess) _exit(1);
+    write_text(ready, "ready");
+    pause();
+    _exit(0);
+  }
+  for (int i = 0; i < 200 && !std::filesystem::exists(ready); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return pid;
+}
 
 }  // namespace skippr::test

@@ -17,4 +17,8 @@ std::string duckdb_value(const std::filesystem::path& db, const std::string& sql
 std::vector<std::vector<std::string>> duckdb_memory_rows(const std::string& sql);
 std::string duckdb_memory_value(const std::string& sql);
 
+// Holds the DuckDB file open (and so locked) from a forked process until that process is killed; returns its pid once
+// `ready` exists (the child writes it after opening).
+int hold_duckdb_file(const std::filesystem::path& db, const std::filesystem::path& ready);
+
 }  // namespace skippr::test
