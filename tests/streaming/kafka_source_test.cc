@@ -145,7 +145,9 @@ int join_group_briefly(const std::string& bootstrap, const std::string& group) {
   rd_kafka_subscribe(rk, topics);
   rd_kafka_topic_partition_list_destroy(topics);
   int assigned = 0;
-  const auto until = std::chrono::steady_clock::now() + 12s;
+  // A rebalance waits for every member to rejoin, and skipprd rejoins from its poll: on a loaded machine that can take
+  // a while, so wait long enough (it only delays the first kill).
+  const auto until = std::chrono::steady_clock::now() + 40s;
   while (std::chrono::steady_clock::now() < until && assigned == 0) {
     if (rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100)) rd_kafka_message_destroy(m);
     rd_kafka_topic_partition_list_t* mine = nullptr;
