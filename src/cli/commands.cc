@@ -77,7 +77,7 @@ int run_query_command(const std::string& sql, const std::optional<std::filesyste
 int run_validate_command(const std::optional<std::filesystem::path>& config_path) {
   auto config = discover_and_load_config(config_path);
   if (!config) return report(config.error());
-  auto settings = settings_from_env();
+  auto settings = settings_from_env(config->file.parent_path());
   if (!settings) return report(settings.error());
   fmt::print("{} is valid: {} source{}, {} sink{}, {} pipeline{}\n", config->file.string(), config->sources.size(),
              config->sources.size() == 1 ? "" : "s", config->sinks.size(), config->sinks.size() == 1 ? "" : "s",
@@ -99,7 +99,9 @@ int run_connectors_command() {
 }
 
 int run_wal_inspect_command(const std::string& pipeline, const std::string& output) {
-  auto settings = settings_from_env();
+  auto config = discover_config_if_any(std::nullopt);
+  if (!config) return report(config.error());
+  auto settings = settings_for(*config);
   if (!settings) return report(settings.error());
   const auto paths = PipelinePaths::of(settings->data_dir, pipeline);
   if (!std::filesystem::exists(paths.wal)) {
@@ -125,9 +127,9 @@ int run_wal_inspect_command(const std::string& pipeline, const std::string& outp
                                 batches));
     return 0;
   }
-  fmt::print("WAL of pipeline '{}' in {}: epoch {}, {} bytes, landed up to seq {}{}\n\n", pipeline, paths.wal.string(),
-             wal->epoch, wal->bytes, wal->landed_watermark,
-             wal->torn_tail ? " (torn tail: the next sync truncates it)" : "");
+  fmt::print("WAL of pipeline '{}' in {}: epoch {}, lineage {}, {} bytes, landed up to seq {}{}\n\n", pipeline,
+             paths.wal.string(), wal->epoch, wal->lineage.empty() ? "(none)" : wal->lineage, wal->bytes,
+             wal->landed_watermark, wal->torn_tail ? " (torn tail: the next sync truncates it)" : "");
   fmt::print("{}\n", format_table({"segment", "first_seq", "batches", "bytes"}, segments));
   fmt::print("{}", format_table({"batch_id", "rows", "segment", "offset", "bytes", "crc32c", "state", "position_after"},
                                 batches));

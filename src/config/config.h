@@ -79,6 +79,9 @@ struct Settings {
   double chaos_max_seconds = 30;
   std::optional<uint64_t> chaos_seed;
 };
+// A relative DATA_DIR (default "data") is taken relative to `relative_to`: the folder of skippr.yml when there is one.
+Result<Settings> settings_from_env(const std::filesystem::path& relative_to);
+// The same relative to the working folder, for commands that run without a skippr.yml.
 Result<Settings> settings_from_env();
 
 }  // namespace skippr

@@ -65,11 +65,17 @@ class EnvReader {
 
 }  // namespace
 
-Result<Settings> settings_from_env() {
+Result<Settings> settings_from_env() { return settings_from_env(std::filesystem::current_path()); }
+
+Result<Settings> settings_from_env(const std::filesystem::path& relative_to) {
   Settings s;
   EnvReader env;
 
-  s.data_dir = std::filesystem::absolute(env.get("DATA_DIR").value_or("./data")).lexically_normal();
+  // Relative to skippr.yml's folder like every relative path in it, so a sync started from a subfolder (or by a
+  // scheduler with another working directory) finds the same state instead of starting a new one.
+  const std::filesystem::path data_dir = env.get("DATA_DIR").value_or("data");
+  s.data_dir =
+      (data_dir.is_absolute() ? data_dir : std::filesystem::absolute(relative_to) / data_dir).lexically_normal();
 
   if (auto storage = env.get("WAL_STORAGE")) {
     if (*storage == "s3" || *storage == "clustered") {

@@ -192,6 +192,9 @@ Status Batch::append(const Batch& other) {
   return ok();
 }
 
-std::string BatchId::str() const { return fmt::format("{}/{}/{}", pipeline, epoch, seq); }
+std::string BatchId::str() const {
+  if (lineage.empty()) return fmt::format("{}/{}/{}", pipeline, epoch, seq);
+  return fmt::format("{}/{}/{}/{}", pipeline, lineage, epoch, seq);
+}
 
 }  // namespace skippr

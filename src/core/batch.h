@@ -94,11 +94,16 @@ struct Position {
   bool operator==(const Position&) const = default;
 };
 
-// The stable identity of a batch: the same on every retry and restart, new after RESET (new epoch).
+// The stable identity of a batch: the same on every retry and restart. `lineage` is a random 128-bit id (32 hex
+// digits) made with the pipeline's state (its first start in a DATA_DIR, and each RESET), so a new DATA_DIR, a reset
+// pipeline or another pipeline never produces an id an earlier one used: a sink's "already applied?" can only match
+// a real replay. Batches committed by versions before lineages have an empty one (and keep their old id).
 struct BatchId {
   std::string pipeline;
   uint64_t epoch = 0;
   uint64_t seq = 0;
+  std::string lineage = {};
+  // "pipeline/lineage/epoch/seq", or "pipeline/epoch/seq" for a batch without a lineage.
   std::string str() const;
   bool operator==(const BatchId&) const = default;
 };

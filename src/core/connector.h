@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,10 +34,10 @@ struct DeadLetter {
 };
 
 struct Poll {
-  Batch records;           // may be empty
+  Batch records;                         // may be empty
   std::vector<DeadLetter> dead_letters;  // records read since the last poll that could not be used
-  Position position_after; // where to resume once `records` are committed
-  bool drained = false;    // nothing more to read right now
+  Position position_after;               // where to resume once `records` are committed
+  bool drained = false;                  // nothing more to read right now
 };
 
 class Source {
@@ -52,6 +53,11 @@ class Source {
   // A push or streaming source (HttpServer, Kafka): its poll waits briefly for data itself, so after a drained poll
   // the engine polls again at once instead of sleeping SYNC_FREQUENCY. With --once it still ends when drained.
   virtual bool streaming() const { return false; }
+  // True when seek() can resume from a position an earlier DATA_DIR committed (it reads the same data again from
+  // there: a file, a table by cursor, a Kafka offset). A fresh DATA_DIR then resumes from the newest position the
+  // destination's ledger holds. False for a source whose past is gone once read (HttpServer) or held elsewhere
+  // (a CDC slot that has moved on): a fresh DATA_DIR reads it from the start.
+  virtual bool resumes_from_destination() const { return false; }
 };
 
 enum class Guarantee { kExactlyOnce, kOverwriteOnRetry, kAtLeastOnce, kNone };
@@ -59,13 +65,28 @@ const char* to_string(Guarantee g);
 
 enum class WriteOutcome { kApplied, kAlreadyApplied };
 
+// What a destination's ledger holds of one pipeline (in the target this sink writes): read when a sync starts with a
+// new DATA_DIR, so it resumes where the destination stands instead of from the start.
+struct LedgerTip {
+  std::string batch_id;     // the newest batch of the pipeline there
+  Position position_after;  // the source position after it; empty when written by a version that kept none
+  uint64_t max_epoch = 0;   // the highest epoch of the pipeline there: new batches must order after it
+};
+
 class Sink {
  public:
   virtual ~Sink() = default;
   virtual Guarantee guarantee() const = 0;
   // Connects. kUnavailable is retried by the engine; kConfig stops the run.
   virtual Status open() { return ok(); }
-  virtual Result<WriteOutcome> write(const Batch& batch, const BatchId& id) = 0;
+  // Lands `batch` under `id`; a ledger keeps `position_after` with the id (see ledger_tip).
+  virtual Result<WriteOutcome> write(const Batch& batch, const BatchId& id, const Position& position_after) = 0;
+  Result<WriteOutcome> write(const Batch& batch, const BatchId& id) { return write(batch, id, Position{}); }
+  // A sink whose destination records each batch with its position (an exactly-once ledger) overrides both: the
+  // engine asks (after open) when DATA_DIR has no state for the pipeline. nullopt: the destination holds nothing of
+  // it.
+  virtual bool keeps_ledger() const { return false; }
+  virtual Result<std::optional<LedgerTip>> ledger_tip() { return std::optional<LedgerTip>(); }
 };
 
 enum class ParamType { kString, kInt, kDouble, kBool, kPath, kStringList, kStringMap };
@@ -84,9 +105,9 @@ const char* to_string(Landing l);
 
 // What a connector factory receives: validated parameters (defaults applied, ${VAR} expanded, paths absolute).
 struct ConnectorContext {
-  std::string name;           // the connector's name in skippr.yml
+  std::string name;  // the connector's name in skippr.yml
   std::string pipeline;
-  nlohmann::json params;      // an object
+  nlohmann::json params;               // an object
   std::filesystem::path pipeline_dir;  // DATA_DIR/pipelines/<name>
   Landing landing = Landing::kAppend;
   std::vector<std::string> primary_key;

@@ -15,6 +15,11 @@ namespace skippr {
 
 Result<Config> discover_and_load_config(const std::optional<std::filesystem::path>& explicit_path);
 
+// The config when one is found (an explicit path that is missing is an error); nullopt when there is none.
+Result<std::optional<Config>> discover_config_if_any(const std::optional<std::filesystem::path>& explicit_path);
+// The settings, a relative DATA_DIR taken from the config's folder (the working folder without a config).
+Result<Settings> settings_for(const std::optional<Config>& config);
+
 struct SyncSetup {
   Config config;
   Settings settings;

@@ -48,8 +48,14 @@ std::string unquote(std::string name) {
   return name;
 }
 
-std::string batch_label(uint64_t epoch, uint64_t seq, const std::string& pipeline) {
-  return seq == 0 ? "none" : BatchId{pipeline, epoch, seq}.str();
+// The full id of batch `seq`: as the WAL recorded it when the batch is still there, else of the state's lineage.
+std::string batch_label(const PipelineState& state, const WalInspection& wal, uint64_t seq,
+                        const std::string& pipeline) {
+  if (seq == 0) return "none";
+  for (const auto& batch : wal.batches) {
+    if (batch.seq == seq) return batch.id.str();
+  }
+  return BatchId{pipeline, state.epoch, seq, state.lineage}.str();
 }
 
 Status ensure_known(const std::string& pipeline, const Config* config, const PipelinePaths& paths) {
@@ -78,15 +84,18 @@ Result<QueryResult> show_pipeline(const std::string& name, const Config* config,
   add("enabled", state->enabled ? "yes" : "no");
   add("running", PipelineLock::holder(paths).value_or("no"));
   add("epoch", std::to_string(state->epoch));
+  add("lineage", state->lineage.empty() ? "(none yet)" : state->lineage);
   WalInspection wal;
   if (std::filesystem::exists(paths.wal)) {
     auto inspected = Wal::inspect(paths.wal);
     if (!inspected) return std::unexpected(inspected.error());
     wal = *inspected;
   }
-  add("source_position", wal.last_position.empty() ? "start" : wal.last_position.token);
-  add("last_committed_batch", batch_label(state->epoch, wal.last_committed_seq, name));
-  add("last_landed_batch", batch_label(state->epoch, std::min(wal.landed_watermark, wal.last_committed_seq), name));
+  const Position& position = wal.segments.empty() ? state->resume_position : wal.last_position;
+  add("source_position", position.empty() ? "start" : position.token);
+  if (!state->resumed_after.empty()) add("resumed_after", state->resumed_after + " (from the destination's ledger)");
+  add("last_committed_batch", batch_label(*state, wal, wal.last_committed_seq, name));
+  add("last_landed_batch", batch_label(*state, wal, std::min(wal.landed_watermark, wal.last_committed_seq), name));
   add("batches_waiting",
       std::to_string(wal.last_committed_seq > wal.landed_watermark ? wal.last_committed_seq - wal.landed_watermark
                                                                    : 0));

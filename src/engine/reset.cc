@@ -11,7 +11,12 @@ namespace skippr {
 Result<uint64_t> reset_pipeline_files(const PipelinePaths& paths, Env* env) {
   auto state = load_state(paths, env);
   if (!state) return std::unexpected(state.error());
+  // A new lineage and a new epoch: the first keeps new BatchIds apart from every earlier one, the second keeps the
+  // merge order tokens of new batches above the old ones'. Reading starts over: no resume position.
   state->epoch += 1;
+  state->lineage = new_lineage();
+  state->resume_position = {};
+  state->resumed_after.clear();
   SKIPPR_TRY(save_state(paths, *state, env));
   SKIPPR_TRY(Wal::destroy(paths.wal, env));
   return state->epoch;

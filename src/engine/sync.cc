@@ -34,6 +34,7 @@ struct CommittedBatch {
   BatchId id;
   uint64_t seq = 0;
   Batch batch;
+  Position position_after;  // goes into the destination's ledger with the id
 };
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -81,7 +82,19 @@ class SyncRun {
                   fmt::format("pipeline '{}' is disabled; enable it with: skipprd query --sql \"ENABLE PIPELINE {}\"",
                               pipe_->name, pipe_->name));
     }
-    if (!std::filesystem::exists(paths_.state)) SKIPPR_TRY(save_state(paths_, state_));
+    auto wal_epoch = Wal::epoch_on_disk(paths_.wal, options_.wal_env);
+    if (!wal_epoch) return std::unexpected(wal_epoch.error());
+    if (state_.lineage.empty() && !*wal_epoch) {
+      // No lineage and no WAL: a first run here, or DATA_DIR was lost. The destination decides where to start
+      // (before the lineage is saved, so a run killed in between asks again).
+      SKIPPR_TRY(start_from_destination());
+      SKIPPR_TRY(save_state(paths_, state_));
+    } else if (state_.lineage.empty()) {
+      state_.lineage = new_lineage();
+      spdlog::info("pipeline '{}': its state now has a lineage ({}); batches already in the WAL keep their ids",
+                   pipe_->name, state_.lineage);
+      SKIPPR_TRY(save_state(paths_, state_));
+    }
     SKIPPR_TRY(finish_interrupted_reset(paths_, state_.epoch, pipe_->name, options_.wal_env));
 
     if (settings_.chaos_mode.value_or(pipe_->chaos_mode)) {
@@ -93,6 +106,8 @@ class SyncRun {
     wal_options.dir = paths_.wal;
     wal_options.pipeline = pipe_->name;
     wal_options.epoch = state_.epoch;
+    wal_options.lineage = state_.lineage;
+    wal_options.initial_position = state_.resume_position;
     wal_options.bytes_per_file = settings_.wal_bytes_per_file;
     wal_options.env = options_.wal_env;
     auto wal = Wal::open(wal_options);
@@ -111,14 +126,78 @@ class SyncRun {
     SKIPPR_TRY(source_->seek(wal_->last_position()));
     // A sink that is misconfigured (wrong password, a table it cannot merge into) stops the run here, before
     // anything is committed; one that is merely unreachable is retried by the land stage.
+    if (sink_open_) return ok();
     if (auto st = sink_->open(); st) {
       sink_open_ = true;
-    } else if (st.error().kind != ErrorKind::kUnavailable && st.error().kind != ErrorKind::kUnknownOutcome) {
+    } else if (!is_transient(st.error())) {
       return st;
     } else {
       spdlog::warn("the sink is not reachable yet (retried while batches are read): {}", st.error().message);
     }
     return ok();
+  }
+
+  static bool is_transient(const Error& e) {
+    return e.kind == ErrorKind::kUnavailable || e.kind == ErrorKind::kUnknownOutcome;
+  }
+
+  // A new state (lineage, epoch, where the source starts) for a pipeline DATA_DIR knows nothing of. A destination
+  // whose ledger holds batches of the pipeline is the truth then: new batches get an epoch above all of its (so
+  // merge order tokens stay newer than what is there), and a source that can seek resumes after the newest batch
+  // there instead of reading everything again. Local state is a cache of what an exactly-once destination records.
+  Status start_from_destination() {
+    state_.lineage = new_lineage();
+    if (!sink_->keeps_ledger()) return ok();
+    SKIPPR_TRY(open_sink_waiting());
+    auto tip = sink_->ledger_tip();
+    if (!tip) return std::unexpected(tip.error());
+    if (!*tip) return ok();
+    const LedgerTip& held = **tip;
+    state_.epoch = std::max(state_.epoch, held.max_epoch + 1);
+    const std::string sink_name = fmt::format("sink '{}'", pipe_->data_sink);
+    if (held.position_after.empty()) {
+      spdlog::warn(
+          "pipeline '{}' has no state in DATA_DIR {}, and {} holds its batches up to {} without a source position "
+          "(written by an older version): the source is read from the start, so an append table receives those rows "
+          "again (merge_by_key converges)",
+          pipe_->name, settings_.data_dir.string(), sink_name, held.batch_id);
+    } else if (!source_->resumes_from_destination()) {
+      spdlog::warn(
+          "pipeline '{}' has no state in DATA_DIR {}, and {} holds its batches up to {}; source '{}' cannot go back "
+          "to a position committed elsewhere, so it is read from the start: nothing is lost, an append table may "
+          "receive rows again (merge_by_key converges)",
+          pipe_->name, settings_.data_dir.string(), sink_name, held.batch_id, pipe_->data_source);
+    } else {
+      state_.resume_position = held.position_after;
+      state_.resumed_after = held.batch_id;
+      spdlog::warn(
+          "pipeline '{}' has no state in DATA_DIR {}, but {} holds its batches up to {}: the source resumes after "
+          "that batch, at epoch {}",
+          pipe_->name, settings_.data_dir.string(), sink_name, held.batch_id, state_.epoch);
+    }
+    return ok();
+  }
+
+  // Opens the sink, retrying while it is unreachable: with --once for SINK_RETRY_SECONDS, else until stopped.
+  Status open_sink_waiting() {
+    const auto started = Clock::now();
+    auto backoff = std::chrono::milliseconds(100);
+    while (true) {
+      auto st = sink_->open();
+      if (st) {
+        sink_open_ = true;
+        return ok();
+      }
+      if (!is_transient(st.error()) || give_up_retrying(started)) {
+        return fail(st.error().kind,
+                    fmt::format("pipeline '{}' has no state in DATA_DIR yet, and what the destination already holds "
+                                "could not be read, so nothing was read from the source; run again once it is "
+                                "reachable: {}",
+                                pipe_->name, st.error().message));
+      }
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+    }
   }
 
   ConnectorContext context_for(const ConnectorConfig& c) const {
@@ -234,7 +313,7 @@ class SyncRun {
         t.wal_bytes = wal_->bytes_on_disk();
       });
       reporter_.batch_committed(*id, rows, snapshot());
-      if (!to_land_.push({*id, id->seq, std::move(item->batch)})) break;
+      if (!to_land_.push({*id, id->seq, std::move(item->batch), std::move(item->position_after)})) break;
     }
     to_land_.close();
   }
@@ -244,16 +323,16 @@ class SyncRun {
     for (const auto& info : pending) {
       auto batch = wal_->read_batch(info);
       if (!batch) return record_error(batch.error());
-      if (!land(*batch, info.id, info.seq, /*replayed=*/true)) return;
+      if (!land(*batch, info.id, info.seq, info.position_after, /*replayed=*/true)) return;
     }
     while (auto item = to_land_.pop()) {
-      if (!land(item->batch, item->id, item->seq, /*replayed=*/false)) return;
+      if (!land(item->batch, item->id, item->seq, item->position_after, /*replayed=*/false)) return;
     }
   }
 
   // Writes one batch, retrying definite and unknown-outcome failures with backoff (always with the same BatchId).
   // Gives up after SINK_RETRY_SECONDS with --once, after the grace period once a stop was requested.
-  bool land(const Batch& batch, const BatchId& id, uint64_t seq, bool replayed) {
+  bool land(const Batch& batch, const BatchId& id, uint64_t seq, const Position& position_after, bool replayed) {
     const bool retryable_sink = sink_->guarantee() != Guarantee::kNone;
     if (replayed && !retryable_sink) {
       spdlog::warn("{}: not re-sent after a restart (the sink's guarantee is 'none')", id.str());
@@ -270,14 +349,13 @@ class SyncRun {
           outcome = std::unexpected(st.error());
         }
       }
-      if (sink_open_) outcome = sink_->write(batch, id);
+      if (sink_open_) outcome = sink_->write(batch, id, position_after);
       if (outcome) {
         if (failing_since) spdlog::info("sink is available again; {} landed", id.str());
         return mark_landed(batch, id, seq, replayed, *outcome == WriteOutcome::kAlreadyApplied);
       }
       const Error& e = outcome.error();
-      const bool transient = e.kind == ErrorKind::kUnavailable || e.kind == ErrorKind::kUnknownOutcome;
-      if (!transient || !retryable_sink) {
+      if (!is_transient(e) || !retryable_sink) {
         record_error(e);
         return false;
       }

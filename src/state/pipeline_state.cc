@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "core/env.h"
 #include "core/time_util.h"
@@ -41,12 +42,26 @@ Result<PipelineState> load_state(const PipelinePaths& paths, Env* env_or_null) {
   }
   state.epoch = j["epoch"].get<uint64_t>();
   state.enabled = j.value("enabled", true);
+  state.lineage = j.value("lineage", std::string());
+  state.resume_position.token = j.value("resume_position", std::string());
+  state.resumed_after = j.value("resumed_after", std::string());
   return state;
 }
 
 Status save_state(const PipelinePaths& paths, const PipelineState& state, Env* env) {
-  nlohmann::json j = {{"epoch", state.epoch}, {"enabled", state.enabled}};
+  nlohmann::json j = {{"epoch", state.epoch}, {"enabled", state.enabled}, {"lineage", state.lineage}};
+  if (!state.resume_position.empty()) {
+    j["resume_position"] = state.resume_position.token;
+    j["resumed_after"] = state.resumed_after;
+  }
   return write_file_atomically(env != nullptr ? *env : default_env(), paths.state, j.dump(2) + "\n");
+}
+
+std::string new_lineage() {
+  std::random_device device;  // the kernel's CSPRNG (getrandom) on Linux
+  std::string out;
+  for (int word = 0; word < 4; ++word) out += fmt::format("{:08x}", static_cast<uint32_t>(device()));
+  return out;
 }
 
 PipelineStats load_stats(const PipelinePaths& paths) {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "core/batch.h"
 #include "core/result.h"
 #include "state/delivery_counts.h"
 
@@ -28,7 +29,17 @@ struct PipelinePaths {
 struct PipelineState {
   uint64_t epoch = 1;
   bool enabled = true;
+  // Random, 32 hex digits, made with the state (first start in this DATA_DIR, each RESET): part of every BatchId.
+  // Empty in a state.json written before lineages existed (the sync then makes one and saves it).
+  std::string lineage;
+  // Where the source starts while the WAL is empty: the position the destination's ledger held when this state was
+  // made in a new DATA_DIR (see DESIGN.md, "a lost DATA_DIR"), with the batch it came from. Empty: from the start.
+  Position resume_position;
+  std::string resumed_after;  // that batch's id, for SHOW PIPELINE
 };
+
+// A new random lineage: 128 bits from the system's random device, as 32 lowercase hex digits.
+std::string new_lineage();
 
 class Env;
 

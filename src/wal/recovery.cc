@@ -15,7 +15,7 @@ std::string pipeline_name_from_dir(const fs::path& dir) {
 }
 
 Result<WalScan> scan_wal(Env& env, const fs::path& dir, std::optional<uint64_t> expected_epoch,
-                         std::string_view pipeline) {
+                         std::optional<std::string_view> expected_lineage, std::string_view pipeline) {
   auto names = env.list_dir(dir);
   if (!names) return std::unexpected(names.error());
   std::vector<std::pair<uint64_t, fs::path>> files;
@@ -48,6 +48,19 @@ Result<WalScan> scan_wal(Env& env, const fs::path& dir, std::optional<uint64_t> 
                       "reset with the pipeline state, or was copied from elsewhere",
                       header.epoch, epoch));
     }
+    // Lineages only ever go from none (written before they existed) to the state's: any other change means the WAL
+    // and the state come from different places.
+    const std::string_view lineage_before = previous != nullptr ? std::string_view(previous->header->lineage) : "";
+    const bool lineage_fits =
+        expected_lineage ? header.lineage.empty() || header.lineage == *expected_lineage
+                         : header.lineage.empty() || lineage_before.empty() || header.lineage == lineage_before;
+    if (!lineage_fits || (!lineage_before.empty() && header.lineage != lineage_before)) {
+      return corrupt(
+          fmt::format("the segment belongs to lineage {} but the pipeline's is {}; the WAL was not reset "
+                      "with the pipeline state, or was copied from elsewhere",
+                      header.lineage.empty() ? "(none)" : header.lineage,
+                      expected_lineage ? std::string(*expected_lineage) : std::string(lineage_before)));
+    }
     if (previous != nullptr) {
       const uint64_t expected_first = previous->header->first_seq + previous->batches.size();
       if (header.first_seq != expected_first) {
@@ -58,6 +71,7 @@ Result<WalScan> scan_wal(Env& env, const fs::path& dir, std::optional<uint64_t> 
       }
     }
     wal.epoch = header.epoch;
+    wal.lineage = header.lineage;
     wal.landed_watermark = std::max(wal.landed_watermark, segment.landed_watermark);
     wal.last_committed_seq = header.first_seq + segment.batches.size() - 1;
     wal.last_position = segment.batches.empty() ? header.position : segment.batches.back().position_after;

@@ -13,7 +13,8 @@ namespace skippr::wal {
 namespace fs = std::filesystem;
 
 namespace {
-constexpr uint32_t kSegmentFormatVersion = 1;
+// Version 2 adds the lineage after the position; version 1 (no lineage) is still read.
+constexpr uint32_t kSegmentFormatVersion = 2;
 constexpr std::string_view kSuffix = ".wal";
 constexpr size_t kSeqDigits = 20;
 }  // namespace
@@ -36,19 +37,27 @@ std::string encode_segment_header(const SegmentHeader& header) {
   w.u64(header.first_seq);
   w.u64(header.landed_watermark);
   w.str(header.position.token);
+  w.str(header.lineage);
   return out;
 }
 
 std::optional<SegmentHeader> decode_segment_header(std::string_view payload) {
   ByteReader r(payload);
   auto version = r.u32();
-  if (!version || *version != kSegmentFormatVersion) return std::nullopt;
+  if (!version || *version < 1 || *version > kSegmentFormatVersion) return std::nullopt;
   auto epoch = r.u64();
   auto first_seq = r.u64();
   auto watermark = r.u64();
   auto position = r.str();
-  if (!epoch || !first_seq || !watermark || !position || r.remaining() != 0) return std::nullopt;
-  return SegmentHeader{*epoch, *first_seq, *watermark, Position{std::string(*position)}};
+  if (!epoch || !first_seq || !watermark || !position) return std::nullopt;
+  SegmentHeader header{*epoch, *first_seq, *watermark, Position{std::string(*position)}, std::string()};
+  if (*version >= 2) {
+    auto lineage = r.str();
+    if (!lineage) return std::nullopt;
+    header.lineage = std::string(*lineage);
+  }
+  if (r.remaining() != 0) return std::nullopt;
+  return header;
 }
 
 std::string encode_batch_meta(const BatchMeta& meta) {
@@ -160,6 +169,7 @@ Result<SegmentScan> scan_segment(Env& env, const fs::path& path, bool is_newest,
           return corrupt(offset, fmt::format("batch {} (epoch {}) where seq {} of epoch {} was expected", meta->seq,
                                              meta->id.epoch, expected_seq, scan.header->epoch));
         }
+        meta->id.lineage = scan.header->lineage;  // not repeated in every batch's metadata
         scan.batches.push_back(WalBatchInfo{.seq = meta->seq,
                                             .id = std::move(meta->id),
                                             .position_after = std::move(meta->position_after),

@@ -26,6 +26,10 @@ struct SegmentHeader {
   uint64_t first_seq = 0;
   uint64_t landed_watermark = 0;
   Position position;  // resume point at the segment's start (position_after of the batch before first_seq)
+  // Of every batch in the segment (format 2); empty in format 1, written before lineages existed. A WAL opened with
+  // another lineage than its newest segment's starts a new segment before its next commit, so one segment never
+  // holds two.
+  std::string lineage = {};
 };
 std::string encode_segment_header(const SegmentHeader& header);
 std::optional<SegmentHeader> decode_segment_header(std::string_view payload);

@@ -63,6 +63,9 @@ struct Wal::Impl {
   uint64_t next_seq = 1;
   uint64_t watermark = 0;
   Position last_position;
+  // The newest segment belongs to another lineage (written before lineages existed): the next commit starts a new
+  // segment, so every segment holds batches of one lineage only (its header names it).
+  bool roll_before_commit = false;
 
   Status check_poison() const {
     if (poison) return unexpected(*poison);
@@ -145,9 +148,9 @@ struct Wal::Impl {
     auto file_or = env.open_writable(path, OpenMode::kCreateExclusive);
     if (!file_or) return unexpected(file_or.error());
     std::unique_ptr<WritableFile> file = std::move(*file_or);
-    const std::string header =
-        wal::encode_record(wal::RecordType::kSegmentHeader,
-                           wal::encode_segment_header({options.epoch, next_seq, watermark, last_position}));
+    const std::string header = wal::encode_record(
+        wal::RecordType::kSegmentHeader,
+        wal::encode_segment_header({options.epoch, next_seq, watermark, last_position, options.lineage}));
     if (auto written = file->append(header); !written) {
       (void)file->close();
       // An empty or partial newest segment would be repaired at the next open, but one left behind a later
@@ -163,6 +166,7 @@ struct Wal::Impl {
     current = std::move(file);
     durable = appended;  // the new segment's only record, its header, is synced
     segments.push_back({path, next_seq, current->size()});
+    roll_before_commit = false;
     return ok();
   }
 
@@ -199,7 +203,7 @@ Result<std::unique_ptr<Wal>> Wal::open(const WalOptions& options) {
   Env& env = options.env != nullptr ? *options.env : default_env();
   const std::string pipeline = options.pipeline.empty() ? wal::pipeline_name_from_dir(options.dir) : options.pipeline;
   SKIPPR_TRY(env.create_dirs(options.dir));
-  auto scanned = wal::scan_wal(env, options.dir, options.epoch, pipeline);
+  auto scanned = wal::scan_wal(env, options.dir, options.epoch, std::string_view(options.lineage), pipeline);
   if (!scanned) return unexpected(scanned.error());
   wal::WalScan& scan = *scanned;
 
@@ -227,7 +231,8 @@ Result<std::unique_ptr<Wal>> Wal::open(const WalOptions& options) {
   impl->options.env = &env;
   impl->watermark = scan.landed_watermark;
   impl->next_seq = scan.last_committed_seq + 1;
-  impl->last_position = scan.last_position;
+  impl->last_position = scan.segments.empty() ? options.initial_position : scan.last_position;
+  impl->roll_before_commit = !scan.segments.empty() && scan.lineage != options.lineage;
   for (const wal::SegmentScan& segment : scan.segments) {
     impl->segments.push_back({segment.path, segment.header->first_seq, segment.valid_bytes});
     for (const WalBatchInfo& batch : segment.batches) {
@@ -248,7 +253,7 @@ Result<WalInspection> Wal::inspect(const fs::path& dir, Env* env_or_null) {
   auto present = env.exists(dir);
   if (!present) return unexpected(present.error());
   if (!*present) return out;
-  auto scanned = wal::scan_wal(env, dir, std::nullopt, wal::pipeline_name_from_dir(dir));
+  auto scanned = wal::scan_wal(env, dir, std::nullopt, std::nullopt, wal::pipeline_name_from_dir(dir));
   if (!scanned) return unexpected(scanned.error());
   for (const wal::SegmentScan& segment : scanned->segments) {
     out.segments.push_back(
@@ -260,6 +265,7 @@ Result<WalInspection> Wal::inspect(const fs::path& dir, Env* env_or_null) {
   out.last_committed_seq = scanned->last_committed_seq;
   out.last_position = scanned->last_position;
   out.epoch = scanned->epoch;
+  out.lineage = scanned->lineage;
   out.torn_tail = scanned->newest() != nullptr && scanned->newest()->torn_tail;
   return out;
 }
@@ -324,14 +330,17 @@ Result<BatchId> Wal::commit(const EncodedBatch& batch, const Position& position_
   std::unique_lock lock(impl_->mu);
   Impl& s = *impl_;
   SKIPPR_TRY(s.check_poison());
-  if (!s.current || s.current->size() >= s.options.bytes_per_file) {
+  auto needs_new_segment = [&] {
+    return !s.current || s.current->size() >= s.options.bytes_per_file || s.roll_before_commit;
+  };
+  if (needs_new_segment()) {
     s.wait_for_no_sync(lock);  // the outgoing segment is synced and closed here, never under a running sync
     SKIPPR_TRY(s.check_poison());
-    if (!s.current || s.current->size() >= s.options.bytes_per_file) SKIPPR_TRY(s.start_segment_locked());
+    if (needs_new_segment()) SKIPPR_TRY(s.start_segment_locked());
   }
 
   const uint64_t seq = s.next_seq;
-  BatchId id{s.options.pipeline, s.options.epoch, seq};
+  BatchId id{s.options.pipeline, s.options.epoch, seq, s.options.lineage};
   const std::string meta = wal::encode_batch_meta({seq, id, position_after, batch.rows});
   if (meta.size() + columns.size() > std::numeric_limits<uint32_t>::max()) {
     return fail(ErrorKind::kBadInput, fmt::format("a batch of {} encoded bytes does not fit in one WAL record; "

@@ -26,6 +26,8 @@ struct WalOptions {
   std::filesystem::path dir;  // DATA_DIR/pipelines/<name>/wal
   std::string pipeline;
   uint64_t epoch = 0;
+  std::string lineage;                    // of the pipeline's state; every batch committed from now on carries it
+  Position initial_position;              // the resume point of a WAL that holds no segment yet (see PipelineState)
   uint64_t bytes_per_file = 64ull << 20;  // roll to a new segment once the current one reaches this size
   int zstd_level = 1;
   Env* env = nullptr;  // the I/O seam (tests inject faults through it); nullptr = default_env()
@@ -66,6 +68,7 @@ struct WalInspection {
   uint64_t last_committed_seq = 0;    // 0 = none
   Position last_position;             // resume point; empty = from the start
   uint64_t epoch = 0;
+  std::string lineage;  // of the newest segment (empty: written before lineages)
   uint64_t bytes = 0;
   bool torn_tail = false;  // the newest segment ends in an incomplete record (a sync would truncate it)
 };

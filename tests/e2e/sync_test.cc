@@ -86,8 +86,33 @@ TEST(Sync, ASecondCopyOfThePipelineExits3AndNamesTheHolder) {
   EXPECT_EQ(trips_digest(f.path("out.duckdb")).rows, 1000u);
 }
 
+// A pipeline's first sync in a DATA_DIR asks the destination what it already holds (issue 11): while it cannot,
+// nothing is read, and the exit is 75 with a sentence saying so.
+TEST(Sync, AFirstSyncWaitsForTheDestinationBeforeReadingAnything) {
+  PipelineFixture f(sample_to_duckdb_config(5000));
+  const int holder = hold_duckdb_file(f.path("out.duckdb"), f.path("holder.ready"));
+  auto blocked =
+      f.skipprd({"sync", "--pipeline", "bikehire", "--once", "--output", "json"}, {{"SINK_RETRY_SECONDS", "1"}});
+  kill(holder, SIGKILL);
+  waitpid(holder, nullptr, 0);
+  EXPECT_EQ(blocked.exit_code, 75) << blocked.err;
+  EXPECT_NE(blocked.err.find("nothing was read from the source"), std::string::npos) << blocked.err;
+  EXPECT_EQ(blocked.out.find("batch_committed"), std::string::npos) << blocked.out;
+  EXPECT_FALSE(std::filesystem::exists(f.path("data/pipelines/bikehire/wal")));
+  auto rerun = f.skipprd({"sync", "--pipeline", "bikehire", "--once"});
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+  EXPECT_EQ(trips_digest(f.path("out.duckdb")).rows, 5000u);
+}
+
+// A state made by RESET (or by any earlier sync) reads into the WAL while the destination is away.
+void start_state_without_reading(const PipelineFixture& f) {
+  auto reset = f.skipprd({"query", "--sql", "RESET PIPELINE bikehire"});
+  ASSERT_EQ(reset.exit_code, 0) << reset.err;
+}
+
 TEST(Sync, ALockedDestinationExits75AndARerunDeliversEveryRowOnce) {
   PipelineFixture f(sample_to_duckdb_config(50000));
+  start_state_without_reading(f);
   const int holder = hold_duckdb_file(f.path("out.duckdb"), f.path("holder.ready"));
   ASSERT_TRUE(std::filesystem::exists(f.path("holder.ready")));
   auto blocked = f.skipprd({"sync", "--pipeline", "bikehire", "--once"},
@@ -113,6 +138,7 @@ TEST(Sync, ALockedDestinationExits75AndARerunDeliversEveryRowOnce) {
 
 TEST(Sync, ADamagedWalRecordExits70NamingFileAndOffsetAndChangesNothing) {
   PipelineFixture f(sample_to_duckdb_config(30000));
+  start_state_without_reading(f);
   const int holder = hold_duckdb_file(f.path("out.duckdb"), f.path("holder.ready"));
   auto blocked = f.skipprd({"sync", "--pipeline", "bikehire", "--once"},
                            {{"SINK_RETRY_SECONDS", "0.5"}, {"BUFFER_THRESHOLD_BYTES", "300000"}});
@@ -148,6 +174,7 @@ TEST(Sync, ADamagedPayloadInAnOlderSegmentExits70WhenThatBatchIsLandedAndNothing
   // One batch per segment (a segment rolls once it holds anything), batches large enough to be skipped by the scan.
   const std::map<std::string, std::string> env = {
       {"SINK_RETRY_SECONDS", "0.5"}, {"BUFFER_THRESHOLD_BYTES", "2000000"}, {"WAL_BYTES_PER_FILE", "1"}};
+  start_state_without_reading(f);
   const int holder = hold_duckdb_file(f.path("out.duckdb"), f.path("holder.ready"));
   auto blocked = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
   kill(holder, SIGKILL);
@@ -204,8 +231,10 @@ TEST(Sync, ResetReadsEverythingAgainUnderANewEpoch) {
   EXPECT_EQ(duckdb_value(db, "SELECT count(*) FROM trips"), "20000");
   EXPECT_EQ(duckdb_value(db, "SELECT count(DISTINCT trip_id) FROM trips"), "10000");
   EXPECT_EQ(r.out.find("\"already_applied\":true"), std::string::npos);
-  EXPECT_EQ(duckdb_value(db, "SELECT sum(rows) FROM _skippr_batches WHERE batch_id LIKE 'bikehire/2/%'"), "10000");
-  EXPECT_EQ(duckdb_value(db, "SELECT sum(rows) FROM _skippr_batches WHERE batch_id LIKE 'bikehire/1/%'"), "10000");
+  EXPECT_EQ(duckdb_value(db, "SELECT sum(rows) FROM _skippr_batches WHERE epoch = 2"), "10000");
+  EXPECT_EQ(duckdb_value(db, "SELECT sum(rows) FROM _skippr_batches WHERE epoch = 1"), "10000");
+  // RESET also made a new lineage: the two epochs' batch ids share nothing but the pipeline's name.
+  EXPECT_EQ(duckdb_value(db, "SELECT count(DISTINCT lineage) FROM _skippr_batches"), "2");
 }
 
 TEST(Sync, DisabledPipelineRefusesToRunUntilEnabled) {

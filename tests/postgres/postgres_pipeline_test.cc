@@ -1,6 +1,9 @@
 // skipprd sync into a real PostgreSQL: every row once, reruns add nothing, and a user's mistake stops the run with
 // exit 2 and one clear sentence before anything is committed.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 #include "support/pipeline_fixture.h"
 #include "support/postgres_pipeline.h"
@@ -79,7 +82,14 @@ TEST(PostgresPipeline, AnUnreachableServerExits75AndARerunDeliversEverything) {
   auto env = postgres_env(pg, db);
   env["PG_PORT"] = "1";  // nothing listens there: connection refused
   env["SINK_RETRY_SECONDS"] = "1";
+  // A first sync must learn what the destination holds before it reads: it waits, reads nothing, exits 75.
   auto r = fx.skipprd(kSync, env);
+  EXPECT_EQ(r.exit_code, 75) << r.err;
+  EXPECT_NE(r.err.find("nothing was read from the source"), std::string::npos) << r.err;
+  EXPECT_FALSE(committed_anything(r)) << r.out;
+  // A pipeline with a state (here made by RESET) reads into the WAL while the sink is down.
+  ASSERT_EQ(fx.skipprd({"query", "--sql", "RESET PIPELINE bikehire"}, env).exit_code, 0);
+  r = fx.skipprd(kSync, env);
   EXPECT_EQ(r.exit_code, 75) << r.err;
   EXPECT_TRUE(committed_anything(r)) << "the source should be read into the WAL while the sink is down";
   r = fx.skipprd(kSync, postgres_env(pg, db));
@@ -102,6 +112,104 @@ TEST(PostgresPipeline, MergeByKeyAfterResetUpdatesRowsInPlace) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(pg_trips_digest(pg, db), first);  // same rows again: merged, not appended
   EXPECT_EQ(pg.value(db, "SELECT count(DISTINCT epoch) FROM bike._skippr_batches"), "2");
+}
+
+}  // namespace
+}  // namespace skippr::test
+
+namespace skippr::test {
+namespace {
+
+// File in/*.jsonl -> Postgres table `table` of schema raw.
+std::string files_to_postgres(const std::string& table) {
+  return fmt::format(R"(data_sources:
+  inbox:
+    File: {{ path: "in/*.jsonl" }}
+data_sinks:
+  warehouse:
+    Postgres:
+      host: 127.0.0.1
+      port: ${{PG_PORT}}
+      user: postgres
+      password: "${{PG_PASSWORD}}"
+      database: "${{PG_DATABASE}}"
+      schema: raw
+      table: {}
+pipelines:
+  orders:
+    data_source: data_sources.inbox
+    data_sink: data_sinks.warehouse
+)",
+                     table);
+}
+
+const std::vector<std::string> kSyncOrders = {"sync", "--pipeline", "orders", "--once", "--log", "info"};
+
+std::string pg_ids(const PostgresServer& pg, const std::string& db, const std::string& table) {
+  return pg.value(db, fmt::format("SELECT string_agg(id::text, ',' ORDER BY id) FROM raw.{}", table));
+}
+
+// Issue 11's reproduction into Postgres: a lost DATA_DIR used to start again at epoch 1 seq 1, collide with the
+// ledger, and skip the new rows with exit 0. Now the ledger's position resumes the File source: nothing lost, nothing
+// twice.
+TEST(PostgresFreshDataDir, ALostDataDirResumesWhereTheLedgerStandsAndSkipsNothing) {
+  auto& pg = SharedPostgres();
+  const auto db = pg.create_database("fresh");
+  PipelineFixture fx(files_to_postgres("orders"));
+  const auto env = postgres_env(pg, db);
+  write_text(fx.path("in/a.jsonl"), "{\"id\":1}\n{\"id\":2}\n");
+  auto r = fx.skipprd(kSyncOrders, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::filesystem::remove_all(fx.path("data"));
+  write_text(fx.path("in/c.jsonl"), "{\"id\":3}\n{\"id\":4}\n");
+  r = fx.skipprd(kSyncOrders, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("the source resumes after that batch"), std::string::npos) << r.err;
+  EXPECT_EQ(pg_ids(pg, db, "orders"), "1,2,3,4");
+  EXPECT_EQ(pg.value(db, "SELECT count(DISTINCT lineage) FROM raw._skippr_batches"), "2");
+  EXPECT_EQ(pg.value(db, "SELECT sum(\"rows\") FROM raw._skippr_batches"), "4");
+  EXPECT_EQ(pg.value(db, "SELECT count(*) FROM raw._skippr_batches WHERE position_after IS NULL"), "0");
+}
+
+// One ledger per schema served every table: a batch of t_a made t_b skip (t_b was never even created).
+TEST(PostgresFreshDataDir, TheLedgerAnswersPerTable) {
+  auto& pg = SharedPostgres();
+  const auto db = pg.create_database("twotables");
+  PipelineFixture fx(files_to_postgres("t_a"));
+  const auto env = postgres_env(pg, db);
+  write_text(fx.path("in/a.jsonl"), "{\"id\":1}\n{\"id\":2}\n");
+  ASSERT_EQ(fx.skipprd(kSyncOrders, env).exit_code, 0);
+  write_text(fx.path("skippr.yml"), files_to_postgres("t_b"));
+  std::filesystem::remove_all(fx.path("data"));
+  auto r = fx.skipprd(kSyncOrders, env);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(pg_ids(pg, db, "t_a"), "1,2");
+  EXPECT_EQ(pg_ids(pg, db, "t_b"), "1,2");
+}
+
+// A first-format ledger (batch_id alone as the key) is migrated on open, keeping its rows and its answers.
+TEST(PostgresFreshDataDir, AFirstFormatLedgerIsMigratedOnOpen) {
+  auto& pg = SharedPostgres();
+  const auto db = pg.create_database("migrate");
+  pg.execute(db,
+             "CREATE SCHEMA raw; CREATE TABLE raw._skippr_batches (batch_id text PRIMARY KEY, pipeline text, epoch "
+             "bigint, seq bigint, target_table text, \"rows\" bigint, landed_at timestamptz DEFAULT now()); "
+             "INSERT INTO raw._skippr_batches (batch_id, pipeline, epoch, seq, target_table, \"rows\") VALUES "
+             "('orders/1/1', 'orders', 1, 1, '\"raw\".\"orders\"', 2); CREATE TABLE raw.orders (id bigint); "
+             "INSERT INTO raw.orders VALUES (1), (2)");
+  PipelineFixture fx(files_to_postgres("orders"));
+  write_text(fx.path("in/c.jsonl"), "{\"id\":3}\n");
+  auto r = fx.skipprd(kSyncOrders, postgres_env(pg, db));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("without a source position"), std::string::npos) << r.err;
+  EXPECT_EQ(pg_ids(pg, db, "orders"), "1,2,3");
+  EXPECT_EQ(pg.value(db, "SELECT count(*) FROM raw._skippr_batches"), "2");
+  EXPECT_EQ(pg.value(db, "SELECT max(epoch) FROM raw._skippr_batches"), "2");
+  EXPECT_EQ(pg.value(db,
+                     "SELECT string_agg(a.attname, ',' ORDER BY a.attnum) FROM pg_index i JOIN pg_attribute a ON "
+                     "a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) WHERE i.indrelid = "
+                     "'raw._skippr_batches'::regclass AND i.indisprimary"),
+            "target_table,batch_id");
 }
 
 }  // namespace

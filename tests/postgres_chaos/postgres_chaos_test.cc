@@ -44,5 +44,34 @@ TEST(PostgresChaos, EveryRowLandsExactlyOnceWhateverInstantTheProcessIsKilledAt)
   EXPECT_EQ(got, pg_trips_digest(pg, calm_db));
 }
 
+// DATA_DIR deleted after every third kill: the ledger in Postgres says where the source resumes.
+TEST(PostgresChaos, EveryRowLandsExactlyOnceWhenDataDirIsLostBetweenKills) {
+  constexpr uint64_t kLossRows = 300000;
+  auto& pg = SharedPostgres();
+  const auto chaos_db = pg.create_database("lost");
+  PipelineFixture chaos(sample_to_postgres_config(kLossRows, 9));
+  auto env = postgres_env(pg, chaos_db);
+  env.insert({{"SKIPPR_CHAOS_MIN_SECONDS", "0.2"},
+              {"SKIPPR_CHAOS_MAX_SECONDS", "1.5"},
+              {"BUFFER_THRESHOLD_BYTES", "200000"},
+              {"WAL_BYTES_PER_FILE", "500000"}});
+  const auto chaos_runs = sync_until_done_under_chaos(chaos, "bikehire", env, /*seed_base=*/4000, /*max_runs=*/400,
+                                                      /*lose_data_dir_every=*/3);
+  ASSERT_TRUE(chaos_runs.finished) << chaos_runs.failure;
+  std::cout << "postgres chaos with DATA_DIR loss: " << chaos_runs.summary() << "\n";
+  EXPECT_GE(chaos_runs.kills, 9);
+  EXPECT_GE(chaos_runs.data_dirs_lost, 3);
+
+  const PgTripsDigest got = pg_trips_digest(pg, chaos_db);
+  EXPECT_EQ(got.rows, std::to_string(kLossRows));
+  EXPECT_EQ(got.distinct_ids, std::to_string(kLossRows));
+
+  const auto calm_db = pg.create_database("lostcalm");
+  PipelineFixture calm(sample_to_postgres_config(kLossRows, 9));
+  auto r = calm.skipprd({"sync", "--pipeline", "bikehire", "--once"}, postgres_env(pg, calm_db));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(got, pg_trips_digest(pg, calm_db));
+}
+
 }  // namespace
 }  // namespace skippr::test

@@ -101,6 +101,8 @@ TEST(HttpServerSource, AckReceivedAnswersBeforeTheCommitAndStillLands) {
 TEST(HttpServerSource, AFullBufferAnswers503WithRetryAfterAndRecoversWhenTheDestinationDoes) {
   const int port = free_loopback_port();
   PipelineFixture f(http_server_config(port, ", ack: received, max_buffer_bytes: 3000"));
+  // A first sync waits for the destination before it reads anything; a state made by RESET does not.
+  ASSERT_EQ(f.skipprd({"query", "--sql", "RESET PIPELINE ingest"}).exit_code, 0);
   const int holder = hold_duckdb_file(f.path("out.duckdb"), f.path("holder.ready"));
   const std::string base = fmt::format("http://127.0.0.1:{}", port);
   const int pid = spawn_sync(f, "ingest", {{"BUFFER_THRESHOLD_BYTES", "1000"}, {"BUFFER_THRESHOLD_SECONDS", "1"}});

@@ -1,22 +1,35 @@
 #include "support/chaos_loop.h"
 
+#include <filesystem>
 #include <functional>
 #include <sstream>
 
 namespace skippr::test {
 
 std::string ChaosRuns::summary() const {
-  std::string s = std::to_string(runs) + " runs, " + std::to_string(kills) + " kills:";
+  std::string s = std::to_string(runs) + " runs, " + std::to_string(kills) + " kills";
+  if (data_dirs_lost > 0) s += ", " + std::to_string(data_dirs_lost) + " DATA_DIRs deleted";
+  s += ":";
   for (const auto& [cause, n] : by_cause) s += " " + cause + "=" + std::to_string(n);
   return s;
 }
 
 namespace {
 
-// Reruns `sync --once` in chaos mode while `more(result)` holds; every run must exit 0 or be SIGKILLed.
+// Adds the kills chaos.log records to `result` (each kill is logged before it happens).
+void count_logged_kills(const PipelineFixture& fixture, const std::string& pipeline, ChaosRuns& result) {
+  std::istringstream log(read_text(fixture.path("data/pipelines/" + pipeline + "/chaos.log")));
+  for (std::string line; std::getline(log, line); ++result.logged_kills) {
+    const auto at = line.find("at failpoint ");
+    result.by_cause[at == std::string::npos ? "timer" : line.substr(at + 13)]++;
+  }
+}
+
+// Reruns `sync --once` in chaos mode while `more(result)` holds; every run must exit 0 or be SIGKILLed. With
+// `lose_data_dir_every` = n > 0, DATA_DIR is deleted after every n-th kill (the machine's disk is gone).
 ChaosRuns chaos_loop(const PipelineFixture& fixture, const std::string& pipeline,
                      std::map<std::string, std::string> env, int seed_base,
-                     const std::function<bool(const ChaosRuns&)>& more) {
+                     const std::function<bool(const ChaosRuns&)>& more, int lose_data_dir_every = 0) {
   ChaosRuns result;
   env["SKIPPR_CHAOS_MODE"] = "yes";
   while (more(result)) {
@@ -34,22 +47,24 @@ ChaosRuns chaos_loop(const PipelineFixture& fixture, const std::string& pipeline
     }
     result.finished = false;
     ++result.kills;
+    if (lose_data_dir_every > 0 && result.kills % lose_data_dir_every == 0) {
+      count_logged_kills(fixture, pipeline, result);
+      std::filesystem::remove_all(fixture.path("data"));
+      ++result.data_dirs_lost;
+    }
   }
-  std::istringstream log(read_text(fixture.path("data/pipelines/" + pipeline + "/chaos.log")));
-  for (std::string line; std::getline(log, line); ++result.logged_kills) {
-    const auto at = line.find("at failpoint ");
-    result.by_cause[at == std::string::npos ? "timer" : line.substr(at + 13)]++;
-  }
+  count_logged_kills(fixture, pipeline, result);
   return result;
 }
 
 }  // namespace
 
 ChaosRuns sync_until_done_under_chaos(const PipelineFixture& fixture, const std::string& pipeline,
-                                      std::map<std::string, std::string> env, int seed_base, int max_runs) {
-  ChaosRuns result = chaos_loop(fixture, pipeline, std::move(env), seed_base, [&](const ChaosRuns& r) {
-    return !r.finished && r.failure.empty() && r.runs < max_runs;
-  });
+                                      std::map<std::string, std::string> env, int seed_base, int max_runs,
+                                      int lose_data_dir_every) {
+  ChaosRuns result = chaos_loop(
+      fixture, pipeline, std::move(env), seed_base,
+      [&](const ChaosRuns& r) { return !r.finished && r.failure.empty() && r.runs < max_runs; }, lose_data_dir_every);
   if (!result.finished && result.failure.empty()) {
     result.failure = "no run finished within " + std::to_string(result.runs) + " runs";
   }

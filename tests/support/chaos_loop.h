@@ -16,14 +16,17 @@ struct ChaosRuns {
   int kills = 0;                        // runs that ended in SIGKILL (exit 137)
   std::map<std::string, int> by_cause;  // from chaos.log: "timer" or the failpoint's name
   int logged_kills = 0;
+  int data_dirs_lost = 0;       // times DATA_DIR was deleted between runs
   std::string failure;          // why it did not finish
   std::string summary() const;  // "N runs, K kills: cause=n ..."
 };
 
 // `env` is added to every run; SKIPPR_CHAOS_MODE=yes and SKIPPR_CHAOS_SEED=<seed_base + run> are set here, so run n
-// can be replayed with that seed.
+// can be replayed with that seed. `lose_data_dir_every` = n > 0 deletes DATA_DIR after every n-th kill, as if the
+// machine were replaced: an exactly-once destination must then still end up with every row once.
 ChaosRuns sync_until_done_under_chaos(const PipelineFixture& fixture, const std::string& pipeline,
-                                      std::map<std::string, std::string> env, int seed_base, int max_runs = 400);
+                                      std::map<std::string, std::string> env, int seed_base, int max_runs = 400,
+                                      int lose_data_dir_every = 0);
 
 // The same loop until `deadline`, whether runs finish or are killed: for a source that is written to meanwhile, which
 // a run may not catch up with before chaos strikes. `finished` = no run exited otherwise than 0 or SIGKILL.

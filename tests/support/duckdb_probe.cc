@@ -14,13 +14,14 @@ namespace skippr::test {
 
 namespace {
 
-// Opens `db` (read-only), or an in-memory database when `db` is empty.
-std::vector<std::vector<std::string>> query_rows(const std::filesystem::path& db, const std::string& sql) {
+// Opens `db` (read-only unless `writable`), or an in-memory database when `db` is empty.
+std::vector<std::vector<std::string>> query_rows(const std::filesystem::path& db, const std::string& sql,
+                                                 bool writable = false) {
   duckdb_database database = nullptr;
   duckdb_connection connection = nullptr;
   duckdb_config config = nullptr;
   duckdb_create_config(&config);
-  if (!db.empty()) duckdb_set_config(config, "access_mode", "READ_ONLY");
+  if (!db.empty() && !writable) duckdb_set_config(config, "access_mode", "READ_ONLY");
   char* open_error = nullptr;
   if (duckdb_open_ext(db.empty() ? ":memory:" : db.c_str(), &database, config, &open_error) != DuckDBSuccess) {
     std::string message = open_error ? open_error : "unknown error";
@@ -69,6 +70,11 @@ std::string single_value(const std::vector<std::vector<std::string>>& rows, cons
 std::vector<std::vector<std::string>> duckdb_rows(const std::filesystem::path& db, const std::string& sql) {
   if (db.empty()) throw std::runtime_error("duckdb_rows needs a database file; use duckdb_memory_rows");
   return query_rows(db, sql);
+}
+
+void duckdb_write(const std::filesystem::path& db, const std::string& sql) {
+  if (db.empty()) throw std::runtime_error("duckdb_write needs a database file");
+  (void)query_rows(db, sql, /*writable=*/true);
 }
 
 std::string duckdb_value(const std::filesystem::path& db, const std::string& sql) {

@@ -13,6 +13,10 @@ std::vector<std::vector<std::string>> duckdb_rows(const std::filesystem::path& d
 // The single value of a one-row, one-column query.
 std::string duckdb_value(const std::filesystem::path& db, const std::string& sql);
 
+// Runs `sql` (one or more statements) on the database file read-write, creating it when absent: to set up what an
+// earlier version left behind.
+void duckdb_write(const std::filesystem::path& db, const std::string& sql);
+
 // The same against a fresh in-memory database: for queries over files (read_parquet, read_json, read_csv).
 std::vector<std::vector<std::string>> duckdb_memory_rows(const std::string& sql);
 std::string duckdb_memory_value(const std::string& sql);

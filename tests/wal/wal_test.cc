@@ -11,6 +11,7 @@
 #include "core/failpoint.h"
 #include "support/fault_env.h"
 #include "wal/batch_codec.h"
+#include "wal/byte_io.h"
 #include "wal/record_format.h"
 #include "wal/segment.h"
 #include "wal/wal_test_util.h"
@@ -120,6 +121,77 @@ TEST_F(WalTest, AWalWrittenBeforeBlockEncodingIsStillRead) {
   auto fourth = wal->read_batch(wal->pending().back());
   ASSERT_TRUE(fourth) << fourth.error().message;
   expect_batches_equal(batch_with_every_type(20, 4), *fourth);
+}
+
+// A WAL of the format before lineages (segment header version 1) is read: its batches keep the ids they were
+// committed with (a destination may already hold them under those), and the first commit of a state with a lineage
+// starts a new segment, whose header names it, so every id read back is the id that was sent.
+TEST_F(WalTest, AWalWrittenBeforeLineagesKeepsItsIdsAndNewBatchesGetTheLineage) {
+  const std::string lineage = "0123456789abcdef0123456789abcdef";
+  WalOptions o = options();
+  fs::create_directories(o.dir);
+  std::string header;
+  {
+    wal::ByteWriter w(header);
+    w.u32(1);  // format 1: epoch, first seq, landed watermark, position; no lineage
+    w.u64(o.epoch);
+    w.u64(1);
+    w.u64(0);
+    w.str("");
+  }
+  std::string segment = wal::encode_record(wal::RecordType::kSegmentHeader, header);
+  for (uint64_t n = 1; n <= 2; ++n) {
+    const std::string meta = wal::encode_batch_meta({n, BatchId{"bikes", 1, n}, position(n), 20});
+    segment += wal::encode_record(wal::RecordType::kBatchBlocks, meta,
+                                  *wal::encode_batch_blocks(batch_with_every_type(20, static_cast<int>(n)), 1));
+  }
+  write_all(o.dir / wal::segment_file_name(1), segment);
+
+  o.lineage = lineage;
+  auto wal = open(o);
+  ASSERT_EQ(wal->pending().size(), 2u);
+  EXPECT_EQ(wal->pending()[0].id.str(), "bikes/1/1");
+  auto id = wal->commit(batch_with_every_type(20, 3), position(3));
+  ASSERT_TRUE(id) << id.error().message;
+  EXPECT_EQ(id->str(), "bikes/" + lineage + "/1/3");
+  EXPECT_EQ(segment_names().size(), 2u) << "the new lineage starts a segment of its own";
+  wal.reset();
+
+  wal = open(o);
+  const auto pending = wal->pending();
+  ASSERT_EQ(pending.size(), 3u);
+  EXPECT_EQ(pending[1].id.str(), "bikes/1/2");
+  EXPECT_EQ(pending[2].id, *id);
+  auto third = wal->read_batch(pending[2]);
+  ASSERT_TRUE(third) << third.error().message;
+  expect_batches_equal(batch_with_every_type(20, 3), *third);
+  wal.reset();
+
+  // A state with yet another lineage does not own this WAL: it is reported, never silently adopted.
+  o.lineage = "ffffffffffffffffffffffffffffffff";
+  auto other = Wal::open(o);
+  ASSERT_FALSE(other);
+  EXPECT_EQ(other.error().kind, ErrorKind::kCorruption);
+  EXPECT_NE(other.error().message.find("lineage"), std::string::npos) << other.error().message;
+}
+
+TEST_F(WalTest, AFirstWalStartsAtItsInitialPosition) {
+  WalOptions o = options();
+  o.initial_position = position(41);
+  auto wal = open(o);
+  EXPECT_EQ(wal->last_position(), position(41));
+  wal.reset();
+  wal = open(o);  // still nothing on disk: still the initial position
+  EXPECT_EQ(wal->last_position(), position(41));
+  auto id = wal->commit(batch_with_every_type(5, 1), position(42));
+  ASSERT_TRUE(id) << id.error().message;
+  wal.reset();
+  o.initial_position = {};
+  wal = open(o);  // the segment's header carries the start, the batch the rest
+  EXPECT_EQ(wal->last_position(), position(42));
+  auto inspected = Wal::inspect(o.dir);
+  ASSERT_TRUE(inspected);
+  EXPECT_EQ(inspected->batches.size(), 1u);
 }
 
 TEST_F(WalTest, EncodedBatchesCommitLikeBatches) {

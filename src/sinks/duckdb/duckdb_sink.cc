@@ -9,10 +9,11 @@
 #include <system_error>
 
 #include "core/failpoint.h"
+#include "sinks/batch_ledger.h"
 #include "sinks/change_fields.h"
 #include "sinks/duckdb/duckdb_client.h"
-#include "sinks/duckdb/duckdb_merge.h"
 #include "sinks/duckdb/duckdb_memory_probe.h"
+#include "sinks/duckdb/duckdb_merge.h"
 #include "sinks/duckdb/duckdb_types.h"
 #include "sinks/schema_evolution.h"
 
@@ -22,15 +23,24 @@ namespace {
 
 class DuckDbSink final : public Sink {
  public:
-  DuckDbSink(std::string path, std::string table, std::vector<std::string> merge_key)
-      : path_(std::move(path)), table_(std::move(table)), merge_key_(std::move(merge_key)) {}
+  DuckDbSink(std::string path, std::string table, std::string pipeline, std::vector<std::string> merge_key)
+      : path_(std::move(path)),
+        table_(std::move(table)),
+        pipeline_(std::move(pipeline)),
+        merge_key_(std::move(merge_key)) {}
 
   Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
   Status open() override;
-  Result<WriteOutcome> write(const Batch& batch, const BatchId& id) override;
+  using Sink::write;
+  Result<WriteOutcome> write(const Batch& batch, const BatchId& id, const Position& position_after) override;
+  bool keeps_ledger() const override { return true; }
+  Result<std::optional<LedgerTip>> ledger_tip() override;
 
  private:
   bool merging() const { return !merge_key_.empty(); }
+  // DuckDB's names are case-insensitive, so the ledger scopes its rows by the lowercase table name.
+  std::string ledger_target() const;
+  Status prepare_ledger();
   Result<bool> ledger_has(const BatchId& id);
   Result<std::vector<TableColumn>> describe_table();
   // merge_by_key into an existing table: every key column must be there (exit 2 at open, before anything is read).
@@ -43,13 +53,13 @@ class DuckDbSink final : public Sink {
   Status append_rows(const Batch& batch, const std::string& table, const std::vector<TableColumn>& columns,
                      bool row_numbers = false);
   Status merge_rows(const Batch& batch, const BatchId& id, const std::vector<TableColumn>& columns);
-  Status insert_ledger_row(const Batch& batch, const BatchId& id);
-  Result<WriteOutcome> write_in_transaction(const Batch& batch, const BatchId& id);
+  Result<WriteOutcome> write_in_transaction(const Batch& batch, const BatchId& id, const Position& position_after);
 
   std::string where() const { return fmt::format("DuckDB table {} in {}", quote_identifier(table_), path_); }
 
   std::string path_;
   std::string table_;
+  std::string pipeline_;
   std::vector<std::string> merge_key_;  // the pipeline's primary_key with merge_by_key; empty for append
   // Declared in this order so the connection closes before the database.
   std::optional<DuckDbDatabase> db_;
@@ -73,16 +83,14 @@ Status DuckDbSink::open() {
   }
   auto conn = DuckDbConnection::connect(*db);
   if (!conn) return fail(ErrorKind::kUnavailable, fmt::format("{}: {}", path_, conn.error().message));
-  auto created = conn->execute(fmt::format(
-      "CREATE TABLE IF NOT EXISTS {} (batch_id VARCHAR PRIMARY KEY, pipeline VARCHAR, epoch UBIGINT, seq UBIGINT, "
-      "target_table VARCHAR, \"rows\" UBIGINT, landed_at TIMESTAMPTZ DEFAULT now())",
-      quote_identifier(kDuckDbLedgerTable)));
-  if (!created) {
-    return fail(ErrorKind::kUnavailable, fmt::format("cannot create the ledger table {} in {}: {}", kDuckDbLedgerTable,
-                                                     path_, created.error().message));
-  }
   db_ = std::move(*db);
   conn_ = std::move(*conn);
+  if (auto prepared = prepare_ledger(); !prepared) {
+    conn_.reset();
+    db_.reset();
+    return fail(ErrorKind::kUnavailable, fmt::format("cannot prepare the ledger table {} in {}: {}", kLedgerTable,
+                                                     path_, prepared.error().message));
+  }
   if (merging()) {
     auto columns = describe_table();
     if (!columns) return fail(columns.error().kind, fmt::format("{}: {}", where(), columns.error().message));
@@ -102,11 +110,57 @@ Status DuckDbSink::check_merge_key(const std::vector<TableColumn>& columns) cons
   return ok();
 }
 
+const LedgerDialect& duckdb_ledger() {
+  static const LedgerDialect dialect{"", "table_catalog = current_database() AND table_schema = current_schema()",
+                                     quote_literal, "VARCHAR", "UBIGINT"};
+  return dialect;
+}
+
+std::string DuckDbSink::ledger_target() const {
+  std::string lower = table_;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return lower;
+}
+
+// Creates the ledger, or brings one of the first format (shared by every table of the file, no positions) to the
+// current one in a single transaction; a crash in between leaves the old one as it was.
+Status DuckDbSink::prepare_ledger() {
+  auto columns = conn_->query(ledger_columns_sql(duckdb_ledger()));
+  if (!columns) return std::unexpected(columns.error());
+  std::vector<std::string> names;
+  for (const auto& row : columns->rows) names.push_back(row[0].value_or(""));
+  switch (ledger_format(names)) {
+    case LedgerFormat::kCurrent:
+      return ok();
+    case LedgerFormat::kAbsent:
+      return conn_->execute(ledger_create_sql(duckdb_ledger()));
+    case LedgerFormat::kFirst: {
+      auto tx = DuckDbTransaction::begin(*conn_);
+      if (!tx) return std::unexpected(tx.error());
+      for (const auto& sql : ledger_migrate_sql(duckdb_ledger())) SKIPPR_TRY(conn_->execute(sql));
+      // Old rows name the table as it was written; the current format keys them by the lowercase name.
+      SKIPPR_TRY(conn_->execute(
+          fmt::format("UPDATE {} SET target_table = lower(target_table)", quote_identifier(kLedgerTable))));
+      return tx->commit();
+    }
+  }
+  return ok();
+}
+
 Result<bool> DuckDbSink::ledger_has(const BatchId& id) {
-  auto found = conn_->query(fmt::format("SELECT 1 FROM {} WHERE batch_id = {}", quote_identifier(kDuckDbLedgerTable),
-                                        quote_literal(id.str())));
+  auto found = conn_->query(ledger_has_sql(duckdb_ledger(), ledger_target(), id));
   if (!found) return std::unexpected(found.error());
   return !found->rows.empty();
+}
+
+Result<std::optional<LedgerTip>> DuckDbSink::ledger_tip() {
+  SKIPPR_TRY(open());
+  auto rows = conn_->query(ledger_tip_sql(duckdb_ledger(), ledger_target(), pipeline_));
+  if (!rows) return fail(rows.error().kind, fmt::format("reading the ledger of {}: {}", where(), rows.error().message));
+  if (rows->rows.empty()) return std::optional<LedgerTip>();
+  const auto& row = rows->rows.front();
+  return std::optional<LedgerTip>(
+      LedgerTip{row[0].value_or(""), Position{row[1].value_or("")}, std::stoull(row[2].value_or("0"))});
 }
 
 Result<std::vector<TableColumn>> DuckDbSink::describe_table() {
@@ -212,18 +266,11 @@ Status DuckDbSink::merge_rows(const Batch& batch, const BatchId& id, const std::
   return ok();
 }
 
-Status DuckDbSink::insert_ledger_row(const Batch& batch, const BatchId& id) {
-  return conn_->execute(fmt::format(
-      "INSERT INTO {} (batch_id, pipeline, epoch, seq, target_table, \"rows\") VALUES ({}, {}, {}, {}, {}, {})",
-      quote_identifier(kDuckDbLedgerTable), quote_literal(id.str()), quote_literal(id.pipeline), id.epoch, id.seq,
-      quote_literal(table_), batch.rows));
-}
-
-Result<WriteOutcome> DuckDbSink::write(const Batch& batch, const BatchId& id) {
+Result<WriteOutcome> DuckDbSink::write(const Batch& batch, const BatchId& id, const Position& position_after) {
   SKIPPR_TRY(batch.check_shape());
   if (merging()) SKIPPR_TRY(check_merge_rows(batch, merge_key_, where()));
   SKIPPR_TRY(open());
-  auto outcome = write_in_transaction(batch, id);
+  auto outcome = write_in_transaction(batch, id, position_after);
   if (!outcome &&
       (outcome.error().kind == ErrorKind::kUnavailable || outcome.error().kind == ErrorKind::kUnknownOutcome)) {
     // After an I/O error DuckDB may invalidate the whole instance; the retry starts from a fresh open.
@@ -234,7 +281,8 @@ Result<WriteOutcome> DuckDbSink::write(const Batch& batch, const BatchId& id) {
   return outcome;
 }
 
-Result<WriteOutcome> DuckDbSink::write_in_transaction(const Batch& batch, const BatchId& id) {
+Result<WriteOutcome> DuckDbSink::write_in_transaction(const Batch& batch, const BatchId& id,
+                                                      const Position& position_after) {
   // Everything before COMMIT is definite: the transaction guard rolls it back, so a retry starts clean.
   auto definite = [&](const Error& e) {
     return fail(e.kind, fmt::format("writing batch {} to {}: {}", id.str(), where(), e.message));
@@ -255,7 +303,11 @@ Result<WriteOutcome> DuckDbSink::write_in_transaction(const Batch& batch, const 
     if (!written) return definite(written.error());
   }
   failpoint::hit(failpoint::kSinkInTransaction);
-  if (auto recorded = insert_ledger_row(batch, id); !recorded) return definite(recorded.error());
+  if (auto recorded =
+          conn_->execute(ledger_insert_sql(duckdb_ledger(), ledger_target(), id, batch.rows, position_after));
+      !recorded) {
+    return definite(recorded.error());
+  }
 
   if (auto committed = tx->commit(); !committed) {
     // DuckDB's commit writes its WAL; a failure there may or may not have made the batch durable. Only the same
@@ -294,7 +346,7 @@ ConnectorSpec duckdb_sink_spec() {
       return fail(ErrorKind::kConfig, fmt::format("sink '{}': DuckDB needs both path and table", ctx.name));
     }
     return std::make_unique<DuckDbSink>(
-        path, table, ctx.landing == Landing::kMergeByKey ? ctx.primary_key : std::vector<std::string>{});
+        path, table, ctx.pipeline, ctx.landing == Landing::kMergeByKey ? ctx.primary_key : std::vector<std::string>{});
   };
   return spec;
 }

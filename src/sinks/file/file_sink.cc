@@ -55,7 +55,8 @@ class FileSink final : public Sink {
     return ok();
   }
 
-  Result<WriteOutcome> write(const Batch& batch, const BatchId& id) override {
+  using Sink::write;
+  Result<WriteOutcome> write(const Batch& batch, const BatchId& id, const Position&) override {
     if (batch.rows == 0) return WriteOutcome::kApplied;  // a batch of dead letters only: no file
     const std::filesystem::path path = options_.folder / file_name(id);
     auto written = write_file(batch, path);
@@ -67,9 +68,12 @@ class FileSink final : public Sink {
   }
 
  private:
+  // <pipeline>-<epoch>-<lineage>-<seq>: the lineage keeps a new DATA_DIR (or a RESET) from overwriting the files
+  // of an earlier one; a batch committed before lineages existed keeps the name it had (a retry rewrites it).
   std::string file_name(const BatchId& id) const {
     static constexpr const char* kExtensions[] = {".jsonl", ".csv", ".parquet"};
-    return fmt::format("{}-{:06}-{:020}{}{}", id.pipeline, id.epoch, id.seq,
+    const std::string lineage = id.lineage.empty() ? std::string() : id.lineage + "-";
+    return fmt::format("{}-{:06}-{}{:020}{}{}", id.pipeline, id.epoch, lineage, id.seq,
                        kExtensions[static_cast<int>(options_.format)], extension_of(options_.compression));
   }
 

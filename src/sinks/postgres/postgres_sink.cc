@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "core/failpoint.h"
+#include "sinks/batch_ledger.h"
 #include "sinks/postgres/pg_client.h"
 #include "sinks/postgres/pg_copy_binary.h"
 #include "sinks/postgres/pg_types.h"
@@ -50,11 +51,15 @@ class PostgresSink final : public Sink {
         schema_(std::move(schema)),
         table_(std::move(table)),
         merge_(ctx.landing == Landing::kMergeByKey),
-        primary_key_(ctx.primary_key) {}
+        primary_key_(ctx.primary_key),
+        pipeline_(ctx.pipeline) {}
 
   Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
   Status open() override;
-  Result<WriteOutcome> write(const Batch& batch, const BatchId& id) override;
+  using Sink::write;
+  Result<WriteOutcome> write(const Batch& batch, const BatchId& id, const Position& position_after) override;
+  bool keeps_ledger() const override { return true; }
+  Result<std::optional<LedgerTip>> ledger_tip() override;
 
  private:
   std::string target() const { return pg_qualified(schema_, table_); }
@@ -72,7 +77,9 @@ class PostgresSink final : public Sink {
   bool copies_straight_into_target(const Batch& batch, const std::vector<TableColumn>& columns) const;
   Status apply_append(const Batch& batch, const std::vector<TableColumn>& columns);
   Status apply_merge(const Batch& batch, const BatchId& id, const std::vector<TableColumn>& columns);
-  Result<WriteOutcome> write_in_transaction(const Batch& batch, const BatchId& id);
+  Result<WriteOutcome> write_in_transaction(const Batch& batch, const BatchId& id, const Position& position_after);
+  LedgerDialect ledger() const;
+  Status prepare_ledger(PgConnection& conn);
   std::string cast_to_column(std::string_view alias, const std::string& field,
                              const std::vector<TableColumn>& columns) const;
 
@@ -82,6 +89,7 @@ class PostgresSink final : public Sink {
   std::string table_;
   bool merge_;
   std::vector<std::string> primary_key_;
+  std::string pipeline_;
   std::optional<PgConnection> conn_;
 };
 
@@ -99,13 +107,7 @@ Status PostgresSink::open() {
       return prefixed(st.error());
     }
   }
-  if (auto st = conn->execute(fmt::format(
-          "CREATE TABLE IF NOT EXISTS {} (batch_id text PRIMARY KEY, pipeline text, epoch bigint, seq bigint, "
-          "target_table text, \"rows\" bigint, landed_at timestamptz DEFAULT now())",
-          pg_qualified(schema_, kPgLedgerTable)));
-      !st && conn->last_sqlstate() != "23505") {  // two first runs at once: the other one created it
-    return prefixed(st.error());
-  }
+  if (auto st = prepare_ledger(*conn); !st) return prefixed(st.error());
   conn_ = std::move(*conn);
   if (merge_) {
     // A target that exists must be mergeable now, before anything is read: exit 2 rather than a stuck batch later.
@@ -114,6 +116,53 @@ Status PostgresSink::open() {
     if (!columns->empty()) SKIPPR_TRY(check_merge_key(*columns));
   }
   return ok();
+}
+
+LedgerDialect PostgresSink::ledger() const {
+  return {pg_quote_identifier(schema_) + ".", "table_schema = " + pg_quote_literal(schema_), pg_quote_literal, "text",
+          "bigint"};
+}
+
+// Creates the ledger, or brings one of the first format (one for every table of the schema, no positions) to the
+// current one in a single transaction. Sinks of several pipelines may start at once: the migration takes the old
+// table's lock and looks again; a loser's statements fail and its open is retried, finding the new format.
+Status PostgresSink::prepare_ledger(PgConnection& conn) {
+  const LedgerDialect d = ledger();
+  auto format = [&]() -> Result<LedgerFormat> {
+    auto rows = conn.query(ledger_columns_sql(d), {});
+    if (!rows) return std::unexpected(rows.error());
+    std::vector<std::string> names;
+    for (const auto& row : rows->rows) names.push_back(row[0].value_or(""));
+    return ledger_format(names);
+  };
+  auto before = format();
+  if (!before) return std::unexpected(before.error());
+  if (*before == LedgerFormat::kCurrent) return ok();
+  if (*before == LedgerFormat::kAbsent) {
+    auto st = conn.execute(ledger_create_sql(d));
+    if (!st && conn.last_sqlstate() != "23505") return st;  // two first runs at once: the other one created it
+    return ok();
+  }
+  PgTransaction tx(conn);
+  SKIPPR_TRY(tx.begin());
+  SKIPPR_TRY(conn.execute(
+      fmt::format("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE", pg_qualified(schema_, std::string(kLedgerTable)))));
+  auto now = format();
+  if (!now) return std::unexpected(now.error());
+  if (*now == LedgerFormat::kFirst) {
+    for (const auto& sql : ledger_migrate_sql(d)) SKIPPR_TRY(conn.execute(sql));
+  }
+  return tx.commit();
+}
+
+Result<std::optional<LedgerTip>> PostgresSink::ledger_tip() {
+  SKIPPR_TRY(open());
+  auto rows = conn_->query(ledger_tip_sql(ledger(), target(), pipeline_), {});
+  if (!rows) return fail(rows.error().kind, fmt::format("reading the ledger of {}: {}", where(), rows.error().message));
+  if (rows->rows.empty()) return std::optional<LedgerTip>();
+  const auto& row = rows->rows.front();
+  return std::optional<LedgerTip>(
+      LedgerTip{row[0].value_or(""), Position{row[1].value_or("")}, std::stoull(row[2].value_or("0"))});
 }
 
 Result<std::vector<TableColumn>> PostgresSink::describe(const std::string& qualified) {
@@ -331,16 +380,17 @@ Status PostgresSink::check_merge_rows(const Batch& batch) const {
   return check_change_fields(batch, key_fields, where());
 }
 
-Result<WriteOutcome> PostgresSink::write(const Batch& batch, const BatchId& id) {
+Result<WriteOutcome> PostgresSink::write(const Batch& batch, const BatchId& id, const Position& position_after) {
   SKIPPR_TRY(check_text_fields(batch));
   if (merge_) SKIPPR_TRY(check_merge_rows(batch));
   SKIPPR_TRY(open());
-  auto outcome = write_in_transaction(batch, id);
+  auto outcome = write_in_transaction(batch, id, position_after);
   if (!outcome && conn_->broken()) conn_.reset();  // the next attempt reconnects
   return outcome;
 }
 
-Result<WriteOutcome> PostgresSink::write_in_transaction(const Batch& batch, const BatchId& id) {
+Result<WriteOutcome> PostgresSink::write_in_transaction(const Batch& batch, const BatchId& id,
+                                                        const Position& position_after) {
   // Before COMMIT a failure is definite (the server rolls the transaction back), except a lost connection, which
   // is reported as an unknown outcome: the engine then retries the same BatchId only, and the ledger decides.
   auto failed = [&](const Error& e) {
@@ -350,8 +400,7 @@ Result<WriteOutcome> PostgresSink::write_in_transaction(const Batch& batch, cons
   PgTransaction tx(*conn_);
   if (auto st = tx.begin(); !st) return failed(st.error());
 
-  auto applied = conn_->query(
-      fmt::format("SELECT 1 FROM {} WHERE batch_id = $1", pg_qualified(schema_, kPgLedgerTable)), {id.str()});
+  auto applied = conn_->query(ledger_has_sql(ledger(), target(), id), {});
   if (!applied) return failed(applied.error());
   if (!applied->rows.empty()) return WriteOutcome::kAlreadyApplied;  // tx rolls back
 
@@ -370,10 +419,7 @@ Result<WriteOutcome> PostgresSink::write_in_transaction(const Batch& batch, cons
     }
   }
   failpoint::hit(failpoint::kSinkInTransaction);
-  auto recorded = conn_->execute(fmt::format(
-      "INSERT INTO {} (batch_id, pipeline, epoch, seq, target_table, \"rows\") VALUES ({}, {}, {}, {}, {}, {})",
-      pg_qualified(schema_, kPgLedgerTable), pg_quote_literal(id.str()), pg_quote_literal(id.pipeline), id.epoch,
-      id.seq, pg_quote_literal(target()), batch.rows));
+  auto recorded = conn_->execute(ledger_insert_sql(ledger(), target(), id, batch.rows, position_after));
   if (!recorded) {
     // Another writer landed the same batch between our check and now; its transaction won, ours rolls back.
     if (conn_->last_sqlstate() == "23505") return WriteOutcome::kAlreadyApplied;

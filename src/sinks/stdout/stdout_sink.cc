@@ -16,7 +16,8 @@ class StdoutSink final : public Sink {
  public:
   Guarantee guarantee() const override { return Guarantee::kNone; }
 
-  Result<WriteOutcome> write(const Batch& batch, const BatchId& id) override {
+  using Sink::write;
+  Result<WriteOutcome> write(const Batch& batch, const BatchId& id, const Position&) override {
     buffer_.clear();
     for (size_t row = 0; row < batch.rows; ++row) {
       append_row_json(batch, row, buffer_);

@@ -81,6 +81,8 @@ class FileSource final : public Source {
     return ok();
   }
 
+  // Its positions name data that can be read again from there, whoever committed them.
+  bool resumes_from_destination() const override { return true; }
   Status seek(const Position& position) override {
     current_.reset();
     done_.clear();

@@ -54,6 +54,8 @@ class HttpClientSource final : public Source {
  public:
   HttpClientSource(std::string name, Options options) : name_(std::move(name)), o_(std::move(options)) {}
 
+  // Its positions name data that can be read again from there, whoever committed them.
+  bool resumes_from_destination() const override { return true; }
   Status seek(const Position& position) override {
     cursor_ = nullptr;
     if (!position.empty()) {

@@ -79,6 +79,8 @@ class KafkaSource final : public Source {
     return ok();
   }
 
+  // Its positions name data that can be read again from there, whoever committed them.
+  bool resumes_from_destination() const override { return true; }
   Status seek(const Position& position) override {
     next_.clear();
     if (!position.empty()) {

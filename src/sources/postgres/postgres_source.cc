@@ -29,6 +29,8 @@ class PostgresSource final : public Source {
         key_(ctx.primary_key) {}
 
   Status open() override;
+  // Its positions name data that can be read again from there, whoever committed them.
+  bool resumes_from_destination() const override { return true; }
   Status seek(const Position& position) override;
   Result<Poll> poll(const Budget& budget) override;
 

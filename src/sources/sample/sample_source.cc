@@ -12,10 +12,9 @@ namespace {
 
 constexpr std::array<std::string_view, 4> kEventTypes = {"trip_start", "pause", "resume", "trip_end"};
 constexpr std::array<std::string_view, 16> kStations = {
-    "Hyde Park Corner", "Waterloo Station", "King's Cross",   "Borough Market",  "Canary Wharf",
-    "Camden Lock",      "Soho Square",      "Tower Bridge",   "Brick Lane",      "Victoria Park",
-    "Paddington",       "Clapham Common",   "Greenwich Pier", "Angel Islington", "Shoreditch High St",
-    "South Bank"};
+    "Hyde Park Corner", "Waterloo Station", "King's Cross",       "Borough Market", "Canary Wharf", "Camden Lock",
+    "Soho Square",      "Tower Bridge",     "Brick Lane",         "Victoria Park",  "Paddington",   "Clapham Common",
+    "Greenwich Pier",   "Angel Islington",  "Shoreditch High St", "South Bank"};
 constexpr size_t kEstimatedRowBytes = 190;  // measured average of a serialized row; only sizes the polls
 
 // splitmix64: a cheap, well-mixed hash, so row n's values depend on (seed, n) alone.
@@ -28,18 +27,23 @@ uint64_t mix(uint64_t seed, uint64_t row, uint64_t salt) {
 
 class SampleSource final : public Source {
  public:
-  SampleSource(uint64_t rows, uint64_t seed, int64_t start_at_us) : rows_(rows), seed_(seed), start_at_us_(start_at_us) {
+  SampleSource(uint64_t rows, uint64_t seed, int64_t start_at_us)
+      : rows_(rows), seed_(seed), start_at_us_(start_at_us) {
     for (int major = 1; major <= 3; ++major) {
-      for (int minor = 0; minor < 10; ++minor) firmware_.push_back(fmt::format("v{}.{}.{}", major, minor, minor * 7 % 10));
+      for (int minor = 0; minor < 10; ++minor)
+        firmware_.push_back(fmt::format("v{}.{}.{}", major, minor, minor * 7 % 10));
     }
   }
 
+  // Its positions name data that can be read again from there, whoever committed them.
+  bool resumes_from_destination() const override { return true; }
   Status seek(const Position& position) override {
     next_row_ = 1;
     if (position.empty()) return ok();
     auto parsed = nlohmann::json::parse(position.token, nullptr, false);
     if (!parsed.is_object() || !parsed.contains("next_row") || !parsed["next_row"].is_number_unsigned()) {
-      return fail(ErrorKind::kCorruption, fmt::format("Sample source: unreadable resume position '{}'", position.token));
+      return fail(ErrorKind::kCorruption,
+                  fmt::format("Sample source: unreadable resume position '{}'", position.token));
     }
     next_row_ = parsed["next_row"].get<uint64_t>();
     return ok();
@@ -48,8 +52,8 @@ class SampleSource final : public Source {
   Result<Poll> poll(const Budget& budget) override {
     Poll result;
     const uint64_t remaining = next_row_ > rows_ ? 0 : rows_ - next_row_ + 1;
-    const uint64_t count = std::min<uint64_t>(
-        {remaining, budget.max_rows, std::max<uint64_t>(1, budget.max_bytes / kEstimatedRowBytes)});
+    const uint64_t count =
+        std::min<uint64_t>({remaining, budget.max_rows, std::max<uint64_t>(1, budget.max_bytes / kEstimatedRowBytes)});
     result.records = generate(next_row_, count);
     next_row_ += count;
     result.position_after = position();

@@ -1,0 +1,45 @@
+// The ledger of the exactly-once SQL sinks: one row per landed batch, written in the same transaction as its rows,
+// so "already applied?" is answered by the destination itself. Rows are scoped to the target they were written to
+// (a batch of table a never answers for table b) and keep the batch's source position, which lets a sync with a
+// lost DATA_DIR resume where the destination stands (Sink::ledger_tip). DuckDB and Postgres share this SQL; each
+// passes its own quoting and types.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/batch.h"
+
+namespace skippr {
+
+inline constexpr std::string_view kLedgerTable = "_skippr_batches";
+
+struct LedgerDialect {
+  std::string schema_prefix;     // "" or the quoted schema and a dot, e.g. "raw".
+  std::string schema_predicate;  // an information_schema.columns condition naming the ledger's schema
+  std::string (*quote_literal)(std::string_view);
+  const char* text_type;  // VARCHAR / text
+  const char* uint_type;  // UBIGINT / bigint
+};
+
+enum class LedgerFormat { kAbsent, kFirst, kCurrent };
+// The ledger's column names (one per row), and what they say of its format.
+std::string ledger_columns_sql(const LedgerDialect& d);
+LedgerFormat ledger_format(const std::vector<std::string>& columns);
+
+// CREATE TABLE IF NOT EXISTS with the current columns: (target_table, batch_id) is the key.
+std::string ledger_create_sql(const LedgerDialect& d);
+// Rebuilds a ledger of the first format (batch_id alone as the key, no lineage or position) in the current one,
+// keeping its rows; run inside one transaction, after checking that `position_after` is missing.
+std::vector<std::string> ledger_migrate_sql(const LedgerDialect& d);
+// One row when `id` has landed in `target`.
+std::string ledger_has_sql(const LedgerDialect& d, std::string_view target, const BatchId& id);
+std::string ledger_insert_sql(const LedgerDialect& d, std::string_view target, const BatchId& id, uint64_t rows,
+                              const Position& position_after);
+// Columns batch_id, position_after (NULL when none was kept), max_epoch (as text) of the newest batch of `pipeline`
+// in `target`; no row when there is none.
+std::string ledger_tip_sql(const LedgerDialect& d, std::string_view target, std::string_view pipeline);
+
+}  // namespace skippr
