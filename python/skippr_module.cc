@@ -274,6 +274,7 @@ py::dict stats_dict(const SyncResult& r) {
   py::dict d;
   for (const auto& [name, member] : DeliveryCounts::fields()) d[name] = t.*member;
   d["batches_waiting"] = t.batches_waiting;
+  d["last_batch_landed"] = t.last_batch_landed;
   d["wal_bytes"] = t.wal_bytes;
   d["seconds"] = t.seconds;
   d["rows_per_second"] = t.rows_per_second();

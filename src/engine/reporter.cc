@@ -51,6 +51,7 @@ class JsonReporter final : public Reporter {
     nlohmann::json j = {{"event", "sync_complete"}};
     for (const auto& [name, member] : DeliveryCounts::fields()) j[name] = t.*member;
     j.update({{"batches_waiting", t.batches_waiting},
+              {"last_batch_landed", t.last_batch_landed},
               {"seconds", t.seconds},
               {"rows_per_second", t.rows_per_second()},
               {"exit_code", exit_code}});

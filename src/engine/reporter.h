@@ -18,6 +18,7 @@ enum class OutputMode { kProgress, kJson, kText };
 struct RunTotals : DeliveryCounts {
   uint64_t wal_bytes = 0;
   uint64_t batches_waiting = 0;
+  std::string last_batch_landed;  // the full BatchId of the last batch this run landed; empty when none
   double seconds = 0;
   double rows_per_second() const { return seconds > 0 ? rows_landed / seconds : 0; }
 };

@@ -109,6 +109,7 @@ class SyncRun {
     wal_options.lineage = state_.lineage;
     wal_options.initial_position = state_.resume_position;
     wal_options.bytes_per_file = settings_.wal_bytes_per_file;
+    wal_options.wait_for_landing_when_full = true;  // the land stage runs beside the committer
     wal_options.env = options_.wal_env;
     auto wal = Wal::open(wal_options);
     if (!wal) return std::unexpected(wal.error());
@@ -218,8 +219,10 @@ class SyncRun {
     std::thread committer([this] { commit_stage(); });
     std::thread stats_saver([this] { save_stats_while_running(); });
     land_stage(pending);
-    // The lander stops first only on failure; unblock the other stages then.
+    // The lander stops first only on failure; unblock the other stages then (a commit waiting on a full disk for
+    // batches to land included).
     stopping_ = true;
+    wal_->stop_waiting();
     to_commit_.close_and_clear();
     to_land_.close_and_clear();
     reader.join();
@@ -391,6 +394,7 @@ class SyncRun {
       t.batches_landed += 1;
       t.batches_replayed += replayed ? 1 : 0;
       t.already_applied += already_applied ? 1 : 0;
+      t.last_batch_landed = id.str();
       t.wal_bytes = wal_->bytes_on_disk();
     });
     reporter_.batch_landed(id, batch.rows, replayed, already_applied, snapshot());

@@ -50,7 +50,9 @@ struct Wal::Impl {
   Env& env;
 
   mutable std::mutex mu;
-  std::condition_variable sync_done;      // a leader's sync finished (or failed)
+  std::condition_variable sync_done;  // a leader's sync finished (or failed)
+  std::condition_variable landed;     // mark_landed moved the watermark, or stop_waiting() was called
+  bool stop_waiting = false;
   std::optional<Error> poison;            // set once by a durability failure; every later call returns it
   std::deque<LiveSegment> segments;       // on disk, oldest first; the last one is `current`
   std::deque<WalBatchInfo> unlanded;      // committed, seq > watermark, in order
@@ -350,8 +352,29 @@ Result<BatchId> Wal::commit(const EncodedBatch& batch, const Position& position_
   // No per-byte work on the columns here: their checksum was taken by encode() and is only joined to the metadata's.
   const std::string front =
       wal::encode_record_front(wal::RecordType::kBatchBlocks, meta, columns.size(), batch.columns_crc);
-  const uint64_t offset = s.current->size();
-  SKIPPR_TRY(s.append_record_locked(front, columns));
+  uint64_t offset = s.current->size();
+  auto appended = s.append_record_locked(front, columns);
+  if (!appended && appended.error().kind == ErrorKind::kDiskFull) {
+    // The newest segment is never deleted while it is the newest, so on a disk the WAL itself filled, a segment
+    // whose batches all landed would block every later commit (and every rerun) forever. Wait until what is in it
+    // has landed, move to a new segment, let the old one go, and try once more.
+    const bool segment_has_batches = s.next_seq > s.segments.back().first_seq;
+    if (segment_has_batches && s.options.wait_for_landing_when_full) {
+      s.landed.wait(lock, [&] { return s.poison || s.stop_waiting || s.watermark + 1 >= s.next_seq; });
+    }
+    SKIPPR_TRY(s.check_poison());
+    if (segment_has_batches && s.watermark + 1 >= s.next_seq) {
+      s.wait_for_no_sync(lock);
+      SKIPPR_TRY(s.check_poison());
+      spdlog::warn("WAL: the disk is full; {} holds only landed batches, so it is replaced by a new segment",
+                   s.segments.back().path.string());
+      SKIPPR_TRY(s.start_segment_locked());
+      SKIPPR_TRY(s.delete_landed_segments_locked());
+      offset = s.current->size();
+      appended = s.append_record_locked(front, columns);
+    }
+  }
+  SKIPPR_TRY(appended);
   const uint64_t ticket = s.appended;
 
   // The seq is taken now so the next committer appends behind this record; the batch is committed (and visible to
@@ -395,8 +418,15 @@ Status Wal::mark_landed(uint64_t seq) {
   if (seq <= s.watermark) return ok();  // already known; batches land in order
   SKIPPR_TRY(s.append_record_locked(wal::encode_record(wal::RecordType::kLanded, wal::encode_landed(seq))));
   s.watermark = seq;
+  s.landed.notify_all();
   while (!s.unlanded.empty() && s.unlanded.front().seq <= seq) s.unlanded.pop_front();
   return s.delete_landed_segments_locked();
+}
+
+void Wal::stop_waiting() {
+  std::lock_guard lock(impl_->mu);
+  impl_->stop_waiting = true;
+  impl_->landed.notify_all();
 }
 
 Status Wal::sync() {

@@ -30,6 +30,9 @@ struct WalOptions {
   Position initial_position;              // the resume point of a WAL that holds no segment yet (see PipelineState)
   uint64_t bytes_per_file = 64ull << 20;  // roll to a new segment once the current one reaches this size
   int zstd_level = 1;
+  // A commit that meets a full disk waits for the newest segment's batches to land (another thread lands them)
+  // before it replaces that segment; without it, only a segment already fully landed is replaced.
+  bool wait_for_landing_when_full = false;
   Env* env = nullptr;  // the I/O seam (tests inject faults through it); nullptr = default_env()
 };
 
@@ -105,7 +108,9 @@ class Wal {
   // Appends a BATCH record and makes it durable (fdatasync; directory fsync when a new segment was created).
   // When this returns, the batch is committed. Thread-safe; concurrent committers share one fdatasync (group commit).
   // An fsync failure is kFatalIo and poisons the WAL: every later call fails (never retry fsync on the same
-  // descriptor). ENOSPC is kDiskFull. Calls failpoint::hit(kWalBeforeFsync) and (kWalAfterFsync) around the sync.
+  // descriptor). ENOSPC is kDiskFull, after one more try when the newest segment's batches had all landed (or landed
+  // meanwhile): it is then replaced by a new segment and deleted, so a WAL that filled its disk recovers. Calls
+  // failpoint::hit(kWalBeforeFsync) and (kWalAfterFsync) around the sync.
   Result<BatchId> commit(const EncodedBatch& batch, const Position& position_after);
   // encode() then commit(), for callers with nothing to overlap the encoding with.
   Result<BatchId> commit(const Batch& batch, const Position& position_after);
@@ -114,6 +119,10 @@ class Wal {
   // commit or by sync(), which is enough: a lost mark only means an idempotent re-write). Then deletes every segment,
   // other than the newest, whose batches have all landed (failpoint kWalSegmentDelete before each unlink).
   Status mark_landed(uint64_t seq);
+
+  // A commit that meets a full disk waits for the batches of the newest segment to land, then replaces that segment
+  // and tries again (see commit). This ends such waits (the landing stage stopped): the commit returns kDiskFull.
+  void stop_waiting();
 
   // Makes everything written so far durable (used at clean shutdown).
   Status sync();

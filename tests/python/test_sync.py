@@ -20,6 +20,9 @@ def test_python_sync_lands_the_same_rows_as_the_cli(workdir, monkeypatch):
     assert stats["rows_read"] == stats["rows_committed"] == stats["rows_landed"] == ROWS
     assert stats["batches_landed"] > 1 and stats["batches_waiting"] == 0 and stats["batches_replayed"] == 0
     assert stats["rows_per_second"] > 0
+    # The full BatchId: pipeline/lineage (32 hex digits)/epoch/seq.
+    pipeline, lineage, epoch, seq = stats["last_batch_landed"].split("/")
+    assert (pipeline, len(lineage), epoch) == ("bikehire", 32, "1") and int(seq) == stats["batches_landed"]
 
     assert digest(py_dir / "out.duckdb") == digest(cli_dir / "out.duckdb")
     assert digest(py_dir / "out.duckdb")[:2] == (ROWS, ROWS)
