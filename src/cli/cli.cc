@@ -43,17 +43,21 @@ int run(int argc, char** argv) {
   sync->add_option("--pipeline", sync_args.pipeline, "The pipeline to run (a key under pipelines: in skippr.yml)")
       ->required();
   sync->add_flag("--once", sync_args.once, "Read until the source has nothing more, land everything, exit");
-  auto* log_option = sync->add_option("--log", log_level, "Human logs on stderr at LEVEL (trace, debug, info, warn, "
-                                                          "error); info when LEVEL is omitted")
-                         ->expected(0, 1);
+  auto* log_option = sync->add_option("--log", log_level,
+                                      "Human logs on stderr at LEVEL (trace, debug, info, warn, "
+                                      "error); info when LEVEL is omitted")
+                         ->expected(0, 1)
+                         ->check(CLI::IsMember({"", "trace", "debug", "info", "warn", "error"}));
   sync->add_option("--output", output, "progress (default on a terminal), json (JSON-lines events) or text")
       ->check(CLI::IsMember({"progress", "json", "text"}));
-  sync->add_option("--config", config_file, "The configuration file (default: SKIPPR_CONFIG_FILE, else skippr.yml "
-                                            "here or in the nearest parent folder)");
+  sync->add_option("--config", config_file,
+                   "The configuration file (default: SKIPPR_CONFIG_FILE, else skippr.yml "
+                   "here or in the nearest parent folder)");
 
   std::string sql;
-  auto* query = app.add_subcommand("query", "Run a control statement: RESET PIPELINE, SHOW PIPELINES, SHOW PIPELINE, "
-                                            "SHOW STATS FOR, ENABLE PIPELINE, DISABLE PIPELINE");
+  auto* query = app.add_subcommand("query",
+                                   "Run a control statement: RESET PIPELINE, SHOW PIPELINES, SHOW PIPELINE, "
+                                   "SHOW STATS FOR, ENABLE PIPELINE, DISABLE PIPELINE");
   query->add_option("--sql", sql, "The statement, e.g. \"SHOW PIPELINE bikehire\"")->required();
   query->add_option("--config", config_file, "The configuration file");
   query->add_option("--output", output, "text (default) or json")->check(CLI::IsMember({"text", "json"}));
@@ -82,6 +86,12 @@ int run(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
+    // An unknown or missing command: say which there are.
+    if (app.get_subcommands().empty()) {
+      fmt::print(stderr,
+                 "the commands are: sync, query, validate, connectors, wal inspect, help (skipprd help COMMAND "
+                 "for one)\n");
+    }
     return exit_code::kUsage;  // usage errors are exit 2 whatever CLI11 would choose
   }
 

@@ -20,10 +20,12 @@ namespace skippr::cli {
 namespace {
 
 std::atomic<bool> g_stop_requested{false};
+std::atomic<int> g_stop_signal{0};
 
 // First SIGINT/SIGTERM: stop reading and land what is committed. A second one: leave at once (the WAL keeps it all).
-void on_stop_signal(int) {
+void on_stop_signal(int signo) {
   if (g_stop_requested.exchange(true)) _exit(exit_code::kRetryLater);
+  g_stop_signal = signo;
 }
 
 void install_stop_handlers() {
@@ -58,6 +60,10 @@ int run_sync_command(const SyncArgs& args) {
   options.once = args.once;
   options.stop_requested = &g_stop_requested;
   SyncResult result = run_sync(setup->config, setup->settings, options, *reporter);
+  if (result.interrupted) {
+    fmt::print(stderr, "stopped: {}\n", result.message);
+    return 128 + (g_stop_signal.load() != 0 ? g_stop_signal.load() : SIGINT);  // 130 for SIGINT, 143 for SIGTERM
+  }
   if (result.exit_code != 0) fmt::print(stderr, "error: {}\n", result.message);
   return result.exit_code;
 }
@@ -99,6 +105,11 @@ int run_connectors_command() {
 }
 
 int run_wal_inspect_command(const std::string& pipeline, const std::string& output) {
+  if (!is_valid_pipeline_name(pipeline)) {
+    return report(Error{ErrorKind::kConfig, fmt::format("'{}' is not a pipeline name: names hold only letters, "
+                                                        "digits, '_', '.' and '-'",
+                                                        pipeline)});
+  }
   auto config = discover_config_if_any(std::nullopt);
   if (!config) return report(config.error());
   auto settings = settings_for(*config);

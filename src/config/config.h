@@ -54,6 +54,10 @@ struct Config {
   Result<const PipelineConfig*> pipeline(const std::string& name) const;
 };
 
+// What a connector's factory is given for `pipeline` (the pipeline's landing and key, the connector's params).
+ConnectorContext connector_context(const PipelineConfig& pipeline, const ConnectorConfig& connector,
+                                   const std::filesystem::path& pipeline_dir);
+
 // --config, else SKIPPR_CONFIG_FILE, else skippr.yml in `start_dir` or its nearest parent.
 Result<std::filesystem::path> discover_config(const std::optional<std::filesystem::path>& explicit_path,
                                               const std::filesystem::path& start_dir);
@@ -79,6 +83,10 @@ struct Settings {
   double chaos_max_seconds = 30;
   std::optional<uint64_t> chaos_seed;
 };
+// Letters, digits, '_', '.' and '-', and not "." or "..": a pipeline's name is a folder under DATA_DIR/pipelines, so
+// nothing else may reach the file system (a name like ../../x would write or delete outside DATA_DIR).
+bool is_valid_pipeline_name(std::string_view name);
+
 // A relative DATA_DIR (default "data") is taken relative to `relative_to`: the folder of skippr.yml when there is one.
 Result<Settings> settings_from_env(const std::filesystem::path& relative_to);
 // The same relative to the working folder, for commands that run without a skippr.yml.

@@ -259,7 +259,7 @@ Status ConfigDocument::save() const {
                             "these problems (line numbers refer to the text that would be written):\n{}",
                             file_.string(), config.error().message));
   }
-  return write_file_atomically(default_env(), file_, text);
+  return write_file_atomically(shared_files_env(), file_, text);
 }
 
 }  // namespace skippr

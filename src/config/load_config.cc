@@ -62,6 +62,22 @@ void read_document(const YAML::Node& root, Config& config, config_detail::Diagno
   read_pipelines(pipelines, source_names, sink_names, diag, config.pipelines);
 }
 
+// Every check a connector's factory makes (a negative row count, an empty table, a landing the sink lacks) runs
+// here too, for each pipeline, so `validate` and Python's save() catch what `sync` would refuse, with the
+// connector's file:line, before anything is read or written. Factories only check and construct: they open nothing.
+void check_connectors(const Config& config, config_detail::Diagnostics& diag) {
+  for (const auto& [name, pipeline] : config.pipelines) {
+    const ConnectorConfig& source = config.sources.at(pipeline.data_source);
+    const ConnectorConfig& sink = config.sinks.at(pipeline.data_sink);
+    auto report = [&](const ConnectorConfig& connector, const Error& e) {
+      if (e.kind == ErrorKind::kConfig) diag.add(connector.where, fmt::format("pipeline '{}': {}", name, e.message));
+    };
+    if (auto made = source.spec->make_source(connector_context(pipeline, source, {})); !made)
+      report(source, made.error());
+    if (auto made = sink.spec->make_sink(connector_context(pipeline, sink, {})); !made) report(sink, made.error());
+  }
+}
+
 }  // namespace
 
 Result<Config> load_config(const std::filesystem::path& file) {
@@ -90,8 +106,21 @@ Result<Config> parse_config(const std::filesystem::path& file, std::string text)
   } catch (const YAML::Exception& e) {
     diag.add(e.mark, fmt::format("cannot read this: {}", e.msg));
   }
+  if (diag.empty()) check_connectors(config, diag);
   if (!diag.empty()) return std::unexpected(diag.to_error());
   return config;
+}
+
+ConnectorContext connector_context(const PipelineConfig& pipeline, const ConnectorConfig& connector,
+                                   const std::filesystem::path& pipeline_dir) {
+  ConnectorContext ctx;
+  ctx.name = connector.name;
+  ctx.pipeline = pipeline.name;
+  ctx.params = connector.params;
+  ctx.pipeline_dir = pipeline_dir;
+  ctx.landing = pipeline.landing;
+  ctx.primary_key = pipeline.primary_key;
+  return ctx;
 }
 
 Result<const PipelineConfig*> Config::pipeline(const std::string& name) const {

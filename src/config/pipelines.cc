@@ -8,6 +8,18 @@
 #include "config/suggest.h"
 #include "config/yaml_values.h"
 
+namespace skippr {
+
+bool is_valid_pipeline_name(std::string_view name) {
+  if (name.empty() || name == "." || name == "..") return false;
+  return std::ranges::all_of(name, [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+           c == '-';
+  });
+}
+
+}  // namespace skippr
+
 namespace skippr::config_detail {
 
 namespace {
@@ -67,6 +79,12 @@ std::optional<PipelineConfig> read_pipeline(const Entry& entry, const std::vecto
   pipeline.name = entry.key;
   pipeline.where = diag.location(entry.key_node.Mark());
   bool ok = entry.value.IsMap();  // read_entries reports a non-map
+  if (!is_valid_pipeline_name(entry.key)) {
+    diag.add(entry.key_node.Mark(), fmt::format("{}: a pipeline name may hold only letters, digits, '_', '.' and "
+                                                "'-' (and is not '.' or '..'): it names a folder in DATA_DIR",
+                                                what));
+    ok = false;
+  }
   std::map<std::string, Entry> given;
   for (auto& field : read_entries(entry.value, what, diag)) {
     if (std::ranges::find(kKeys, field.key) == kKeys.end()) {

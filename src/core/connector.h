@@ -86,6 +86,9 @@ class Sink {
   // engine asks (after open) when DATA_DIR has no state for the pipeline. nullopt: the destination holds nothing of
   // it.
   virtual bool keeps_ledger() const { return false; }
+  // How many rows of the last applied write went to the destination's rejects table instead of the target (values
+  // no column type could take; see sinks/conform_batch.h), with their reason, in the same transaction.
+  virtual uint64_t rows_rejected_by_last_write() const { return 0; }
   virtual Result<std::optional<LedgerTip>> ledger_tip() { return std::optional<LedgerTip>(); }
 };
 

@@ -94,6 +94,8 @@ class PosixWritableFile final : public WritableFile {
 
 class PosixEnv final : public Env {
  public:
+  PosixEnv(mode_t file_mode, mode_t dir_mode) : file_mode_(file_mode), dir_mode_(dir_mode) {}
+
   Result<std::unique_ptr<WritableFile>> open_writable(const fs::path& path, OpenMode mode) override {
     int flags = O_WRONLY | O_CLOEXEC;
     switch (mode) {
@@ -108,7 +110,7 @@ class PosixEnv final : public Env {
     }
     int fd;
     do {
-      fd = ::open(path.c_str(), flags, 0644);
+      fd = ::open(path.c_str(), flags, file_mode_);
     } while (fd < 0 && errno == EINTR);
     if (fd < 0) return std::unexpected(io_error("opening", path, errno));
     struct stat st {};
@@ -209,7 +211,7 @@ class PosixEnv final : public Env {
     fs::path parent = dir.parent_path();
     if (parent.empty()) parent = ".";
     SKIPPR_TRY(create_dirs(dir.parent_path()));
-    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    if (::mkdir(dir.c_str(), dir_mode_) != 0 && errno != EEXIST) {
       return std::unexpected(io_error("creating directory", dir, errno));
     }
     SKIPPR_TRY(fsync_dir(parent));
@@ -220,12 +222,21 @@ class PosixEnv final : public Env {
     if (::rmdir(dir.c_str()) != 0) return std::unexpected(io_error("removing directory", dir, errno));
     return ok();
   }
+
+ private:
+  mode_t file_mode_;
+  mode_t dir_mode_;
 };
 
 }  // namespace
 
 Env& default_env() {
-  static PosixEnv env;
+  static PosixEnv env(0600, 0700);
+  return env;
+}
+
+Env& shared_files_env() {
+  static PosixEnv env(0644, 0755);
   return env;
 }
 

@@ -63,7 +63,11 @@ Error io_error(std::string_view what, const std::filesystem::path& path, int err
 Error sync_error(std::string_view what, const std::filesystem::path& path, int err);
 
 // The process-wide POSIX implementation.
+// What skipprd keeps for itself (WAL, state, stats, dead letters, config saves): files 0600, folders 0700, since
+// records and positions may be sensitive.
 Env& default_env();
+// The same I/O for files made for others to read (the File sink's output): 0644 / 0755 (less the umask).
+Env& shared_files_env();
 
 // Replaces `path` with `content` so that a crash leaves either the old or the new content, never a mix:
 // write a temporary file next to it, fsync it, rename it over `path`, fsync the directory.

@@ -24,7 +24,7 @@ std::atomic<int> g_hits_left{0};
 // Records the kill (write(2) reaches the page cache, which survives SIGKILL) and dies.
 [[noreturn]] void kill_now(const std::string& why) {
   const std::string line = fmt::format("pid {} killed {}\n", getpid(), why);
-  int fd = ::open(g_log_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  int fd = ::open(g_log_file.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
   if (fd >= 0) {
     [[maybe_unused]] ssize_t n = ::write(fd, line.data(), line.size());
     ::close(fd);
@@ -52,9 +52,10 @@ void start_chaos(const ChaosOptions& options) {
   const auto& points = failpoint::kAll;
   g_armed_failpoint = points[std::uniform_int_distribution<size_t>(0, std::size(points) - 1)(rng)];
   g_hits_left = std::uniform_int_distribution<int>(1, 6)(rng);
-  spdlog::warn("chaos mode is on: seed {} (replay with SKIPPR_CHAOS_SEED={}); SIGKILL after {:.1f}s or at pass {} "
-               "through {}",
-               options.seed, options.seed, seconds, g_hits_left.load(), g_armed_failpoint);
+  spdlog::warn(
+      "chaos mode is on: seed {} (replay with SKIPPR_CHAOS_SEED={}); SIGKILL after {:.1f}s or at pass {} "
+      "through {}",
+      options.seed, options.seed, seconds, g_hits_left.load(), g_armed_failpoint);
   failpoint::set_handler(&on_failpoint);
   std::thread([seconds] {
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));

@@ -176,8 +176,7 @@ Result<QueryResult> set_enabled(const std::string& name, bool enabled, const Con
   auto state = load_state(paths);
   if (!state) return std::unexpected(state.error());
   state->enabled = enabled;
-  std::error_code ec;
-  std::filesystem::create_directories(paths.root, ec);
+  SKIPPR_TRY(default_env().create_dirs(paths.root));  // private, like all of DATA_DIR
   SKIPPR_TRY(save_state(paths, *state));
   QueryResult r;
   r.message = fmt::format("pipeline '{}' {}", name, enabled ? "enabled" : "disabled");
@@ -193,7 +192,13 @@ Result<Statement> parse_statement(std::string_view sql) {
       return fail(ErrorKind::kConfig, fmt::format("'{}' needs exactly one pipeline name after it",
                                                   fmt::join(words.begin(), words.begin() + keywords, " ")));
     }
-    return Statement{kind, unquote(words[keywords])};
+    std::string name = unquote(words[keywords]);
+    if (!is_valid_pipeline_name(name)) {
+      return fail(ErrorKind::kConfig, fmt::format("'{}' is not a pipeline name: names hold only letters, digits, "
+                                                  "'_', '.' and '-'",
+                                                  name));
+    }
+    return Statement{kind, std::move(name)};
   };
   if (starts_with_words(words, {"RESET", "PIPELINE"})) return named(StatementKind::kResetPipeline, 2);
   if (starts_with_words(words, {"ENABLE", "PIPELINE"})) return named(StatementKind::kEnablePipeline, 2);

@@ -59,7 +59,7 @@ Status DeadLetterFile::append(uint64_t seq, const std::vector<DeadLetter>& lette
   if (letters.empty()) return ok();
   if (fd_ < 0) {
     const bool existed = std::filesystem::exists(path_);
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     if (fd_ < 0) {
       return fail(ErrorKind::kUnavailable,
                   fmt::format("cannot open the dead-letter file {}: {}", path_.string(), std::strerror(errno)));

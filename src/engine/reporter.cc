@@ -84,8 +84,10 @@ class TextReporter final : public Reporter {
                      already ? ", already applied" : ""));
   }
   void rows_read(const RunTotals&) override {}
-  void sync_complete(const RunTotals& t, int exit_code) override { line("done: " + summary_line(t, exit_code)); }
-  void error(const std::string& message) override { line("error: " + message); }
+  void sync_complete(const RunTotals& t, int exit_code) override {
+    line((exit_code == 0 ? "done: " : "stopped: ") + summary_line(t, exit_code));
+  }
+  void error(const std::string&) override {}  // the CLI prints the error itself, once, on stderr
 
  private:
   void line(const std::string& s) {

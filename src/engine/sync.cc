@@ -21,7 +21,8 @@ namespace skippr {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr size_t kQueueDepth = 2;  // batches in flight between two stages; bounds memory with the batch size
+constexpr size_t kQueueDepth = 2;      // batches in flight between two stages; bounds memory with the batch size
+constexpr int kInterruptedExit = 130;  // 128 + SIGINT, as a shell reports an interrupted command
 
 struct ReadBatch {
   Batch batch;
@@ -48,6 +49,7 @@ class SyncRun {
     started_ = Clock::now();
     Status st = prepare();
     if (!st) return finish_with(st.error());
+    save_run_stats(snapshot(), /*exit_code=*/-1);  // a run killed at once still counts in SHOW STATS
     stages();
     return finish();
   }
@@ -196,21 +198,21 @@ class SyncRun {
                                 "reachable: {}",
                                 pipe_->name, st.error().message));
       }
-      std::this_thread::sleep_for(backoff);
+      sleep_before_retry(backoff, started);
       backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
     }
   }
 
-  ConnectorContext context_for(const ConnectorConfig& c) const {
-    ConnectorContext ctx;
-    ctx.name = c.name;
-    ctx.pipeline = pipe_->name;
-    ctx.params = c.params;
-    ctx.pipeline_dir = paths_.root;
-    ctx.landing = pipe_->landing;
-    ctx.primary_key = pipe_->primary_key;
-    return ctx;
+  // Waits `backoff` before the next attempt, in short steps, so a stop request (or the end of the --once retry
+  // window) is honoured within a tenth of a second, not after a backoff of several seconds.
+  void sleep_before_retry(std::chrono::milliseconds backoff, Clock::time_point failing_since) {
+    const auto until = Clock::now() + backoff;
+    while (Clock::now() < until && !give_up_retrying(failing_since)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
   }
+
+  ConnectorContext context_for(const ConnectorConfig& c) const { return connector_context(*pipe_, c, paths_.root); }
 
   void stages() {
     const auto pending = wal_->pending();
@@ -277,7 +279,10 @@ class SyncRun {
         pending_dead.clear();
       }
       if (polled->drained) {
-        if (options_.once) break;
+        if (options_.once) {
+          drained_ = true;
+          break;
+        }
         if (!source_->streaming()) sleep_unless_stopped(settings_.sync_frequency_seconds);
       }
     }
@@ -355,7 +360,8 @@ class SyncRun {
       if (sink_open_) outcome = sink_->write(batch, id, position_after);
       if (outcome) {
         if (failing_since) spdlog::info("sink is available again; {} landed", id.str());
-        return mark_landed(batch, id, seq, replayed, *outcome == WriteOutcome::kAlreadyApplied);
+        const bool already = *outcome == WriteOutcome::kAlreadyApplied;
+        return mark_landed(batch, id, seq, replayed, already, already ? 0 : sink_->rows_rejected_by_last_write());
       }
       const Error& e = outcome.error();
       if (!is_transient(e) || !retryable_sink) {
@@ -370,7 +376,7 @@ class SyncRun {
         record_error(e);
         return false;
       }
-      std::this_thread::sleep_for(backoff);
+      sleep_before_retry(backoff, *failing_since);
       backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
     }
   }
@@ -383,20 +389,26 @@ class SyncRun {
     return options_.once && seconds_since(failing_since) >= settings_.sink_retry_seconds;
   }
 
-  bool mark_landed(const Batch& batch, const BatchId& id, uint64_t seq, bool replayed, bool already_applied) {
+  bool mark_landed(const Batch& batch, const BatchId& id, uint64_t seq, bool replayed, bool already_applied,
+                   uint64_t rejected = 0) {
     failpoint::hit(failpoint::kSinkAfterCommit);
     if (auto st = wal_->mark_landed(seq); !st) {
       record_error(st.error());
       return false;
     }
     add([&](RunTotals& t) {
-      t.rows_landed += batch.rows;
+      t.rows_landed += batch.rows - std::min<uint64_t>(rejected, batch.rows);
+      t.rows_rejected += rejected;
       t.batches_landed += 1;
       t.batches_replayed += replayed ? 1 : 0;
       t.already_applied += already_applied ? 1 : 0;
       t.last_batch_landed = id.str();
       t.wal_bytes = wal_->bytes_on_disk();
     });
+    if (rejected > 0) {
+      spdlog::warn("{}: {} row(s) did not fit their columns and went to the destination's rejects table", id.str(),
+                   rejected);
+    }
     reporter_.batch_landed(id, batch.rows, replayed, already_applied, snapshot());
     return true;
   }
@@ -446,6 +458,13 @@ class SyncRun {
       result.exit_code = exit_code::kRetryLater;
       result.message = waiting_sentence(
           waiting, rows_waiting, stopped_by_signal ? "stopped before they landed" : "they did not land in this run");
+    } else if (stopped_by_signal && options_.once && !drained_) {
+      result.exit_code = kInterruptedExit;
+      result.interrupted = true;
+      result.message = fmt::format(
+          "pipeline '{}' was stopped before its source was drained; everything committed has landed. Run the same "
+          "command again to read the rest",
+          pipe_->name);
     }
     if (result.exit_code != 0) reporter_.error(result.message);
     reporter_.sync_complete(result.totals, result.exit_code);
@@ -520,6 +539,7 @@ class SyncRun {
   RunTotals totals_;
   PipelineStats stats_before_;
   std::atomic<bool> stages_done_{false};
+  std::atomic<bool> drained_{false};  // with --once: the reader saw the source drained (not stopped before it)
   std::optional<Error> error_;
   Clock::time_point started_;
 };

@@ -24,6 +24,9 @@ struct SyncOptions {
 
 struct SyncResult {
   int exit_code = 0;
+  // With --once: a stop request ended the run before the source was drained (what was committed has landed). The
+  // exit code is then 130; the CLI reports 128 + the signal's number.
+  bool interrupted = false;
   std::string message;  // one sentence for the user when exit_code != 0
   RunTotals totals;
 };

@@ -4,6 +4,8 @@
 
 #include <limits>
 
+#include "formats/field_names.h"
+
 namespace skippr {
 namespace {
 
@@ -68,6 +70,12 @@ Status append_json_object(simdjson::dom::object object, Batch& batch) {
     if (value.is_null()) continue;              // stays null below
     Type type = type_of(value);
     if (index < 0) {
+      if (auto problem = unusable_field_name(key)) return fail(ErrorKind::kBadInput, *problem);
+      for (const Field& known : batch.schema.fields) {
+        if (differ_only_in_case(key, known.name)) {
+          return fail(ErrorKind::kBadInput, case_collision_reason(key, known.name));
+        }
+      }
       batch.add_column({std::string(key), type});
       index = static_cast<int>(batch.columns.size()) - 1;
       filled.push_back(false);

@@ -23,7 +23,10 @@ Result<bool> RecordBuffer::fill() {
     buf_.resize(std::max(buf_.size() * 2, end_ + chunk_ + simdjson::SIMDJSON_PADDING));
   }
   auto got = stream_->read(buf_.data() + end_, buf_.size() - simdjson::SIMDJSON_PADDING - end_);
-  if (!got) return std::unexpected(got.error());
+  if (!got) {
+    if (got.error().kind == ErrorKind::kBadInput) damaged_at_ = offset_ + (end_ - begin_);
+    return std::unexpected(got.error());
+  }
   if (*got == 0) {
     eof_ = true;
     return false;

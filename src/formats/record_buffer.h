@@ -30,6 +30,11 @@ class RecordBuffer {
   uint64_t offset() const { return offset_; }   // decompressed bytes consumed so far
   uint64_t next_line() const { return line_; }  // the line number of the next record
   void set_next_line(uint64_t line) { line_ = line; }
+  // Set once the stream could not deliver more bytes because its data is damaged or cut short (kBadInput from the
+  // decompressor): the decompressed offset where the readable part ends. Everything before the last complete
+  // record was returned; unread_tail() is what came after it.
+  std::optional<uint64_t> damaged_at() const { return damaged_at_; }
+  std::string_view unread_tail() const { return {buf_.data() + begin_, end_ - begin_}; }
 
  private:
   Result<bool> fill();  // false at the end of the stream
@@ -40,6 +45,7 @@ class RecordBuffer {
   bool eof_ = false;
   uint64_t offset_ = 0;
   uint64_t line_ = 1;
+  std::optional<uint64_t> damaged_at_;
 };
 
 }  // namespace skippr

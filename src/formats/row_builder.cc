@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "formats/field_names.h"
+
 namespace skippr {
 
 void RowBuilder::begin_row() {
@@ -30,6 +32,8 @@ std::optional<std::string> RowBuilder::set(std::string_view name, const FieldVal
     column_type = batch_.columns[c].type;
   } else if (auto known = types_.find(name); known != types_.end()) {
     column_type = known->second;
+  } else if (auto problem = new_field_problem(name)) {
+    return problem;
   }
   FieldValue stored = value;
   if (column_type != value.type) {
@@ -91,6 +95,19 @@ void RowBuilder::end_row() {
   }
   ++batch_.rows;
   staged_.clear();
+}
+
+// A field never seen before: a name no destination can take, or one that collides with another field ignoring case
+// (in earlier records or in this one), rejects the record. Runs once per new name, not per value.
+std::optional<std::string> RowBuilder::new_field_problem(std::string_view name) const {
+  if (auto problem = unusable_field_name(name)) return problem;
+  for (const auto& [known, type] : types_) {
+    if (differ_only_in_case(name, known)) return case_collision_reason(name, known);
+  }
+  for (const auto& s : staged_) {
+    if (s.column < 0 && differ_only_in_case(name, s.name)) return case_collision_reason(name, s.name);
+  }
+  return std::nullopt;
 }
 
 Batch RowBuilder::take() {

@@ -48,6 +48,7 @@ class RowBuilder {
 
  private:
   int find_column(std::string_view name);  // -1 when this batch has no such column yet
+  std::optional<std::string> new_field_problem(std::string_view name) const;
   Batch batch_;
   struct Staged {
     int column;             // -1: a column this batch does not have yet, added at end_row()

@@ -1,7 +1,5 @@
 #include "sinks/schema_evolution.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 
 #include "sinks/change_fields.h"
@@ -15,22 +13,15 @@ const TableColumn* find_column(const std::vector<TableColumn>& columns, std::str
 }
 
 Result<std::vector<Field>> fields_to_add(const std::vector<TableColumn>& table, const Schema& batch,
-                                         const ColumnRules& rules, std::string_view where, bool skip_change_fields) {
+                                         const ColumnRules& rules, std::string_view, bool skip_change_fields) {
   std::vector<Field> missing;
   for (const auto& field : batch.fields) {
     if (skip_change_fields && is_change_field(field.name)) continue;
     const TableColumn* existing = find_column(table, field.name, rules);
     if (!existing) {
       missing.push_back(field);
-    } else if (!rules.accepts(existing->type, field.type)) {
-      // Stops the run rather than dead-lettering a whole batch: the user chooses a cast or a new table, and the
-      // batch waits in the WAL meanwhile.
-      return fail(ErrorKind::kConfig,
-                  fmt::format("{}: column {} is {} but the batch's field {} is {}; a type change is not applied "
-                              "silently. Cast it in the source, alter the column, or land it in a new table",
-                              where, rules.quote(existing->name), existing->type, rules.quote(field.name),
-                              to_string(field.type)));
     }
+    // A field whose column has another type is conform_batch's to convert or reject, row by row.
   }
   return missing;
 }

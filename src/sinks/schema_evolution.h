@@ -1,5 +1,5 @@
 // Additive schema evolution, shared by the SQL sinks: compare a table's columns with a batch's fields, find the
-// fields to add as nullable columns, and refuse a type change with one sentence. Each sink supplies its own name
+// fields to add as nullable columns. Each sink supplies its own name
 // matching and type rules.
 #pragma once
 
@@ -29,8 +29,8 @@ struct ColumnRules {
 const TableColumn* find_column(const std::vector<TableColumn>& columns, std::string_view name,
                                const ColumnRules& rules);
 
-// The batch's fields the table lacks, in batch order, or a kConfig error naming `where`, the column and both types
-// for the first field whose column has an incompatible type. With `skip_change_fields`, _skippr_op and
+// The batch's fields the table lacks, in batch order. A field whose column has another type is not one of them
+// (sinks/conform_batch.h converts or rejects its values). With `skip_change_fields`, _skippr_op and
 // _skippr_order are not data (merge_by_key) and are left out.
 Result<std::vector<Field>> fields_to_add(const std::vector<TableColumn>& table, const Schema& batch,
                                          const ColumnRules& rules, std::string_view where, bool skip_change_fields);

@@ -17,6 +17,7 @@ struct DeliveryCounts {
   uint64_t batches_replayed = 0;  // landed from the WAL after a restart
   uint64_t already_applied = 0;   // retries the sink recognised as done
   uint64_t dead_letters = 0;      // records written to the dead-letter file (committed with their batch)
+  uint64_t rows_rejected = 0;  // landed in the destination's rejects table, not the target (rows_landed excludes them)
 
   using Member = uint64_t DeliveryCounts::*;
   // Every counter with its name, in display order.
@@ -38,6 +39,7 @@ inline std::span<const std::pair<const char*, DeliveryCounts::Member>> DeliveryC
       {"batches_replayed", &DeliveryCounts::batches_replayed},
       {"already_applied", &DeliveryCounts::already_applied},
       {"dead_letters", &DeliveryCounts::dead_letters},
+      {"rows_rejected", &DeliveryCounts::rows_rejected},
   };
   return kFields;
 }

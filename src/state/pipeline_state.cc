@@ -90,12 +90,12 @@ Status save_stats(const PipelinePaths& paths, const PipelineStats& s) {
 }
 
 Result<PipelineLock> PipelineLock::acquire(const PipelinePaths& paths, const std::string& pipeline) {
-  std::error_code ec;
-  std::filesystem::create_directories(paths.root, ec);
-  if (ec) {
-    return fail(ErrorKind::kUnavailable, fmt::format("cannot create {}: {}", paths.root.string(), ec.message()));
+  // DATA_DIR and everything in it are private to the user running skipprd (0700 folders, 0600 files).
+  if (auto made = default_env().create_dirs(paths.root); !made) {
+    return fail(ErrorKind::kUnavailable,
+                fmt::format("cannot create {}: {}", paths.root.string(), made.error().message));
   }
-  int fd = ::open(paths.lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int fd = ::open(paths.lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) {
     return fail(ErrorKind::kUnavailable, fmt::format("cannot open {}: {}", paths.lock.string(), strerror(errno)));
   }

@@ -15,7 +15,8 @@ struct BadConfig {
 
 const BadConfig kBadConfigs[] = {
     {"unknown key",
-     "data_sources:\n  sample:\n    Sample: { rows: 10 }\ndata_sinks:\n  warehouse:\n    DuckDB:\n      path: o.duckdb\n"
+     "data_sources:\n  sample:\n    Sample: { rows: 10 }\ndata_sinks:\n  warehouse:\n    DuckDB:\n      path: "
+     "o.duckdb\n"
      "      tabel: trips\npipelines:\n  bikehire:\n    data_source: data_sources.sample\n"
      "    data_sink: data_sinks.warehouse\n",
      "skippr.yml:8:", "tabel"},
@@ -38,8 +39,33 @@ const BadConfig kBadConfigs[] = {
      "    DuckDB: { path: o.duckdb, table: t }\npipelines:\n  bikehire:\n    data_source: data_sources.sample\n"
      "    data_sink: data_sinks.warehouse\n",
      "skippr.yml:3:", "Sampel"},
-    {"malformed yaml",
-     "data_sources:\n  sample:\n    Sample: { rows: 10\ndata_sinks:\n", "skippr.yml:", "skippr.yml"},
+    // What a connector's own checks refuse is caught at load time too, with the connector's line (issue 11).
+    {"negative row count",
+     "data_sources:\n  sample:\n    Sample: { rows: -5 }\ndata_sinks:\n  warehouse:\n"
+     "    DuckDB: { path: o.duckdb, table: t }\npipelines:\n  bikehire:\n    data_source: data_sources.sample\n"
+     "    data_sink: data_sinks.warehouse\n",
+     "skippr.yml:2:", "rows must be >= 0"},
+    {"empty table",
+     "data_sources:\n  sample:\n    Sample: { rows: 5 }\ndata_sinks:\n  warehouse:\n"
+     "    DuckDB: { path: o.duckdb, table: \"\" }\npipelines:\n  bikehire:\n    data_source: data_sources.sample\n"
+     "    data_sink: data_sinks.warehouse\n",
+     "skippr.yml:5:", "needs both path and table"},
+    {"landing the sink lacks",
+     "data_sources:\n  sample:\n    Sample: { rows: 5 }\ndata_sinks:\n  warehouse:\n"
+     "    DuckDB: { path: o.duckdb, table: t }\npipelines:\n  bikehire:\n    data_source: data_sources.sample\n"
+     "    data_sink: data_sinks.warehouse\n    landing: replace_table\n",
+     "skippr.yml:5:", "replace_table is not supported by DuckDB"},
+    {"unauthenticated HttpServer on a non-loopback address",
+     "data_sources:\n  events:\n    HttpServer: { listen_address: \"0.0.0.0:18080\" }\ndata_sinks:\n  warehouse:\n"
+     "    DuckDB: { path: o.duckdb, table: t }\npipelines:\n  bikehire:\n    data_source: data_sources.events\n"
+     "    data_sink: data_sinks.warehouse\n",
+     "skippr.yml:2:", "allow_unauthenticated: true"},
+    {"pipeline name that leaves DATA_DIR",
+     "data_sources:\n  sample:\n    Sample: { rows: 5 }\ndata_sinks:\n  warehouse:\n"
+     "    DuckDB: { path: o.duckdb, table: t }\npipelines:\n  ../../bikehire:\n    data_source: data_sources.sample\n"
+     "    data_sink: data_sinks.warehouse\n",
+     "skippr.yml:8:", "a pipeline name may hold only"},
+    {"malformed yaml", "data_sources:\n  sample:\n    Sample: { rows: 10\ndata_sinks:\n", "skippr.yml:", "skippr.yml"},
 };
 
 class BadConfigTest : public ::testing::TestWithParam<BadConfig> {};
@@ -47,8 +73,8 @@ class BadConfigTest : public ::testing::TestWithParam<BadConfig> {};
 TEST_P(BadConfigTest, Exits2WithFileAndLineAndWritesNothing) {
   const BadConfig& c = GetParam();
   PipelineFixture f(c.yaml);
-  for (const auto& command : {std::vector<std::string>{"validate"},
-                              std::vector<std::string>{"sync", "--pipeline", "bikehire", "--once"}}) {
+  for (const auto& command :
+       {std::vector<std::string>{"validate"}, std::vector<std::string>{"sync", "--pipeline", "bikehire", "--once"}}) {
     auto r = f.skipprd(command);
     EXPECT_EQ(r.exit_code, 2) << c.name << ": " << r.err;
     EXPECT_NE(r.err.find(c.expected_location), std::string::npos) << c.name << ": " << r.err;
@@ -58,12 +84,11 @@ TEST_P(BadConfigTest, Exits2WithFileAndLineAndWritesNothing) {
   EXPECT_FALSE(std::filesystem::exists(f.path("o.duckdb")));
 }
 
-INSTANTIATE_TEST_SUITE_P(Cli, BadConfigTest, ::testing::ValuesIn(kBadConfigs),
-                         [](const auto& info) {
-                           std::string n = info.param.name;
-                           for (auto& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(Cli, BadConfigTest, ::testing::ValuesIn(kBadConfigs), [](const auto& info) {
+  std::string n = info.param.name;
+  for (auto& ch : n) ch = std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  return n;
+});
 
 TEST(Cli, UnknownPipelineExits2ListingTheKnownOnes) {
   PipelineFixture f(sample_to_duckdb_config(10));
@@ -118,6 +143,48 @@ TEST(Cli, StdoutSinkPrintsJsonLines) {
   EXPECT_NE(r.out.find("\"trip_id\":3"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("sync_complete"), std::string::npos) << "events must not mix into the sink's stdout";
   EXPECT_NE(r.err.find("sync_complete"), std::string::npos) << r.err;
+}
+
+// Small things of the CLI's contract (issue 11, item 7).
+TEST(Cli, ABadLogLevelAnUnknownCommandAndABadPipelineNameAreUsageErrors) {
+  PipelineFixture f(sample_to_duckdb_config(10));
+  auto bogus = f.skipprd({"sync", "--pipeline", "bikehire", "--once", "--log", "bogus"});
+  EXPECT_EQ(bogus.exit_code, 2) << bogus.err;
+  auto unknown = f.skipprd({"synk"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("the commands are: sync, query"), std::string::npos) << unknown.err;
+  auto none = f.skipprd({});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("the commands are"), std::string::npos) << none.err;
+  auto reset = f.skipprd({"query", "--sql", "RESET PIPELINE ../../etc"});
+  EXPECT_EQ(reset.exit_code, 2);
+  EXPECT_NE(reset.err.find("is not a pipeline name"), std::string::npos) << reset.err;
+  auto inspect = f.skipprd({"wal", "inspect", "--pipeline", ".."});
+  EXPECT_EQ(inspect.exit_code, 2);
+  EXPECT_FALSE(std::filesystem::exists(f.path("data")));
+}
+
+TEST(Cli, AnErrorIsPrintedOnce) {
+  PipelineFixture f(sample_to_duckdb_config(10));
+  ASSERT_EQ(f.skipprd({"query", "--sql", "DISABLE PIPELINE bikehire"}).exit_code, 0);
+  auto r = f.skipprd({"sync", "--pipeline", "bikehire", "--once", "--output", "text"});
+  EXPECT_EQ(r.exit_code, 2);
+  const std::string all = r.out + r.err;
+  size_t count = 0;
+  for (size_t at = all.find("is disabled"); at != std::string::npos; at = all.find("is disabled", at + 1)) ++count;
+  EXPECT_EQ(count, 1u) << all;
+}
+
+TEST(Cli, DataDirIsPrivateToItsUser) {
+  PipelineFixture f(sample_to_duckdb_config(100));
+  ASSERT_EQ(f.skipprd({"sync", "--pipeline", "bikehire", "--once"}).exit_code, 0);
+  namespace fs = std::filesystem;
+  for (const auto& entry : fs::recursive_directory_iterator(f.path("data"))) {
+    const auto perms = entry.status().permissions();
+    const bool others = (perms & (fs::perms::group_all | fs::perms::others_all)) != fs::perms::none;
+    EXPECT_FALSE(others) << entry.path() << " is readable by others";
+  }
+  EXPECT_EQ(fs::status(f.path("data")).permissions() & fs::perms::all, fs::perms::owner_all);
 }
 
 }  // namespace

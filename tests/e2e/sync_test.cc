@@ -282,5 +282,38 @@ TEST(Sync, AKilledRunKeepsTheStatsItSavedWhileRunning) {
   EXPECT_NE(stats.out.find(R"({"stat":"last_exit_code","value":"-1"})"), std::string::npos) << stats.out;
 }
 
+// SIGTERM before the source was drained: what is committed lands, but the run must not look done: exit 143 and a
+// sentence, and a rerun reads the rest (issue 11, item 7). A run killed at once still counts in SHOW STATS.
+TEST(Sync, AnInterruptedOnceRunExits143AndARerunReadsTheRest) {
+  PipelineFixture f(sample_to_duckdb_config(1000000));
+  const int pid =
+      spawn_process({SKIPPRD_BINARY, "sync", "--pipeline", "bikehire", "--once", "--output", "text"}, f.root(),
+                    {{"DATA_DIR", (f.root() / "data").string()}, {"BUFFER_THRESHOLD_BYTES", "500000"}});
+  for (int i = 0; i < 400 && read_text(f.path("spawned.out")).find("landed") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(25ms);
+  }
+  kill(pid, SIGTERM);
+  EXPECT_EQ(wait_process(pid), 143) << read_text(f.path("spawned.err"));
+  EXPECT_NE(read_text(f.path("spawned.err")).find("stopped before its source was drained"), std::string::npos)
+      << read_text(f.path("spawned.err"));
+  EXPECT_EQ(read_text(f.path("spawned.out")).find("done:"), std::string::npos) << read_text(f.path("spawned.out"));
+  const uint64_t first = trips_digest(f.path("out.duckdb")).rows;
+  EXPECT_LT(first, 1000000u);
+
+  const int killed = spawn_process({SKIPPRD_BINARY, "sync", "--pipeline", "bikehire", "--once"}, f.root(),
+                                   {{"DATA_DIR", (f.root() / "data").string()}});
+  std::this_thread::sleep_for(300ms);
+  kill(killed, SIGKILL);
+  EXPECT_EQ(wait_process(killed), 137);
+  auto stats = f.skipprd({"query", "--sql", "SHOW STATS FOR bikehire", "--output", "json"});
+  EXPECT_NE(stats.out.find(R"({"stat":"runs","value":"2"})"), std::string::npos) << stats.out;
+
+  auto rest = f.skipprd({"sync", "--pipeline", "bikehire", "--once"});
+  ASSERT_EQ(rest.exit_code, 0) << rest.err;
+  const auto digest = trips_digest(f.path("out.duckdb"));
+  EXPECT_EQ(digest.rows, 1000000u);
+  EXPECT_EQ(digest.distinct_ids, 1000000u);
+}
+
 }  // namespace
 }  // namespace skippr::test

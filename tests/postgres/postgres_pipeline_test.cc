@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "core/redact.h"
 #include "support/pipeline_fixture.h"
 #include "support/postgres_pipeline.h"
 
@@ -127,20 +128,12 @@ std::string files_to_postgres(const std::string& table) {
     File: {{ path: "in/*.jsonl" }}
 data_sinks:
   warehouse:
-    Postgres:
-      host: 127.0.0.1
-      port: ${{PG_PORT}}
-      user: postgres
-      password: "${{PG_PASSWORD}}"
-      database: "${{PG_DATABASE}}"
-      schema: raw
-      table: {}
-pipelines:
+{}pipelines:
   orders:
     data_source: data_sources.inbox
     data_sink: data_sinks.warehouse
 )",
-                     table);
+                     postgres_sink_yaml("raw", table));
 }
 
 const std::vector<std::string> kSyncOrders = {"sync", "--pipeline", "orders", "--once", "--log", "info"};
@@ -210,6 +203,79 @@ TEST(PostgresFreshDataDir, AFirstFormatLedgerIsMigratedOnOpen) {
                      "a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey) WHERE i.indrelid = "
                      "'raw._skippr_batches'::regclass AND i.indisprimary"),
             "target_table,batch_id");
+}
+
+}  // namespace
+}  // namespace skippr::test
+
+namespace skippr::test {
+namespace {
+
+std::string sample_to_postgres_dsn(const std::string& dsn_or_params) {
+  return fmt::format(R"(data_sources:
+  sample:
+    Sample: {{ rows: 100 }}
+data_sinks:
+  warehouse:
+    Postgres: {{ {}, table: t }}
+pipelines:
+  bikehire:
+    data_source: data_sources.sample
+    data_sink: data_sinks.warehouse
+)",
+                     dsn_or_params);
+}
+
+// Every file under `dir` (recursively) that contains `needle`.
+std::vector<std::string> files_containing(const std::filesystem::path& dir, const std::string& needle) {
+  std::vector<std::string> found;
+  if (!std::filesystem::exists(dir)) return found;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (entry.is_regular_file() && read_text(entry.path()).find(needle) != std::string::npos) {
+      found.push_back(entry.path().string());
+    }
+  }
+  return found;
+}
+
+// Issue 11, item 6: a password with URL-special characters (a malformed %-escape included) never appears in stderr,
+// in the JSON error event or in DATA_DIR; a malformed dsn, a port out of range and an unknown sslmode are config
+// errors (exit 2, found by validate too), not "is the server running?" (75).
+TEST(PostgresSecrets, NoPasswordAppearsInAnyMessageOrFileAndMalformedConnectionsAreConfigErrors) {
+  auto& pg = SharedPostgres();
+  const auto db = pg.create_database("secrets");
+  const std::string port = std::to_string(pg.port());
+  struct Case {
+    std::string params;
+    std::string secret;  // must appear nowhere
+    std::string words;   // in the message
+  };
+  const std::vector<Case> cases = {
+      {"dsn: \"postgresql://postgres:s3cr%zzet!@127.0.0.1:" + port + "/" + db + "\"", "s3cr%zzet!",
+       "dsn is not a valid"},
+      {"dsn: \"postgresql://postgres:Pw%40rd%7Cx@127.0.0.1:99999/" + db + "\"", "Pw%40rd%7Cx", "is not a TCP port"},
+      {"dsn: \"host=127.0.0.1 port=" + port + " password='k3y?&=#' sslmode=sometimes dbname=" + db + "\"", "k3y?&=#",
+       "sslmode 'sometimes'"},
+      {"host: 127.0.0.1, port: " + port + ", user: postgres, password: \"wr0ng:p@ss/w?rd&%41\", database: " + db,
+       "wr0ng:p@ss/w?rd&%41", "password authentication failed"},
+  };
+  for (const auto& c : cases) {
+    PipelineFixture fx(sample_to_postgres_dsn(c.params));
+    const bool found_at_load = c.words != "password authentication failed";
+    auto validated = fx.skipprd({"validate"});
+    EXPECT_EQ(validated.exit_code, found_at_load ? 2 : 0) << c.params << "\n" << validated.err;
+    auto r = fx.skipprd({"sync", "--pipeline", "bikehire", "--once", "--output", "json", "--log", "debug"});
+    EXPECT_EQ(r.exit_code, 2) << c.params << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.words), std::string::npos) << r.err;
+    for (const std::string& text : {validated.out, validated.err, r.out, r.err}) {
+      EXPECT_EQ(text.find(c.secret), std::string::npos) << "the secret leaked: " << text;
+      EXPECT_EQ(text.find(percent_decode(c.secret)), std::string::npos) << text;
+    }
+    EXPECT_TRUE(files_containing(fx.path("data"), c.secret).empty());
+    if (found_at_load) {
+      EXPECT_FALSE(std::filesystem::exists(fx.path("data")));
+    }
+  }
 }
 
 }  // namespace

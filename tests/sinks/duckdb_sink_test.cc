@@ -122,7 +122,9 @@ TEST(DuckDbSink, NewFieldsBecomeNullableColumnsAndMissingOnesLandAsNull) {
                                          {"200", std::nullopt, std::nullopt}}));
 }
 
-TEST(DuckDbSink, ATypeChangeIsAClearErrorAndChangesNothing) {
+// A string arriving for a BIGINT column: a whole decimal integer is converted, anything else is rejected with its
+// reason into t__skippr_rejected, in the same transaction; the batch lands and nothing waits in the WAL.
+TEST(DuckDbSink, AValueOfAnotherTypeIsConvertedOrItsRowRejectedAndTheBatchLands) {
   TempDir dir;
   const auto db = dir.path() / "out.duckdb";
   {
@@ -130,22 +132,25 @@ TEST(DuckDbSink, ATypeChangeIsAClearErrorAndChangesNothing) {
     ASSERT_TRUE(sink->write(testing::simple_batch(3), BatchId{"p", 1, 1}));
 
     Batch changed;
-    changed.add_column({"brand_new", Type::kInt64});  // would be added first: must be rolled back too
+    changed.add_column({"brand_new", Type::kInt64});
     changed.add_column({"id", Type::kString});
-    changed.columns[0].append_int(1);
-    changed.columns[1].append_string("not a number");
-    changed.rows = 1;
+    for (const char* id : {"7", "not a number", "-8"}) {
+      changed.columns[0].append_int(1);
+      changed.columns[1].append_string(id);
+      ++changed.rows;
+    }
     auto outcome = sink->write(changed, BatchId{"p", 1, 2});
-    ASSERT_FALSE(outcome);
-    EXPECT_EQ(outcome.error().kind, ErrorKind::kConfig);
-    const auto& message = outcome.error().message;
-    EXPECT_NE(message.find("column \"id\" is BIGINT"), std::string::npos) << message;
-    EXPECT_NE(message.find("is string"), std::string::npos) << message;
-    EXPECT_NE(message.find((dir.path() / "out.duckdb").string()), std::string::npos) << message;
+    ASSERT_TRUE(outcome) << outcome.error().message;
+    EXPECT_EQ(sink->rows_rejected_by_last_write(), 1u);
   }
-  EXPECT_EQ(scalar(db, "SELECT count(*) FROM t"), "3");
-  EXPECT_EQ(scalar(db, "SELECT count(*) FROM information_schema.columns WHERE table_name = 't'"), "3");
-  EXPECT_EQ(scalar(db, "SELECT count(*) FROM _skippr_batches"), "1");
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM t"), "5");
+  EXPECT_EQ(scalar(db, "SELECT string_agg(id::VARCHAR, ',' ORDER BY id) FROM t WHERE brand_new = 1"), "-8,7");
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM t__skippr_rejected"), "1");
+  const std::string reason = scalar(db, "SELECT reason FROM t__skippr_rejected");
+  EXPECT_NE(reason.find("field \"id\" is string but column \"id\" is BIGINT"), std::string::npos) << reason;
+  EXPECT_NE(reason.find((dir.path() / "out.duckdb").string()), std::string::npos) << reason;
+  EXPECT_EQ(scalar(db, "SELECT record FROM t__skippr_rejected"), "{\"brand_new\":1,\"id\":\"not a number\"}");
+  EXPECT_EQ(scalar(db, "SELECT \"rows\" FROM _skippr_batches WHERE seq = 2"), "2");
 }
 
 TEST(DuckDbSink, InvalidUtf8IsBadInputNamingFieldAndRow) {

@@ -96,19 +96,27 @@ TEST(PostgresSink, ANewFieldBecomesANewNullableColumn) {
             "1=null 2=null 3=true");
 }
 
-TEST(PostgresSink, AnIncompatibleTypeChangeIsAConfigErrorNamingTheColumnAndNothingLands) {
+// Values a column's type cannot take go, row by row, to <table>__skippr_rejected in the batch's transaction: the
+// batch lands (and is in the ledger), nothing waits in the WAL for a fix that no retry can bring.
+TEST(PostgresSink, ValuesTheColumnsCannotTakeGoToTheRejectsTableAndTheBatchLands) {
   const auto db = SharedPostgres().create_database("typechange");
   SharedPostgres().execute(db, "CREATE SCHEMA landing; CREATE TABLE landing.t (id integer, x numeric, name bytea)");
-  auto outcome = make_sink(db, "t")->write(testing::simple_batch(3, 1), batch_id(1));
-  ASSERT_FALSE(outcome);
-  EXPECT_EQ(outcome.error().kind, ErrorKind::kConfig);
-  // The same sentence as the DuckDB sink's (sinks/schema_evolution.h).
-  EXPECT_NE(outcome.error().message.find("column \"name\" is bytea but the batch's field \"name\" is string; a type "
-                                         "change is not applied silently"),
-            std::string::npos)
-      << outcome.error().message;
+  auto sink = make_sink(db, "t");
+  auto outcome = sink->write(testing::simple_batch(3, 1), batch_id(1));
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_EQ(*outcome, WriteOutcome::kApplied);
+  EXPECT_EQ(sink->rows_rejected_by_last_write(), 3u);
   EXPECT_EQ(value(db, "SELECT count(*) FROM landing.t"), "0");
-  EXPECT_EQ(value(db, "SELECT count(*) FROM landing._skippr_batches"), "0");
+  EXPECT_EQ(value(db, "SELECT count(*) FROM landing.t__skippr_rejected"), "3");
+  // The same sentence as the DuckDB sink's (sinks/conform_batch.h), and the record as JSON.
+  const std::string reason = value(db, "SELECT reason FROM landing.t__skippr_rejected WHERE \"row\" = 0");
+  EXPECT_NE(reason.find("field \"name\" is string but column \"name\" is bytea"), std::string::npos) << reason;
+  EXPECT_NE(value(db, "SELECT record FROM landing.t__skippr_rejected WHERE \"row\" = 0").find("\"id\":1"),
+            std::string::npos);
+  EXPECT_EQ(value(db, "SELECT count(*) FROM landing._skippr_batches"), "1");
+  // A replay is recognised: no second copy of the rejects.
+  EXPECT_EQ(*sink->write(testing::simple_batch(3, 1), batch_id(1)), WriteOutcome::kAlreadyApplied);
+  EXPECT_EQ(value(db, "SELECT count(*) FROM landing.t__skippr_rejected"), "3");
 }
 
 TEST(PostgresSink, AValueTooLargeForAnIntegerColumnFailsTheWholeBatch) {

@@ -4,27 +4,33 @@
 
 namespace skippr::test {
 
+std::string postgres_sink_yaml(const std::string& schema, const std::string& table) {
+  return fmt::format(R"(    Postgres:
+      host: 127.0.0.1
+      port: ${{PG_PORT}}
+      user: postgres
+      password: "${{PG_PASSWORD}}"
+      database: "${{PG_DATABASE}}"
+      schema: {}
+      table: {}
+)",
+                     schema, table);
+}
+
 std::string sample_to_postgres_config(uint64_t rows, uint64_t seed, const std::string& landing) {
   return fmt::format(R"(data_sources:
   sample:
     Sample: {{ rows: {}, seed: {} }}
 data_sinks:
   warehouse:
-    Postgres:
-      host: 127.0.0.1
-      port: ${{PG_PORT}}
-      user: postgres
-      password: "${{PG_PASSWORD}}"
-      database: "${{PG_DATABASE}}"
-      schema: bike
-      table: trips
-pipelines:
+{}pipelines:
   bikehire:
     data_source: data_sources.sample
     data_sink: data_sinks.warehouse
     landing: {}
 {})",
-                     rows, seed, landing, landing == "merge_by_key" ? "    primary_key: trip_id\n" : "");
+                     rows, seed, postgres_sink_yaml("bike", "trips"), landing,
+                     landing == "merge_by_key" ? "    primary_key: trip_id\n" : "");
 }
 
 std::map<std::string, std::string> postgres_env(const PostgresServer& server, const std::string& database) {

@@ -13,6 +13,9 @@ namespace skippr::test {
 // key for merge_by_key).
 std::string sample_to_postgres_config(uint64_t rows, uint64_t seed, const std::string& landing = "append");
 
+// The `Postgres:` block of a data_sinks entry (indented for it) writing `schema`.`table` through the variables above.
+std::string postgres_sink_yaml(const std::string& schema, const std::string& table);
+
 // The environment that points the config above at `server`'s `database`.
 std::map<std::string, std::string> postgres_env(const PostgresServer& server, const std::string& database);
 

@@ -11,6 +11,7 @@
 #include "core/failpoint.h"
 #include "sinks/batch_ledger.h"
 #include "sinks/change_fields.h"
+#include "sinks/conform_batch.h"
 #include "sinks/duckdb/duckdb_client.h"
 #include "sinks/duckdb/duckdb_memory_probe.h"
 #include "sinks/duckdb/duckdb_merge.h"
@@ -35,6 +36,7 @@ class DuckDbSink final : public Sink {
   Result<WriteOutcome> write(const Batch& batch, const BatchId& id, const Position& position_after) override;
   bool keeps_ledger() const override { return true; }
   Result<std::optional<LedgerTip>> ledger_tip() override;
+  uint64_t rows_rejected_by_last_write() const override { return last_rejected_; }
 
  private:
   bool merging() const { return !merge_key_.empty(); }
@@ -61,6 +63,7 @@ class DuckDbSink final : public Sink {
   std::string table_;
   std::string pipeline_;
   std::vector<std::string> merge_key_;  // the pipeline's primary_key with merge_by_key; empty for append
+  uint64_t last_rejected_ = 0;
   // Declared in this order so the connection closes before the database.
   std::optional<DuckDbDatabase> db_;
   std::optional<DuckDbConnection> conn_;
@@ -298,13 +301,25 @@ Result<WriteOutcome> DuckDbSink::write_in_transaction(const Batch& batch, const 
   if (!columns) {
     return columns.error().kind == ErrorKind::kConfig ? std::unexpected(columns.error()) : definite(columns.error());
   }
-  if (batch.rows > 0) {
-    auto written = merging() ? merge_rows(batch, id, *columns) : append_rows(batch, table_, *columns);
+  // Values of another type than their column's are converted, or their rows rejected (kept in the rejects table).
+  auto conformed = conform_batch(batch, *columns, duckdb_column_rules(), where());
+  if (!conformed) return std::unexpected(conformed.error());
+  const Batch& rows = *conformed ? (*conformed)->batch : batch;
+  if (rows.rows > 0) {
+    auto written = merging() ? merge_rows(rows, id, *columns) : append_rows(rows, table_, *columns);
     if (!written) return definite(written.error());
+  }
+  const size_t rejected = *conformed ? (*conformed)->rejected.size() : 0;
+  if (rejected > 0) {
+    const std::string rejects = quote_identifier(table_ + std::string(kRejectedSuffix));
+    if (auto made = conn_->execute(rejects_create_sql(rejects, "VARCHAR")); !made) return definite(made.error());
+    for (const auto& sql : rejects_insert_sql(rejects, id.str(), (*conformed)->rejected, quote_literal)) {
+      if (auto inserted = conn_->execute(sql); !inserted) return definite(inserted.error());
+    }
   }
   failpoint::hit(failpoint::kSinkInTransaction);
   if (auto recorded =
-          conn_->execute(ledger_insert_sql(duckdb_ledger(), ledger_target(), id, batch.rows, position_after));
+          conn_->execute(ledger_insert_sql(duckdb_ledger(), ledger_target(), id, rows.rows, position_after));
       !recorded) {
     return definite(recorded.error());
   }
@@ -315,6 +330,7 @@ Result<WriteOutcome> DuckDbSink::write_in_transaction(const Batch& batch, const 
     return fail(ErrorKind::kUnknownOutcome,
                 fmt::format("committing batch {} to {}: {}", id.str(), where(), committed.error().message));
   }
+  last_rejected_ = rejected;
   return WriteOutcome::kApplied;  // the engine passes kSinkAfterCommit next, for every sink alike
 }
 

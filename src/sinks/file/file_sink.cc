@@ -47,7 +47,7 @@ class FileSink final : public Sink {
   Guarantee guarantee() const override { return Guarantee::kOverwriteOnRetry; }
 
   Status open() override {
-    auto made = default_env().create_dirs(options_.folder);
+    auto made = shared_files_env().create_dirs(options_.folder);
     if (!made) {
       return fail(ErrorKind::kUnavailable, fmt::format("File sink '{}': cannot create the folder {}: {}", options_.name,
                                                        options_.folder.string(), made.error().message));
@@ -85,7 +85,7 @@ class FileSink final : public Sink {
         if (!packed) return std::unexpected(packed.error());
         text = std::move(*packed);
       }
-      return write_file_atomically(default_env(), path, text);  // .tmp, fsync, rename, fsync dir
+      return write_file_atomically(shared_files_env(), path, text);  // .tmp, fsync, rename, fsync dir
     }
     if (!parquet_) {
       auto writer = ParquetFileWriter::open();
@@ -96,8 +96,8 @@ class FileSink final : public Sink {
     tmp += ".tmp";
     SKIPPR_TRY(parquet_->write(batch, tmp, options_.parquet_compression));
     SKIPPR_TRY(fsync_file(tmp));
-    SKIPPR_TRY(default_env().rename(tmp, path));
-    return default_env().fsync_dir(options_.folder);
+    SKIPPR_TRY(shared_files_env().rename(tmp, path));
+    return shared_files_env().fsync_dir(options_.folder);
   }
 
   FileSinkOptions options_;

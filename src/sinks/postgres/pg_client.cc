@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
+#include "core/redact.h"
+
 namespace skippr {
 namespace {
 
@@ -29,7 +33,87 @@ ErrorKind connect_error_kind(std::string_view message) {
   return ErrorKind::kUnavailable;
 }
 
+// The password given as a parameter, and the one inside the dsn (as written and decoded). A dsn libpq cannot parse
+// is a secret as a whole: nobody can tell which part of it is the password.
+std::vector<std::string> connection_secrets(const nlohmann::json& params) {
+  std::vector<std::string> secrets;
+  if (params.contains("password") && !params["password"].is_null()) secrets.push_back(param_text(params["password"]));
+  if (!params.contains("dsn") || params["dsn"].is_null()) return secrets;
+  const std::string dsn = param_text(params["dsn"]);
+  // URI form: scheme://user:password@host...
+  if (auto scheme = dsn.find("://"); scheme != std::string::npos) {
+    const size_t start = scheme + 3;
+    const size_t at = dsn.rfind('@');
+    const size_t colon = dsn.find(':', start);
+    if (at != std::string::npos && colon != std::string::npos && colon < at) {
+      const std::string raw = dsn.substr(colon + 1, at - colon - 1);
+      secrets.push_back(raw);
+      secrets.push_back(percent_decode(raw));
+    }
+  }
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(dsn.c_str(), &error);
+  if (options == nullptr) {
+    secrets.push_back(dsn);
+  } else {
+    for (PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+      if (std::string_view(o->keyword) == "password" && o->val != nullptr) secrets.emplace_back(o->val);
+    }
+    PQconninfoFree(options);
+  }
+  if (error != nullptr) PQfreemem(error);
+  return secrets;
+}
+
+bool valid_port(std::string_view text) {
+  int port = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
+  return ec == std::errc() && end == text.data() + text.size() && port >= 1 && port <= 65535;
+}
+
+bool valid_sslmode(std::string_view mode) {
+  for (std::string_view known : {"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}) {
+    if (mode == known) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+Status check_pg_connection_params(const nlohmann::json& params, std::string_view what) {
+  const auto secrets = connection_secrets(params);
+  auto bad = [&](std::string message) { return fail(ErrorKind::kConfig, redact(std::move(message), secrets)); };
+  std::vector<std::pair<std::string, std::string>> given;  // (keyword, value) to check
+  if (params.contains("dsn") && !params["dsn"].is_null()) {
+    char* error = nullptr;
+    PQconninfoOption* options = PQconninfoParse(param_text(params["dsn"]).c_str(), &error);
+    if (options == nullptr) {
+      std::string why = error != nullptr ? trim(error) : "it cannot be parsed";
+      if (error != nullptr) PQfreemem(error);
+      return bad(
+          fmt::format("{}: dsn is not a valid PostgreSQL connection string or URI ({}); write it as "
+                      "postgresql://user:password@host:5432/database, percent-encoding special characters "
+                      "in the password (%25 for %), or give host/port/user/password/database separately",
+                      what, why));
+    }
+    for (PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+      if (o->val != nullptr) given.emplace_back(o->keyword, o->val);
+    }
+    PQconninfoFree(options);
+    if (error != nullptr) PQfreemem(error);
+  }
+  if (params.contains("port") && !params["port"].is_null()) given.emplace_back("port", param_text(params["port"]));
+  for (const auto& [keyword, value] : given) {
+    if (keyword == "port" && !valid_port(value)) {
+      return bad(fmt::format("{}: port '{}' is not a TCP port (1 to 65535)", what, value));
+    }
+    if (keyword == "sslmode" && !valid_sslmode(value)) {
+      return bad(fmt::format("{}: sslmode '{}' is not one of disable, allow, prefer, require, verify-ca, verify-full",
+                             what, value));
+    }
+  }
+  return ok();
+}
 
 std::vector<ParamSpec> pg_connection_params() {
   return {
@@ -44,6 +128,7 @@ std::vector<ParamSpec> pg_connection_params() {
 }
 
 Result<PgConnection> PgConnection::connect(const nlohmann::json& params, std::string_view what, bool replication) {
+  SKIPPR_TRY(check_pg_connection_params(params, what));
   std::vector<std::string> keys, values;
   if (params.contains("dsn") && !params["dsn"].is_null()) {
     keys.push_back("dbname");  // expanded as a connection string because expand_dbname = 1
@@ -83,7 +168,8 @@ Result<PgConnection> PgConnection::connect(const nlohmann::json& params, std::st
         raw, [](void*, const char*) {}, nullptr);
   }
   if (PQstatus(raw) != CONNECTION_OK) {
-    const std::string message = trim(PQerrorMessage(raw));
+    // libpq may quote what it was given (a host, an option's value): nothing of a password may pass.
+    const std::string message = redact(trim(PQerrorMessage(raw)), connection_secrets(params));
     const ErrorKind kind = connect_error_kind(message);
     return fail(kind,
                 fmt::format("{}: cannot connect to PostgreSQL: {}. {}", what, message,

@@ -61,6 +61,10 @@ class PgConnection {
 };
 
 // "a""b" quoting; identifiers are always quoted, so their case is kept exactly.
+// A dsn libpq cannot parse, a port outside 1..65535 or an unknown sslmode: kConfig (exit 2) with one sentence, no
+// secret in it. Run by the connectors' factories (so `validate` catches it) and before every connect.
+Status check_pg_connection_params(const nlohmann::json& params, std::string_view what);
+
 std::string pg_quote_identifier(std::string_view name);
 // 'it''s' quoting (standard_conforming_strings is on in every supported server).
 std::string pg_quote_literal(std::string_view text);

@@ -8,6 +8,7 @@
 
 #include "core/failpoint.h"
 #include "sinks/batch_ledger.h"
+#include "sinks/conform_batch.h"
 #include "sinks/postgres/pg_client.h"
 #include "sinks/postgres/pg_copy_binary.h"
 #include "sinks/postgres/pg_types.h"
@@ -60,6 +61,7 @@ class PostgresSink final : public Sink {
   Result<WriteOutcome> write(const Batch& batch, const BatchId& id, const Position& position_after) override;
   bool keeps_ledger() const override { return true; }
   Result<std::optional<LedgerTip>> ledger_tip() override;
+  uint64_t rows_rejected_by_last_write() const override { return last_rejected_; }
 
  private:
   std::string target() const { return pg_qualified(schema_, table_); }
@@ -90,6 +92,7 @@ class PostgresSink final : public Sink {
   bool merge_;
   std::vector<std::string> primary_key_;
   std::string pipeline_;
+  uint64_t last_rejected_ = 0;
   std::optional<PgConnection> conn_;
 };
 
@@ -406,20 +409,32 @@ Result<WriteOutcome> PostgresSink::write_in_transaction(const Batch& batch, cons
 
   auto columns = prepare_table(batch);
   if (!columns) return failed(columns.error());
-  if (batch.rows > 0 && copies_straight_into_target(batch, *columns)) {
+  // Values of another type than their column's are converted, or their rows rejected (kept in the rejects table).
+  auto conformed = conform_batch(batch, *columns, pg_column_rules(), where());
+  if (!conformed) return std::unexpected(conformed.error());
+  const Batch& rows = *conformed ? (*conformed)->batch : batch;
+  if (rows.rows > 0 && copies_straight_into_target(rows, *columns)) {
     std::vector<std::string> names;
-    for (const auto& field : batch.schema.fields) names.push_back(pg_quote_identifier(field.name));
-    if (auto st = copy_rows(batch, fmt::format("{} ({})", target(), fmt::join(names, ", "))); !st) {
+    for (const auto& field : rows.schema.fields) names.push_back(pg_quote_identifier(field.name));
+    if (auto st = copy_rows(rows, fmt::format("{} ({})", target(), fmt::join(names, ", "))); !st) {
       return failed(st.error());
     }
-  } else if (batch.rows > 0) {
-    if (auto st = stage_rows(batch); !st) return failed(st.error());
-    if (auto st = merge_ ? apply_merge(batch, id, *columns) : apply_append(batch, *columns); !st) {
+  } else if (rows.rows > 0) {
+    if (auto st = stage_rows(rows); !st) return failed(st.error());
+    if (auto st = merge_ ? apply_merge(rows, id, *columns) : apply_append(rows, *columns); !st) {
       return failed(st.error());
     }
   }
+  const size_t rejected = *conformed ? (*conformed)->rejected.size() : 0;
+  if (rejected > 0) {
+    const std::string rejects = pg_qualified(schema_, table_ + std::string(kRejectedSuffix));
+    if (auto st = conn_->execute(rejects_create_sql(rejects, "text")); !st) return failed(st.error());
+    for (const auto& sql : rejects_insert_sql(rejects, id.str(), (*conformed)->rejected, pg_quote_literal)) {
+      if (auto st = conn_->execute(sql); !st) return failed(st.error());
+    }
+  }
   failpoint::hit(failpoint::kSinkInTransaction);
-  auto recorded = conn_->execute(ledger_insert_sql(ledger(), target(), id, batch.rows, position_after));
+  auto recorded = conn_->execute(ledger_insert_sql(ledger(), target(), id, rows.rows, position_after));
   if (!recorded) {
     // Another writer landed the same batch between our check and now; its transaction won, ours rolls back.
     if (conn_->last_sqlstate() == "23505") return WriteOutcome::kAlreadyApplied;
@@ -432,6 +447,7 @@ Result<WriteOutcome> PostgresSink::write_in_transaction(const Batch& batch, cons
     }
     return failed(st.error());  // the server answered: the commit failed and nothing was applied
   }
+  last_rejected_ = rejected;
   return WriteOutcome::kApplied;
 }
 
@@ -448,6 +464,7 @@ ConnectorSpec postgres_sink_spec() {
   spec.params.push_back(
       {"table", ParamType::kString, true, nullptr, "the target table; created from the first batch's schema"});
   spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
+    SKIPPR_TRY(check_pg_connection_params(ctx.params, fmt::format("sink '{}'", ctx.name)));
     if (ctx.landing != Landing::kAppend && ctx.landing != Landing::kMergeByKey) {
       return fail(ErrorKind::kConfig, fmt::format("sink '{}': landing {} is not supported by Postgres; use append or "
                                                   "merge_by_key",

@@ -114,6 +114,7 @@ class FileSource final : public Source {
         }
       }
       auto finished = read_some(out.dead_letters, limits, progress);
+      if (!finished && skip_damaged_rest(finished.error(), out.dead_letters)) continue;
       if (!finished) return std::unexpected(finished.error());
       if (*finished) {
         done_.insert(current_->where.name);
@@ -196,6 +197,29 @@ class FileSource final : public Source {
     }
     if (where.offset == 0) spdlog::debug("File source '{}': reading {}", options_.name, path.string());
     current_ = std::move(file);
+    return true;
+  }
+
+  // A compressed file that is damaged or cut short: what could be read of it is kept (the rows before the damage are
+  // in this poll), the rest becomes one dead letter naming the decompressed byte offset, and the next file is read.
+  // Every run decides the same, so the file is never stuck: it is done once this poll's batch is committed.
+  bool skip_damaged_rest(const Error& error, std::vector<DeadLetter>& dead) {
+    if (!current_ || !current_->buffer || !current_->buffer->damaged_at() || error.kind != ErrorKind::kBadInput) {
+      return false;
+    }
+    const RecordBuffer& buffer = *current_->buffer;
+    const uint64_t at = *buffer.damaged_at();
+    dead.push_back({current_->path.string(), buffer.next_line(),
+                    fmt::format("{}; the file is readable up to byte {} of its decompressed content: the records "
+                                "before it were read, the rest of the file is skipped",
+                                error.message, at),
+                    std::string(buffer.unread_tail())});
+    spdlog::warn(
+        "File source '{}': {} is damaged at decompressed byte {}; its readable part is read, the rest goes "
+        "to the dead letters ({})",
+        options_.name, current_->path.string(), at, error.message);
+    done_.insert(current_->where.name);
+    current_.reset();
     return true;
   }
 

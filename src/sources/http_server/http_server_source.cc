@@ -58,7 +58,8 @@ class HttpServerSource final : public Source {
     server_.new_task_queue = [] { return new httplib::ThreadPool(kHandlerThreads); };
     server_.set_payload_max_length(options_.max_body_bytes);
     server_.set_tcp_nodelay(true);  // headers and body go out in two writes; Nagle + delayed ACK would add 40 ms
-    server_.Post("/ingest", [this](const httplib::Request& req, httplib::Response& res) { ingest(req, res); });
+    server_.Post("/ingest", [this](const httplib::Request& req, httplib::Response& res,
+                                   const httplib::ContentReader& content) { receive(req, res, content); });
     server_.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) { healthz(res); });
     // Binding here (the socket already listens; connections wait in the backlog) reports a taken port before anything
     // is read; requests are accepted only after seek(), once request numbers continue the WAL's.
@@ -123,14 +124,35 @@ class HttpServerSource final : public Source {
   }
 
  private:
-  void ingest(const httplib::Request& req, httplib::Response& res) {
+  // Reads the body itself, bounded by max_body_bytes: httplib's own reading caps a form-urlencoded body at 8 KiB (a
+  // 413 whatever max_body_bytes says), and `curl -d` sends JSON with exactly that content type.
+  void receive(const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& content) {
+    std::string body;
+    bool too_large = req.get_header_value<uint64_t>("Content-Length") > options_.max_body_bytes;
+    const bool read = !too_large && content([&](const char* data, size_t n) {
+      too_large = body.size() + n > options_.max_body_bytes;
+      if (!too_large) body.append(data, n);
+      return !too_large;
+    });
+    if (too_large) {
+      res.set_header("Connection", "close");  // the rest of the body is not read
+      return reply(res, 413,
+                   fmt::format("the request body is larger than max_body_bytes ({} bytes); send fewer "
+                               "records per request",
+                               options_.max_body_bytes));
+    }
+    if (!read) return reply(res, 400, "the request body could not be read");
+    ingest(req, body, res);
+  }
+
+  void ingest(const httplib::Request& req, const std::string& body, httplib::Response& res) {
     if (!options_.auth_token.empty() &&
         !constant_time_equal(req.get_header_value("Authorization"), "Bearer " + options_.auth_token)) {
       res.set_header("WWW-Authenticate", "Bearer");
       return reply(res, 401, "missing or wrong token: send the header 'Authorization: Bearer <auth_token>'");
     }
     Batch records;
-    if (auto st = append_json_text(req.body, "request body", records); !st) {
+    if (auto st = append_json_text(body, "request body", records); !st) {
       return reply(res, 400, st.error().message + "; nothing from this request was accepted");
     }
     const size_t rows = records.rows;
@@ -265,7 +287,17 @@ Result<Options> read_options(const ConnectorContext& ctx) {
   }
   o.max_body_bytes = static_cast<size_t>(max_body);
   o.max_buffer_bytes = static_cast<size_t>(max_buffer);
-  if (o.auth_token.empty()) {
+  // Without a token, anyone who can reach the address can write records: only loopback is safe to leave open.
+  const std::string& host = o.host;
+  const bool loopback = host == "localhost" || host.starts_with("127.") || host == "::1" || host == "[::1]";
+  if (o.auth_token.empty() && !loopback && !p.value("allow_unauthenticated", false)) {
+    return fail(ErrorKind::kConfig,
+                fmt::format("HttpServer source '{}': listen_address {} is reachable from other machines and there is "
+                            "no auth_token; set auth_token (e.g. \"${{INGEST_TOKEN}}\"), listen on 127.0.0.1, or say "
+                            "allow_unauthenticated: true",
+                            ctx.name, address));
+  }
+  if (o.auth_token.empty() && !loopback) {
     spdlog::warn("HttpServer source '{}': no auth_token, anyone who can reach {} can send records", ctx.name, address);
   }
   return o;
@@ -290,6 +322,8 @@ ConnectorSpec http_server_source_spec() {
        "records waiting for a commit; beyond it requests get 503"},
       {"commit_timeout_seconds", ParamType::kDouble, false, 30.0,
        "with ack: committed, a request not committed by then gets 503 (the client retries)"},
+      {"allow_unauthenticated", ParamType::kBool, false, false,
+       "listen on a non-loopback address without auth_token (refused otherwise)"},
   };
   spec.make_source = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Source>> {
     auto options = read_options(ctx);

@@ -177,6 +177,7 @@ ConnectorSpec postgres_source_spec() {
   spec.params.push_back({"publication", ParamType::kString, false, nullptr,
                          "CDC: the publication, created for the table when missing (default skippr_<pipeline>)"});
   spec.make_source = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Source>> {
+    SKIPPR_TRY(check_pg_connection_params(ctx.params, fmt::format("source '{}'", ctx.name)));
     const auto& p = ctx.params;
     const std::string mode_text = p.value("mode", std::string("incremental"));
     const auto tables = p.value("tables", std::vector<std::string>{});

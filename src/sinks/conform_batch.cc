@@ -1,0 +1,202 @@
+#include "sinks/conform_batch.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "formats/json_rows.h"
+#include "sinks/change_fields.h"
+
+namespace skippr {
+
+namespace {
+
+constexpr Type kCandidates[] = {Type::kInt64, Type::kDouble,    Type::kBool, Type::kString,
+                                Type::kJson,  Type::kTimestamp, Type::kDate, Type::kBinary};
+
+// A value of `column` at `row` converted to `target`, appended to `out`; false (nothing appended) when it does not
+// convert without loss.
+bool convert_value(const Column& column, size_t row, Type target, Column& out) {
+  const Type from = column.type;
+  const bool textual = from == Type::kString || from == Type::kJson;
+  switch (target) {
+    case Type::kInt64: {
+      if (from == Type::kBool || from == Type::kInt64) {
+        out.append_int(column.int_at(row));
+        return true;
+      }
+      if (from == Type::kDouble) {
+        const double d = column.double_at(row);
+        if (std::trunc(d) != d || std::fabs(d) > 9.0e15) return false;
+        out.append_int(static_cast<int64_t>(d));
+        return true;
+      }
+      if (!textual) return false;
+      const std::string_view s = column.string_at(row);
+      int64_t v = 0;
+      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return false;
+      out.append_int(v);
+      return true;
+    }
+    case Type::kDouble: {
+      if (from == Type::kInt64) {
+        out.append_double(static_cast<double>(column.int_at(row)));
+        return true;
+      }
+      if (!textual) return false;
+      const std::string_view s = column.string_at(row);
+      double v = 0;
+      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (ec != std::errc() || end != s.data() + s.size() || s.empty() || !std::isfinite(v)) return false;
+      out.append_double(v);
+      return true;
+    }
+    case Type::kBool: {
+      if (from == Type::kInt64 && (column.int_at(row) == 0 || column.int_at(row) == 1)) {
+        out.append_bool(column.int_at(row) == 1);
+        return true;
+      }
+      if (!textual) return false;
+      const std::string_view s = column.string_at(row);
+      if (s != "true" && s != "false") return false;
+      out.append_bool(s == "true");
+      return true;
+    }
+    case Type::kString:
+    case Type::kJson: {
+      std::string text;
+      switch (from) {
+        case Type::kInt64:
+          text = std::to_string(column.int_at(row));
+          break;
+        case Type::kDouble:
+          text = fmt::format("{}", column.double_at(row));  // the shortest form that reads back exactly
+          break;
+        case Type::kBool:
+          text = column.int_at(row) != 0 ? "true" : "false";
+          break;
+        case Type::kString:
+          text = target == Type::kJson ? nlohmann::json(std::string(column.string_at(row))).dump()
+                                       : std::string(column.string_at(row));
+          break;
+        case Type::kJson:
+          text = std::string(column.string_at(row));
+          break;
+        default:
+          return false;  // timestamps, dates and bytes: no text form is chosen for them silently
+      }
+      out.append_string(text);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+void append_as_is(const Column& column, size_t row, Column& out) { out.append_range(column, row, row + 1); }
+
+}  // namespace
+
+std::optional<Type> column_value_type(std::string_view column_type, const ColumnRules& rules) {
+  for (Type t : kCandidates) {
+    if (rules.accepts(column_type, t)) return t;
+  }
+  return std::nullopt;
+}
+
+Result<std::optional<ConformedBatch>> conform_batch(const Batch& batch, const std::vector<TableColumn>& columns,
+                                                    const ColumnRules& rules, std::string_view where) {
+  struct Conversion {
+    size_t field;
+    Type target;
+    const TableColumn* column;
+  };
+  std::vector<Conversion> conversions;
+  for (size_t f = 0; f < batch.schema.fields.size(); ++f) {
+    const Field& field = batch.schema.fields[f];
+    if (is_change_field(field.name)) continue;
+    const TableColumn* column = find_column(columns, field.name, rules);
+    if (column == nullptr || rules.accepts(column->type, field.type)) continue;
+    auto target = column_value_type(column->type, rules);
+    if (!target) {
+      return fail(
+          ErrorKind::kConfig,
+          fmt::format("{}: column {} is {}, which this sink cannot fill from field {} ({}) or any other "
+                      "type; alter the column or land in a new table",
+                      where, rules.quote(column->name), column->type, rules.quote(field.name), to_string(field.type)));
+    }
+    conversions.push_back({f, *target, column});
+  }
+  if (conversions.empty()) return std::optional<ConformedBatch>();
+
+  ConformedBatch out;
+  out.batch.schema = batch.schema;
+  for (const auto& c : conversions) out.batch.schema.fields[c.field].type = c.target;
+  for (const auto& field : out.batch.schema.fields) out.batch.columns.emplace_back(field.type);
+  std::vector<int> target_of(batch.columns.size(), -1);
+  for (size_t i = 0; i < conversions.size(); ++i) target_of[conversions[i].field] = static_cast<int>(i);
+
+  for (size_t row = 0; row < batch.rows; ++row) {
+    // Convert into scratch columns first: a row is taken whole or not at all.
+    std::optional<std::string> reason;
+    std::vector<Column> converted;
+    converted.reserve(conversions.size());
+    for (const auto& c : conversions) {
+      Column& scratch = converted.emplace_back(c.target);
+      const Column& source = batch.columns[c.field];
+      if (!source.is_valid(row)) {
+        scratch.append_null();
+      } else if (!convert_value(source, row, c.target, scratch)) {
+        reason = fmt::format("{}: field {} is {} but column {} is {}, and this value does not convert without loss",
+                             where, rules.quote(batch.schema.fields[c.field].name),
+                             to_string(batch.columns[c.field].type), rules.quote(c.column->name), c.column->type);
+        break;
+      }
+    }
+    if (reason) {
+      std::string record;
+      append_row_json(batch, row, record);
+      out.rejected.push_back({row, std::move(*reason), std::move(record)});
+      continue;
+    }
+    for (size_t f = 0; f < batch.columns.size(); ++f) {
+      if (target_of[f] >= 0) {
+        append_as_is(converted[static_cast<size_t>(target_of[f])], 0, out.batch.columns[f]);
+      } else {
+        append_as_is(batch.columns[f], row, out.batch.columns[f]);
+      }
+    }
+    ++out.batch.rows;
+  }
+  return std::optional<ConformedBatch>(std::move(out));
+}
+
+std::string rejects_create_sql(std::string_view rejects, std::string_view text_type) {
+  return fmt::format(
+      "CREATE TABLE IF NOT EXISTS {0} (batch_id {1} NOT NULL, \"row\" BIGINT NOT NULL, reason {1}, record {1}, "
+      "rejected_at TIMESTAMPTZ DEFAULT now())",
+      rejects, text_type);
+}
+
+std::vector<std::string> rejects_insert_sql(std::string_view rejects, std::string_view batch_id,
+                                            const std::vector<RejectedRow>& rows,
+                                            std::string (*quote_literal)(std::string_view)) {
+  constexpr size_t kRowsPerStatement = 500;
+  std::vector<std::string> statements;
+  for (size_t first = 0; first < rows.size(); first += kRowsPerStatement) {
+    std::string sql = fmt::format("INSERT INTO {} (batch_id, \"row\", reason, record) VALUES ", rejects);
+    const size_t last = std::min(rows.size(), first + kRowsPerStatement);
+    for (size_t i = first; i < last; ++i) {
+      if (i > first) sql += ", ";
+      sql += fmt::format("({}, {}, {}, {})", quote_literal(batch_id), rows[i].row, quote_literal(rows[i].reason),
+                         quote_literal(rows[i].record));
+    }
+    statements.push_back(std::move(sql));
+  }
+  return statements;
+}
+
+}  // namespace skippr
