@@ -1,5 +1,9 @@
 #include "engine/command_setup.h"
 
+#include <fmt/format.h>
+
+#include <cstdlib>
+
 namespace skippr {
 
 Result<Config> discover_and_load_config(const std::optional<std::filesystem::path>& explicit_path) {
@@ -24,12 +28,34 @@ Result<Settings> settings_for(const std::optional<Config>& config) {
   return config ? settings_from_env(config->file.parent_path()) : settings_from_env();
 }
 
+// A relative DATA_DIR was taken from the working folder before it was taken from skippr.yml's folder. A pipeline
+// whose state is only where the old rule put it would otherwise start afresh here, and re-read what its WAL held or
+// the destination cannot tell it: so say where the state is, and change nothing.
+static Status refuse_state_left_in_the_working_folder(const Settings& settings, const std::string& pipeline) {
+  const char* env = std::getenv("DATA_DIR");
+  const std::filesystem::path relative = env != nullptr && *env != '\0' ? env : "data";
+  if (relative.is_absolute()) return ok();
+  std::error_code ec;
+  const auto old_dir = (std::filesystem::current_path(ec) / relative).lexically_normal();
+  if (ec || old_dir == settings.data_dir) return ok();
+  const auto old_state = old_dir / "pipelines" / pipeline;
+  if (!std::filesystem::exists(old_state, ec) ||
+      std::filesystem::exists(settings.data_dir / "pipelines" / pipeline, ec))
+    return ok();
+  return fail(ErrorKind::kConfig,
+              fmt::format("pipeline '{}' has its state in {} (DATA_DIR relative to the working folder, as earlier "
+                          "versions took it), but DATA_DIR is now relative to skippr.yml's folder: {}. Move that "
+                          "folder there, or set DATA_DIR={} to keep using it",
+                          pipeline, old_state.string(), settings.data_dir.string(), old_dir.string()));
+}
+
 Result<SyncSetup> prepare_sync(const std::optional<std::filesystem::path>& explicit_path, const std::string& pipeline) {
   auto config = discover_and_load_config(explicit_path);
   if (!config) return std::unexpected(config.error());
   auto settings = settings_from_env(config->file.parent_path());
   if (!settings) return std::unexpected(settings.error());
   SKIPPR_TRY(config->pipeline(pipeline));
+  SKIPPR_TRY(refuse_state_left_in_the_working_folder(*settings, pipeline));
   return SyncSetup{std::move(*config), std::move(*settings)};
 }
 

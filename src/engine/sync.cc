@@ -275,6 +275,7 @@ class SyncRun {
           break;
         }
         if (!to_commit_.push({std::move(pending), std::move(*encoded), position, std::move(pending_dead)})) break;
+        ++batches_cut_;
         pending = Batch{};
         pending_dead.clear();
       }
@@ -458,7 +459,10 @@ class SyncRun {
       result.exit_code = exit_code::kRetryLater;
       result.message = waiting_sentence(
           waiting, rows_waiting, stopped_by_signal ? "stopped before they landed" : "they did not land in this run");
-    } else if (stopped_by_signal && options_.once && !drained_) {
+    } else if (stopped_by_signal && options_.once &&
+               !(drained_ && result.totals.batches_committed == batches_cut_.load())) {
+      // Stopped before the source was drained, or before everything read was committed (the committer drops what
+      // it had not taken when the stop came; the position was not committed either, so it is read again).
       result.exit_code = kInterruptedExit;
       result.interrupted = true;
       result.message = fmt::format(
@@ -539,7 +543,8 @@ class SyncRun {
   RunTotals totals_;
   PipelineStats stats_before_;
   std::atomic<bool> stages_done_{false};
-  std::atomic<bool> drained_{false};  // with --once: the reader saw the source drained (not stopped before it)
+  std::atomic<bool> drained_{false};      // with --once: the reader saw the source drained (not stopped before it)
+  std::atomic<uint64_t> batches_cut_{0};  // handed to the committer by the reader
   std::optional<Error> error_;
   Clock::time_point started_;
 };

@@ -68,12 +68,13 @@ std::string ledger_insert_sql(const LedgerDialect& d, std::string_view target, c
 }
 
 std::string ledger_tip_sql(const LedgerDialect& d, std::string_view target, std::string_view pipeline) {
-  // Newest by landing time across lineages (a lineage that resumed from another lands after it), by seq within one.
+  // Newest by (epoch, seq), not by the clock: every new lineage starts above the epochs the destination holds (a
+  // resume from the ledger takes max + 1, RESET adds one), and seq only grows within one.
   const std::string mine =
       fmt::format("target_table = {} AND pipeline = {}", d.quote_literal(target), d.quote_literal(pipeline));
   return fmt::format(
       "SELECT batch_id, position_after, CAST((SELECT max(epoch) FROM {0} WHERE {1}) AS {2}) FROM {0} WHERE {1} "
-      "ORDER BY landed_at DESC, epoch DESC, seq DESC LIMIT 1",
+      "ORDER BY epoch DESC, seq DESC LIMIT 1",
       ledger_table(d), mine, d.text_type);
 }
 

@@ -43,7 +43,10 @@ bool convert_value(const Column& column, size_t row, Type target, Column& out) {
     }
     case Type::kDouble: {
       if (from == Type::kInt64) {
-        out.append_double(static_cast<double>(column.int_at(row)));
+        constexpr int64_t kExact = int64_t{1} << 53;  // beyond it a double rounds some integers
+        const int64_t v = column.int_at(row);
+        if (v > kExact || v < -kExact) return false;
+        out.append_double(static_cast<double>(v));
         return true;
       }
       if (!textual) return false;

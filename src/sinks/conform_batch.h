@@ -3,10 +3,10 @@
 // So a batch is never stuck in the WAL because of its content: what fits lands, what does not is kept and counted.
 //
 // The rule, by the column's type: an integer column takes integers, integral doubles, booleans (0/1) and strings
-// that are whole decimal integers; a double column takes integers and numeric strings; a boolean column takes
-// 0/1 and "true"/"false"; a text column takes any value as its text (numbers in their shortest exact form, JSON as
-// written); a JSON column takes any value as JSON (a string becomes a JSON string). Anything else (a timestamp,
-// date or binary column meeting another type) rejects the row.
+// that are whole decimal integers; a double column takes integers up to 2^53 (exactly representable) and numeric
+// strings; a boolean column takes 0/1 and "true"/"false"; a text column takes any value as its text (numbers in their
+// shortest exact form, JSON as written); a JSON column takes any value as JSON (a string becomes a JSON string).
+// Anything else (a timestamp, date or binary column meeting another type) rejects the row.
 #pragma once
 
 #include <optional>

@@ -363,6 +363,8 @@ Result<BatchId> Wal::commit(const EncodedBatch& batch, const Position& position_
       s.landed.wait(lock, [&] { return s.poison || s.stop_waiting || s.watermark + 1 >= s.next_seq; });
     }
     SKIPPR_TRY(s.check_poison());
+    // Another committer may have taken this seq while the lock was released: then this record is stale.
+    if (s.next_seq != seq) return unexpected(appended.error());
     if (segment_has_batches && s.watermark + 1 >= s.next_seq) {
       s.wait_for_no_sync(lock);
       SKIPPR_TRY(s.check_poison());
@@ -416,7 +418,12 @@ Status Wal::mark_landed(uint64_t seq) {
                 fmt::format("mark_landed({}) but the last committed batch is {}", seq, s.next_seq - 1));
   }
   if (seq <= s.watermark) return ok();  // already known; batches land in order
-  SKIPPR_TRY(s.append_record_locked(wal::encode_record(wal::RecordType::kLanded, wal::encode_landed(seq))));
+  auto recorded = s.append_record_locked(wal::encode_record(wal::RecordType::kLanded, wal::encode_landed(seq)));
+  if (!recorded && recorded.error().kind != ErrorKind::kDiskFull) return recorded;
+  // A LANDED record that does not fit on a full disk is only a lost mark (the batch would be re-written, which its
+  // sink recognises): the watermark still moves, so a full segment can be replaced, and its successor's header
+  // records it.
+  if (!recorded) spdlog::warn("WAL: the disk is full; the landed mark of batch {} is kept in memory", seq);
   s.watermark = seq;
   s.landed.notify_all();
   while (!s.unlanded.empty() && s.unlanded.front().seq <= seq) s.unlanded.pop_front();

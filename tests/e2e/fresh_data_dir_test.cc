@@ -57,6 +57,20 @@ TEST(FreshDataDir, ASyncFromASubfolderUsesTheStateBesideSkipprYml) {
   EXPECT_TRUE(std::filesystem::exists(f.path("data/pipelines/orders/state.json")));
 }
 
+// State an earlier version left in the working folder's ./data (DATA_DIR used to be relative to it) is not silently
+// replaced by a new one beside skippr.yml: the run stops with exit 2 and says where the state is.
+TEST(FreshDataDir, StateLeftInTheWorkingFolderByTheOldRuleStopsTheRunAndIsNamed) {
+  PipelineFixture f(files_to_duckdb());
+  write_text(f.path("in/a.jsonl"), "{\"id\":1}\n");
+  write_text(f.path("sub/data/pipelines/orders/state.json"), "{\"epoch\": 1, \"enabled\": true}\n");
+  auto r = run_process({SKIPPRD_BINARY, "sync", "--pipeline", "orders", "--once"}, f.path("sub"),
+                       {{"DATA_DIR", ""}, {"SKIPPR_CONFIG_FILE", ""}});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("has its state in " + f.path("sub/data/pipelines/orders").string()), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(f.path("data")));
+  EXPECT_FALSE(std::filesystem::exists(f.path("out.duckdb")));
+}
+
 // The same with DATA_DIR really lost: the new state resumes the File source where the ledger says (files a and b
 // done), so c lands and nothing lands twice.
 TEST(FreshDataDir, ALostDataDirResumesTheFileSourceWhereTheDestinationStands) {

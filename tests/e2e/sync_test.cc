@@ -315,5 +315,28 @@ TEST(Sync, AnInterruptedOnceRunExits143AndARerunReadsTheRest) {
   EXPECT_EQ(digest.distinct_ids, 1000000u);
 }
 
+// SIGTERM while the sink is being retried: the run leaves within the 10 s grace period (a backoff sleep of up to 5 s
+// used to overshoot it), with exit 75 and the batches waiting in the WAL.
+TEST(Sync, SigtermWhileTheSinkIsRetriedExitsWithinTheGracePeriod) {
+  PipelineFixture f(sample_to_duckdb_config(20000));
+  ASSERT_EQ(f.skipprd({"query", "--sql", "RESET PIPELINE bikehire"}).exit_code, 0);  // a state: reads while blocked
+  const int holder = hold_duckdb_file(f.path("out.duckdb"), f.path("holder.ready"));
+  const int pid = spawn_process({SKIPPRD_BINARY, "sync", "--pipeline", "bikehire", "--output", "text"}, f.root(),
+                                {{"DATA_DIR", (f.root() / "data").string()}, {"BUFFER_THRESHOLD_BYTES", "200000"}});
+  for (int i = 0; i < 400 && read_text(f.path("spawned.out")).find("committed") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(25ms);
+  }
+  std::this_thread::sleep_for(3s);  // the backoff has grown past a second by now
+  const auto stopped_at = std::chrono::steady_clock::now();
+  kill(pid, SIGTERM);
+  const int code = wait_process(pid);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped_at).count();
+  kill(holder, SIGKILL);
+  waitpid(holder, nullptr, 0);
+  EXPECT_EQ(code, 75) << read_text(f.path("spawned.err"));
+  EXPECT_LT(took, 11.5) << "the grace period is 10 s";
+  EXPECT_NE(read_text(f.path("spawned.err")).find("wait in the WAL"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace skippr::test

@@ -383,3 +383,31 @@ TEST(DuckDbSink, MillionRowsThroughput) {
 
 }  // namespace
 }  // namespace skippr
+
+namespace skippr {
+namespace {
+
+// An integer into a DOUBLE column converts only while a double holds it exactly (|v| <= 2^53); beyond, the row is
+// rejected rather than rounded.
+TEST(DuckDbSink, AnIntegerADoubleCannotHoldExactlyIsRejectedNotRounded) {
+  TempDir dir;
+  const auto db = dir.path() / "out.duckdb";
+  auto sink = make_sink(db, "t");
+  Batch first;
+  first.add_column({"v", Type::kDouble});
+  first.columns[0].append_double(0.5);
+  first.rows = 1;
+  ASSERT_TRUE(sink->write(first, BatchId{"p", 1, 1}));
+  Batch ints;
+  ints.add_column({"v", Type::kInt64});
+  ints.columns[0].append_int(int64_t{1} << 53);
+  ints.columns[0].append_int((int64_t{1} << 53) + 1);
+  ints.rows = 2;
+  ASSERT_TRUE(sink->write(ints, BatchId{"p", 1, 2}));
+  EXPECT_EQ(sink->rows_rejected_by_last_write(), 1u);
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM t"), "2");
+  EXPECT_EQ(scalar(db, "SELECT record FROM t__skippr_rejected"), "{\"v\":9007199254740993}");
+}
+
+}  // namespace
+}  // namespace skippr

@@ -88,13 +88,13 @@ Status check_pg_connection_params(const nlohmann::json& params, std::string_view
     char* error = nullptr;
     PQconninfoOption* options = PQconninfoParse(param_text(params["dsn"]).c_str(), &error);
     if (options == nullptr) {
-      std::string why = error != nullptr ? trim(error) : "it cannot be parsed";
+      // libpq's reason quotes pieces of the string (any of which may be the password), so it is left out.
       if (error != nullptr) PQfreemem(error);
       return bad(
-          fmt::format("{}: dsn is not a valid PostgreSQL connection string or URI ({}); write it as "
+          fmt::format("{}: dsn is not a valid PostgreSQL connection string or URI; write it as "
                       "postgresql://user:password@host:5432/database, percent-encoding special characters "
                       "in the password (%25 for %), or give host/port/user/password/database separately",
-                      what, why));
+                      what));
     }
     for (PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
       if (o->val != nullptr) given.emplace_back(o->keyword, o->val);
