@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstring>
 
 namespace skippr {
@@ -169,16 +171,30 @@ Status Batch::append(const Batch& other) {
     *this = other;
     return ok();
   }
+  // Checked before anything changes, so a refused append leaves this batch as it was.
   for (const auto& field : other.schema.fields) {
     int idx = schema.index_of(field.name);
-    if (idx < 0) {
-      add_column(field);
-    } else if (schema.fields[idx].type != field.type) {
+    if (idx >= 0 && schema.fields[idx].type != field.type) {
       return fail(ErrorKind::kBadInput,
                   fmt::format("field '{}' changed type from {} to {}; a type change is not applied silently. "
                               "Cast it in the source or land it in a new table",
                               field.name, to_string(schema.fields[idx].type), to_string(field.type)));
     }
+    if (idx >= 0) continue;
+    // Two columns whose names differ only in letter case cannot both exist where names fold (DuckDB and others).
+    for (const auto& mine : schema.fields) {
+      if (mine.name.size() == field.name.size() &&
+          std::equal(mine.name.begin(), mine.name.end(), field.name.begin(), [](char a, char b) {
+            return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+          })) {
+        return fail(ErrorKind::kBadInput,
+                    fmt::format("field '{}' differs from field '{}' only in letter case; they cannot share a batch",
+                                field.name, mine.name));
+      }
+    }
+  }
+  for (const auto& field : other.schema.fields) {
+    if (schema.index_of(field.name) < 0) add_column(field);
   }
   for (size_t c = 0; c < schema.fields.size(); ++c) {
     int from = other.schema.index_of(schema.fields[c].name);

@@ -255,9 +255,13 @@ class SyncRun {
         if (pending.rows == 0) {
           pending = std::move(polled->records);
           batch_started = Clock::now();
-        } else if (auto st = pending.append(polled->records); !st) {
-          record_error(st.error());
-          break;
+        } else if (!pending.append(polled->records)) {
+          // The new records do not fit the batch being built (a field of another type, or one that differs only in
+          // letter case): that batch is cut at the position before them, and they start the next one. Each batch
+          // then lands on its own (the sink maps names and converts or rejects values), so nothing blocks here.
+          if (!cut_batch(pending, pending_dead, position)) break;
+          pending = std::move(polled->records);
+          batch_started = Clock::now();
         }
         add([&](RunTotals& t) { t.rows_read += got; });
         reporter_.rows_read(snapshot());
@@ -268,17 +272,7 @@ class SyncRun {
       const bool cut = (pending.rows > 0 || !pending_dead.empty()) &&
                        (pending.byte_size() >= settings_.buffer_threshold_bytes ||
                         seconds_since(batch_started) >= settings_.buffer_threshold_seconds || polled->drained);
-      if (cut) {
-        auto encoded = wal_->encode(pending);
-        if (!encoded) {
-          record_error(encoded.error());
-          break;
-        }
-        if (!to_commit_.push({std::move(pending), std::move(*encoded), position, std::move(pending_dead)})) break;
-        ++batches_cut_;
-        pending = Batch{};
-        pending_dead.clear();
-      }
+      if (cut && !cut_batch(pending, pending_dead, position)) break;
       if (polled->drained) {
         if (options_.once) {
           drained_ = true;
@@ -288,6 +282,20 @@ class SyncRun {
       }
     }
     to_commit_.close();
+  }
+
+  // Encodes `pending` with the position after it and hands it to the committer; false when the run must stop.
+  bool cut_batch(Batch& pending, std::vector<DeadLetter>& pending_dead, const Position& position) {
+    auto encoded = wal_->encode(pending);
+    if (!encoded) {
+      record_error(encoded.error());
+      return false;
+    }
+    if (!to_commit_.push({std::move(pending), std::move(*encoded), position, std::move(pending_dead)})) return false;
+    ++batches_cut_;
+    pending = Batch{};
+    pending_dead.clear();
+    return true;
   }
 
   // Stage 2: commit to the WAL (durable), acknowledge the source, hand over to the sink stage.

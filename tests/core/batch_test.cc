@@ -43,6 +43,23 @@ TEST(Batch, AppendRejectsATypeChangeNamingTheField) {
   EXPECT_NE(st.error().message.find("int64 to string"), std::string::npos);
 }
 
+// Refused appends change nothing (the engine then cuts the batch and starts a new one with the other records).
+TEST(Batch, AppendRefusesFieldsDifferingOnlyInCaseAndLeavesTheBatchAsItWas) {
+  Batch a = make_batch({{"id", Type::kInt64}, {"Name", Type::kString}}, 2);
+  Batch b = make_batch({{"extra", Type::kInt64}, {"name", Type::kString}}, 1);
+  auto st = a.append(b);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().kind, ErrorKind::kBadInput);
+  EXPECT_NE(st.error().message.find("'name' differs from field 'Name' only in letter case"), std::string::npos)
+      << st.error().message;
+  EXPECT_EQ(a.schema.fields.size(), 2u) << "no column of the refused batch may stay behind";
+  EXPECT_EQ(a.rows, 2u);
+  Batch c = make_batch({{"extra", Type::kInt64}, {"id", Type::kString}}, 1);
+  ASSERT_FALSE(a.append(c));
+  EXPECT_EQ(a.schema.fields.size(), 2u);
+  EXPECT_TRUE(a.check_shape());
+}
+
 TEST(Batch, ValidityBitmapSurvivesAppendRange) {
   Column c(Type::kInt64);
   for (int i = 0; i < 20; ++i) {
