@@ -16,6 +16,18 @@ namespace {
 constexpr Type kCandidates[] = {Type::kInt64, Type::kDouble,    Type::kBool, Type::kString,
                                 Type::kJson,  Type::kTimestamp, Type::kDate, Type::kBinary};
 
+using IntRange = std::optional<std::pair<int64_t, int64_t>>;
+
+bool convert_value(const Column& column, size_t row, Type target, Column& out);
+
+// As convert_value, and an integer must also lie in the column's range.
+bool convert_in_range(const Column& column, size_t row, Type target, const IntRange& range, Column& out) {
+  if (!convert_value(column, row, target, out)) return false;
+  if (!range || target != Type::kInt64) return true;
+  const int64_t v = out.int_at(out.size() - 1);
+  return v >= range->first && v <= range->second;  // `out` is scratch: a refused row is dropped whole
+}
+
 // A value of `column` at `row` converted to `target`, appended to `out`; false (nothing appended) when it does not
 // convert without loss.
 bool convert_value(const Column& column, size_t row, Type target, Column& out) {
@@ -116,13 +128,27 @@ Result<std::optional<ConformedBatch>> conform_batch(const Batch& batch, const st
     size_t field;
     Type target;
     const TableColumn* column;
+    IntRange range;
   };
   std::vector<Conversion> conversions;
   for (size_t f = 0; f < batch.schema.fields.size(); ++f) {
     const Field& field = batch.schema.fields[f];
     if (is_change_field(field.name)) continue;
     const TableColumn* column = find_column(columns, field.name, rules);
-    if (column == nullptr || rules.accepts(column->type, field.type)) continue;
+    if (column == nullptr) continue;
+    const IntRange range = rules.int_range ? rules.int_range(column->type) : std::nullopt;
+    if (rules.accepts(column->type, field.type)) {
+      // Taken as it is, unless an integer column narrower than int64 meets a value outside its range.
+      if (!range || field.type != Type::kInt64) continue;
+      const Column& values = batch.columns[f];
+      bool outside = false;
+      for (size_t row = 0; row < batch.rows && !outside; ++row) {
+        outside = values.is_valid(row) && (values.int_at(row) < range->first || values.int_at(row) > range->second);
+      }
+      if (!outside) continue;
+      conversions.push_back({f, Type::kInt64, column, range});
+      continue;
+    }
     auto target = column_value_type(column->type, rules);
     if (!target) {
       return fail(
@@ -131,7 +157,7 @@ Result<std::optional<ConformedBatch>> conform_batch(const Batch& batch, const st
                       "type; alter the column or land in a new table",
                       where, rules.quote(column->name), column->type, rules.quote(field.name), to_string(field.type)));
     }
-    conversions.push_back({f, *target, column});
+    conversions.push_back({f, *target, column, range});
   }
   if (conversions.empty()) return std::optional<ConformedBatch>();
 
@@ -152,8 +178,8 @@ Result<std::optional<ConformedBatch>> conform_batch(const Batch& batch, const st
       const Column& source = batch.columns[c.field];
       if (!source.is_valid(row)) {
         scratch.append_null();
-      } else if (!convert_value(source, row, c.target, scratch)) {
-        reason = fmt::format("{}: field {} is {} but column {} is {}, and this value does not convert without loss",
+      } else if (!convert_in_range(source, row, c.target, c.range, scratch)) {
+        reason = fmt::format("{}: field {} is {} but column {} is {}, and this value does not fit it without loss",
                              where, rules.quote(batch.schema.fields[c.field].name),
                              to_string(batch.columns[c.field].type), rules.quote(c.column->name), c.column->type);
         break;

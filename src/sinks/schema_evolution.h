@@ -3,9 +3,12 @@
 // matching and type rules.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/batch.h"
@@ -23,6 +26,9 @@ struct ColumnRules {
   // Whether a column of this type takes the field's values without a lossy or surprising conversion.
   std::function<bool(std::string_view column_type, Type field_type)> accepts;
   std::function<std::string(std::string_view name)> quote;
+  // The values an integer column of this type holds, when narrower than int64 (Postgres integer, smallint);
+  // a value outside it is rejected row by row rather than failing the whole batch.
+  std::function<std::optional<std::pair<int64_t, int64_t>>(std::string_view column_type)> int_range = {};
 };
 
 // The table column matching `name`, or null.

@@ -23,7 +23,13 @@ constexpr std::string_view kLatestTable = "_skippr_latest";
 
 // Postgres names are exact (the sink quotes every identifier); types as format_type() spells them.
 ColumnRules pg_column_rules() {
-  return {[](std::string_view a, std::string_view b) { return a == b; }, pg_column_accepts, pg_quote_identifier};
+  auto int_range = [](std::string_view type) -> std::optional<std::pair<int64_t, int64_t>> {
+    if (type == "integer") return std::pair<int64_t, int64_t>{INT32_MIN, INT32_MAX};
+    if (type == "smallint") return std::pair<int64_t, int64_t>{INT16_MIN, INT16_MAX};
+    return std::nullopt;
+  };
+  return {[](std::string_view a, std::string_view b) { return a == b; }, pg_column_accepts, pg_quote_identifier,
+          int_range};
 }
 
 // Rolls back unless committed; on a broken connection there is nothing left to roll back.
