@@ -16,7 +16,7 @@
 #include "engine/command_setup.h"
 #include "engine/sync.h"
 #include "py_values.h"
-#include "sinks/duckdb/duckdb_client.h"
+#include "clients/duckdb/duckdb_client.h"
 
 namespace skippr::python {
 namespace {

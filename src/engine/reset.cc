@@ -26,14 +26,19 @@ Status finish_interrupted_reset(const PipelinePaths& paths, uint64_t epoch, std:
   // Only the oldest segment's header is read: start-up stays fast with a large WAL waiting.
   auto on_disk = Wal::epoch_on_disk(paths.wal, env);
   if (!on_disk) return std::unexpected(on_disk.error());
-  if (!*on_disk || **on_disk == epoch) return ok();
-  if (**on_disk > epoch) {
+  return finish_interrupted_reset(paths, epoch, *on_disk, pipeline, env);
+}
+
+Status finish_interrupted_reset(const PipelinePaths& paths, uint64_t epoch, std::optional<uint64_t> on_disk,
+                                std::string_view pipeline, Env* env) {
+  if (!on_disk || *on_disk == epoch) return ok();
+  if (*on_disk > epoch) {
     return fail(ErrorKind::kCorruption,
                 fmt::format("the WAL in {} is from epoch {} but {} says epoch {}; nothing was changed. Restore "
                             "DATA_DIR from a backup or run RESET PIPELINE {}",
-                            paths.wal.string(), **on_disk, paths.state.string(), epoch, pipeline));
+                            paths.wal.string(), *on_disk, paths.state.string(), epoch, pipeline));
   }
-  spdlog::warn("finishing an interrupted RESET PIPELINE {}: removing the WAL of epoch {}", pipeline, **on_disk);
+  spdlog::warn("finishing an interrupted RESET PIPELINE {}: removing the WAL of epoch {}", pipeline, *on_disk);
   return Wal::destroy(paths.wal, env);
 }
 

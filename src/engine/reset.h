@@ -4,6 +4,8 @@
 // power after every single operation of them).
 #pragma once
 
+#include <optional>
+
 #include <cstdint>
 #include <string_view>
 
@@ -21,5 +23,8 @@ Result<uint64_t> reset_pipeline_files(const PipelinePaths& paths, Env* env = nul
 // kCorruption (the state file was replaced behind our back).
 Status finish_interrupted_reset(const PipelinePaths& paths, uint64_t epoch, std::string_view pipeline,
                                 Env* env = nullptr);
+// The same for a caller that has read Wal::epoch_on_disk already (nullopt: no WAL).
+Status finish_interrupted_reset(const PipelinePaths& paths, uint64_t epoch, std::optional<uint64_t> epoch_on_disk,
+                                std::string_view pipeline, Env* env = nullptr);
 
 }  // namespace skippr

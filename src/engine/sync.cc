@@ -97,7 +97,7 @@ class SyncRun {
                    pipe_->name, state_.lineage);
       SKIPPR_TRY(save_state(paths_, state_));
     }
-    SKIPPR_TRY(finish_interrupted_reset(paths_, state_.epoch, pipe_->name, options_.wal_env));
+    SKIPPR_TRY(finish_interrupted_reset(paths_, state_.epoch, *wal_epoch, pipe_->name, options_.wal_env));
 
     if (settings_.chaos_mode.value_or(pipe_->chaos_mode)) {
       start_chaos({settings_.chaos_min_seconds, settings_.chaos_max_seconds,

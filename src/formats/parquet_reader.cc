@@ -5,7 +5,7 @@
 
 #include <optional>
 
-#include "sinks/duckdb/duckdb_client.h"
+#include "clients/duckdb/duckdb_client.h"
 
 namespace skippr {
 

@@ -18,6 +18,15 @@ constexpr Type kCandidates[] = {Type::kInt64, Type::kDouble,    Type::kBool, Typ
 
 using IntRange = std::optional<std::pair<int64_t, int64_t>>;
 
+// `text` as a T when all of it is one number (no sign prefix like '+', no spaces), else nullopt.
+template <class T>
+std::optional<T> parse_whole(std::string_view text) {
+  T value{};
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
 bool convert_value(const Column& column, size_t row, Type target, Column& out);
 
 // As convert_value, and an integer must also lie in the column's range.
@@ -45,13 +54,9 @@ bool convert_value(const Column& column, size_t row, Type target, Column& out) {
         out.append_int(static_cast<int64_t>(d));
         return true;
       }
-      if (!textual) return false;
-      const std::string_view s = column.string_at(row);
-      int64_t v = 0;
-      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return false;
-      out.append_int(v);
-      return true;
+      const auto v = textual ? parse_whole<int64_t>(column.string_at(row)) : std::nullopt;
+      if (v) out.append_int(*v);
+      return v.has_value();
     }
     case Type::kDouble: {
       if (from == Type::kInt64) {
@@ -61,13 +66,9 @@ bool convert_value(const Column& column, size_t row, Type target, Column& out) {
         out.append_double(static_cast<double>(v));
         return true;
       }
-      if (!textual) return false;
-      const std::string_view s = column.string_at(row);
-      double v = 0;
-      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (ec != std::errc() || end != s.data() + s.size() || s.empty() || !std::isfinite(v)) return false;
-      out.append_double(v);
-      return true;
+      const auto v = textual ? parse_whole<double>(column.string_at(row)) : std::nullopt;
+      if (v && std::isfinite(*v)) out.append_double(*v);
+      return v && std::isfinite(*v);
     }
     case Type::kBool: {
       if (from == Type::kInt64 && (column.int_at(row) == 0 || column.int_at(row) == 1)) {

@@ -35,6 +35,16 @@ class SmallTmpfs {
   bool mounted_ = false;
 };
 
+// The trips table of `f` holds `rows` rows once each, with the content of a run that met no full disk.
+void expect_every_row_once_as_an_unkilled_run(const PipelineFixture& f, uint64_t rows, uint64_t seed) {
+  const TableDigest got = trips_digest(f.path("out.duckdb"));
+  EXPECT_EQ(got.rows, rows);
+  EXPECT_EQ(got.distinct_ids, rows);
+  PipelineFixture calm(sample_to_duckdb_config(rows, seed));
+  ASSERT_EQ(calm.skipprd({"sync", "--pipeline", "bikehire", "--once"}).exit_code, 0);
+  EXPECT_EQ(got, trips_digest(calm.path("out.duckdb")));
+}
+
 // Sample -> DuckDB with DATA_DIR on a 3 MiB tmpfs and the default 64 MiB segments: the newest segment fills the
 // disk with batches that have landed. The commit that meets the full disk waits for the rest to land, replaces the
 // segment and goes on, so one run gets everything through the same 3 MiB.
@@ -48,12 +58,7 @@ TEST(DiskFull, AWalThatFillsItsDiskWithLandedBatchesReplacesItsSegmentAndGoesOn)
       f.skipprd({"sync", "--pipeline", "bikehire", "--once", "--log", "info"}, {{"BUFFER_THRESHOLD_BYTES", "300000"}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("holds only landed batches"), std::string::npos) << "the disk never filled: " << r.err;
-  const TableDigest got = trips_digest(f.path("out.duckdb"));
-  EXPECT_EQ(got.rows, kRows);
-  EXPECT_EQ(got.distinct_ids, kRows);
-  PipelineFixture calm(sample_to_duckdb_config(kRows, 11));
-  ASSERT_EQ(calm.skipprd({"sync", "--pipeline", "bikehire", "--once"}).exit_code, 0);
-  EXPECT_EQ(got, trips_digest(calm.path("out.duckdb")));
+  expect_every_row_once_as_an_unkilled_run(f, kRows, 11);
 }
 
 // The disk filled by something else, less room left than one batch needs: the run stops with 75 and "the disk is full";
@@ -73,12 +78,7 @@ TEST(DiskFull, ADiskFullOfSomethingElseStopsWith75AndARerunFinishesOnceSpaceIsFr
   std::filesystem::remove(f.path("data/filler"));
   auto rerun = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
   ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
-  const TableDigest got = trips_digest(f.path("out.duckdb"));
-  EXPECT_EQ(got.rows, kRows);
-  EXPECT_EQ(got.distinct_ids, kRows);
-  PipelineFixture calm(sample_to_duckdb_config(kRows, 12));
-  ASSERT_EQ(calm.skipprd({"sync", "--pipeline", "bikehire", "--once"}).exit_code, 0);
-  EXPECT_EQ(got, trips_digest(calm.path("out.duckdb")));
+  expect_every_row_once_as_an_unkilled_run(f, kRows, 12);
 }
 
 }  // namespace

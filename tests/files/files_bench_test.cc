@@ -9,7 +9,7 @@
 #include <cstdlib>
 
 #include "files/jsonl_data.h"
-#include "sinks/duckdb/duckdb_client.h"
+#include "clients/duckdb/duckdb_client.h"
 #include "support/pipeline_fixture.h"
 
 namespace skippr::test {

@@ -12,7 +12,7 @@
 #include "core/failpoint.h"
 #include "sink_test_util.h"
 #include "sinks/change_fields.h"
-#include "sinks/duckdb/duckdb_client.h"
+#include "clients/duckdb/duckdb_client.h"
 #include "sinks/duckdb/duckdb_sink.h"
 
 namespace skippr {

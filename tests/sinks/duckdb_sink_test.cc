@@ -10,7 +10,7 @@
 
 #include "core/failpoint.h"
 #include "sink_test_util.h"
-#include "sinks/duckdb/duckdb_client.h"
+#include "clients/duckdb/duckdb_client.h"
 
 namespace skippr {
 namespace {

@@ -2,7 +2,7 @@
 // process do not see, so DuckDB is asked itself. Off unless SKIPPR_DUCKDB_MEMORY_EVERY=N is set (bench/duckdb.sh).
 #pragma once
 
-#include "sinks/duckdb/duckdb_client.h"
+#include "clients/duckdb/duckdb_client.h"
 
 namespace skippr {
 

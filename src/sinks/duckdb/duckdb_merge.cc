@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "sinks/change_fields.h"
-#include "sinks/duckdb/duckdb_client.h"
+#include "clients/duckdb/duckdb_client.h"
 #include "sinks/duckdb/duckdb_types.h"
 
 namespace skippr {

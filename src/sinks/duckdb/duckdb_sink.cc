@@ -12,7 +12,7 @@
 #include "sinks/batch_ledger.h"
 #include "sinks/change_fields.h"
 #include "sinks/conform_batch.h"
-#include "sinks/duckdb/duckdb_client.h"
+#include "clients/duckdb/duckdb_client.h"
 #include "sinks/duckdb/duckdb_memory_probe.h"
 #include "sinks/duckdb/duckdb_merge.h"
 #include "sinks/duckdb/duckdb_types.h"

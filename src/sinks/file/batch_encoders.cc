@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
+#include "clients/duckdb/duckdb_vectors.h"
 #include "core/time_util.h"
 #include "formats/json_rows.h"
-#include "sinks/duckdb/duckdb_types.h"
 
 namespace skippr {
 

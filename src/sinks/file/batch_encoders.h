@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/batch.h"
-#include "sinks/duckdb/duckdb_client.h"
+#include "clients/duckdb/duckdb_client.h"
 
 namespace skippr {
 

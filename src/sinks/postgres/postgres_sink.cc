@@ -9,7 +9,7 @@
 #include "core/failpoint.h"
 #include "sinks/batch_ledger.h"
 #include "sinks/conform_batch.h"
-#include "sinks/postgres/pg_client.h"
+#include "clients/postgres/pg_client.h"
 #include "sinks/postgres/pg_copy_binary.h"
 #include "sinks/postgres/pg_types.h"
 #include "sinks/schema_evolution.h"

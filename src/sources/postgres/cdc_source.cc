@@ -11,7 +11,7 @@
 #include <optional>
 #include <thread>
 
-#include "sinks/postgres/pg_client.h"
+#include "clients/postgres/pg_client.h"
 #include "sources/postgres/cdc_position.h"
 #include "sources/postgres/pg_table_reader.h"
 #include "sources/postgres/pgoutput.h"

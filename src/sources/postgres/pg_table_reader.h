@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/batch.h"
-#include "sinks/postgres/pg_client.h"
+#include "clients/postgres/pg_client.h"
 
 namespace skippr {
 

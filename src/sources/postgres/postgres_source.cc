@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <optional>
 
-#include "sinks/postgres/pg_client.h"
+#include "clients/postgres/pg_client.h"
 #include "sources/postgres/cdc_source.h"
 #include "sources/postgres/pg_table_reader.h"
 

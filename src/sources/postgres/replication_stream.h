@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "core/result.h"
-#include "sinks/postgres/pg_client.h"
+#include "clients/postgres/pg_client.h"
 
 namespace skippr {
 

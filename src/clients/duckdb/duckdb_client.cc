@@ -1,4 +1,4 @@
-#include "sinks/duckdb/duckdb_client.h"
+#include "clients/duckdb/duckdb_client.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "sinks/postgres/pg_client.h"
+#include "clients/postgres/pg_client.h"
 
 #include <fmt/format.h>
 
