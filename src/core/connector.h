@@ -38,6 +38,10 @@ struct Poll {
   std::vector<DeadLetter> dead_letters;  // records read since the last poll that could not be used
   Position position_after;               // where to resume once `records` are committed
   bool drained = false;                  // nothing more to read right now
+  // Commit position_after even when no record came with it: the source fixed where it starts (Kafka's `latest`
+  // pinned to the partitions' ends), and a run that reads nothing must still keep that, or the next run starts at a
+  // later "latest" and what was produced in between is never read.
+  bool keep_position = false;
 };
 
 class Source {

@@ -241,6 +241,7 @@ class SyncRun {
     Batch pending;
     std::vector<DeadLetter> pending_dead;
     Position position;
+    bool position_to_keep = false;
     auto batch_started = Clock::now();
     while (!stop_requested()) {
       Budget budget;
@@ -268,11 +269,14 @@ class SyncRun {
       }
       for (auto& letter : polled->dead_letters) pending_dead.push_back(std::move(letter));
       position = polled->position_after;
-      // Dead letters alone make a (row-less) batch too: they must be committed with the position that skips them.
-      const bool cut = (pending.rows > 0 || !pending_dead.empty()) &&
+      position_to_keep = position_to_keep || polled->keep_position;
+      // Dead letters alone make a (row-less) batch too: they must be committed with the position that skips them;
+      // so does a position the source asks to keep.
+      const bool cut = (pending.rows > 0 || !pending_dead.empty() || position_to_keep) &&
                        (pending.byte_size() >= settings_.buffer_threshold_bytes ||
                         seconds_since(batch_started) >= settings_.buffer_threshold_seconds || polled->drained);
       if (cut && !cut_batch(pending, pending_dead, position)) break;
+      if (cut) position_to_keep = false;
       if (polled->drained) {
         if (options_.once) {
           drained_ = true;

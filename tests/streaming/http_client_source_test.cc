@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <atomic>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -170,6 +171,174 @@ TEST(HttpClientSource, APageThatIsNotJsonIsAnErrorNamingTheUrl) {
   EXPECT_EQ(r.exit_code, 75) << r.err;
   EXPECT_NE(r.err.find(api.url("/broken")), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("is not JSON"), std::string::npos) << r.err;
+}
+
+// An API on a loopback port whose answers the test scripts: the handler gets the request and a call count.
+class ScriptedApi {
+ public:
+  using Handler = std::function<void(const httplib::Request&, httplib::Response&, int call)>;
+  explicit ScriptedApi(Handler handler) : port_(free_loopback_port()), handler_(std::move(handler)) {
+    server_.Get("/api", [this](const httplib::Request& req, httplib::Response& res) { handler_(req, res, ++calls_); });
+    if (!server_.bind_to_port("127.0.0.1", port_)) throw std::runtime_error("cannot bind the scripted API");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~ScriptedApi() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string url() const { return fmt::format("http://127.0.0.1:{}/api", port_); }
+  int calls() const { return calls_; }
+
+ private:
+  int port_;
+  Handler handler_;
+  httplib::Server server_;
+  std::thread thread_;
+  std::atomic<int> calls_ = 0;
+};
+
+constexpr int kRecords = 1000, kPage = 100;
+
+// Records kRecords..1 newest first (`updated` = 1000 + id, descending), `since` filtering updated > since, offset
+// paging; while `broken_from_page` is set, that page answers 400 (a run that ends part-way).
+struct NewestFirstApi {
+  std::atomic<int> broken_page = -1;
+  ScriptedApi api{[this](const httplib::Request& req, httplib::Response& res, int) {
+    const int since = req.has_param("since") ? std::stoi(req.get_param_value("since")) : 0;
+    const int offset = std::stoi(req.get_param_value("offset"));
+    if (offset / kPage == broken_page) {
+      res.status = 400;
+      return;
+    }
+    nlohmann::json items = nlohmann::json::array();
+    int skipped = 0;
+    for (int id = kRecords; id >= 1 && static_cast<int>(items.size()) < kPage; --id) {
+      if (1000 + id <= since || skipped++ < offset) continue;
+      items.push_back({{"id", id}, {"updated", 1000 + id}});
+    }
+    res.set_content(nlohmann::json{{"data", items}}.dump(), "application/json");
+  }};
+};
+
+std::string scripted_config(const std::string& url, const std::string& more,
+                            const std::string& records_path = "/data") {
+  return fmt::format(R"(data_sources:
+  api:
+    HttpClient:
+      url: "{}"
+      records_path: "{}"
+      pagination_page_size: {}
+{}
+data_sinks:
+  db:
+    DuckDB: {{ path: out.duckdb, table: items }}
+pipelines:
+  api:
+    data_source: data_sources.api
+    data_sink: data_sinks.db
+)",
+                     url, records_path, kPage, more);
+}
+
+// Every poll is its own batch, so what a run read before it stopped is committed.
+const std::map<std::string, std::string> kBatchPerPage = {{"BUFFER_THRESHOLD_BYTES", "1"}};
+
+// A run cut short on an API that lists newest first: the rerun resumes at the next page of that run (the position
+// holds the page state and the cursor moves only when a run has read every page), so nothing is lost or repeated.
+TEST(HttpClientEdges, NewestFirstIncrementalRunCutShortLosesNothing) {
+  NewestFirstApi api;
+  PipelineFixture f(scripted_config(api.api.url(),
+                                    "      pagination_type: offset\n      incremental_param: since\n"
+                                    "      incremental_cursor_field: updated"));
+  api.broken_page = 6;
+  auto cut = f.skipprd({"sync", "--pipeline", "api", "--once"}, kBatchPerPage, 120);
+  ASSERT_NE(cut.exit_code, 0) << "the run was meant to stop at page 6";
+  const auto db = f.path("out.duckdb");
+  ASSERT_EQ(duckdb_value(db, "SELECT count(*) FROM items"), "600");
+  api.broken_page = -1;
+  auto rest = f.skipprd({"sync", "--pipeline", "api", "--once"}, kBatchPerPage, 120);
+  ASSERT_EQ(rest.exit_code, 0) << rest.err;
+  EXPECT_EQ(
+      duckdb_value(db, "SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || min(id) || ' ' || max(id) FROM items"),
+      "1000 1000 1 1000");
+  // And the next run reads only what is newer than everything read: nothing here.
+  auto again = f.skipprd({"sync", "--pipeline", "api", "--once"}, kBatchPerPage, 120);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(duckdb_value(db, "SELECT count(*) FROM items"), "1000");
+}
+
+// Without an incremental cursor the page state is in the position too: a run cut short resumes at the next page
+// rather than reading committed pages again. A finished run's rerun reads everything again (a full refresh), which
+// the run says when the landing is append.
+TEST(HttpClientEdges, CursorLessRunCutShortResumesAtTheNextPage) {
+  NewestFirstApi api;
+  PipelineFixture f(scripted_config(api.api.url(), "      pagination_type: offset"));
+  api.broken_page = 4;
+  auto cut = f.skipprd({"sync", "--pipeline", "api", "--once", "--log"}, kBatchPerPage, 120);
+  ASSERT_NE(cut.exit_code, 0);
+  EXPECT_NE(cut.err.find("has no incremental_cursor_field, so each run reads the whole API again"), std::string::npos)
+      << cut.err;
+  const auto db = f.path("out.duckdb");
+  ASSERT_EQ(duckdb_value(db, "SELECT count(*) FROM items"), "400");
+  api.broken_page = -1;
+  auto rest = f.skipprd({"sync", "--pipeline", "api", "--once"}, kBatchPerPage, 120);
+  ASSERT_EQ(rest.exit_code, 0) << rest.err;
+  EXPECT_EQ(duckdb_value(db, "SELECT count(*) || ' ' || count(DISTINCT id) FROM items"), "1000 1000");
+}
+
+// An API whose next cursor repeats would be read forever: the run stops with exit 1 naming the cursor.
+TEST(HttpClientEdges, RepeatedNextCursorStopsWithTheToken) {
+  ScriptedApi api([](const httplib::Request&, httplib::Response& res, int call) {
+    nlohmann::json items = nlohmann::json::array();
+    for (int i = 0; i < kPage; ++i) items.push_back({{"id", i}});
+    res.set_content(nlohmann::json{{"data", items}, {"next", call == 1 ? "a1" : "same-token"}}.dump(),
+                    "application/json");
+  });
+  PipelineFixture f(scripted_config(api.url(), "      pagination_type: cursor"));
+  auto r = f.skipprd({"sync", "--pipeline", "api", "--once"}, {}, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("the next cursor 'same-token' a second time"), std::string::npos) << r.err;
+  EXPECT_LE(api.calls(), 4);
+}
+
+// An API that ignores the offset parameter answers the same full page forever: exit 1 naming the parameter.
+TEST(HttpClientEdges, IgnoredOffsetParameterStops) {
+  ScriptedApi api([](const httplib::Request&, httplib::Response& res, int) {
+    nlohmann::json items = nlohmann::json::array();
+    for (int i = 0; i < kPage; ++i) items.push_back({{"id", i}});
+    res.set_content(nlohmann::json{{"data", items}}.dump(), "application/json");
+  });
+  PipelineFixture f(scripted_config(api.url(), "      pagination_type: offset"));
+  auto r = f.skipprd({"sync", "--pipeline", "api", "--once"}, {}, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("ignores the offset parameter"), std::string::npos) << r.err;
+}
+
+// A relative Link header (RFC 8288 allows it; GitHub-style APIs send absolute ones) is resolved against the page.
+TEST(HttpClientEdges, RelativeLinkHeaderIsFollowed) {
+  ScriptedApi api([](const httplib::Request& req, httplib::Response& res, int) {
+    const int p = req.has_param("p") ? std::stoi(req.get_param_value("p")) : 0;
+    nlohmann::json items = nlohmann::json::array();
+    for (int i = 0; i < 10; ++i) items.push_back({{"id", p * 10 + i}});
+    if (p < 2) res.set_header("Link", fmt::format("<?p={}>; rel=\"next\"", p + 1));
+    res.set_content(items.dump(), "application/json");
+  });
+  PipelineFixture f(scripted_config(api.url(), "      pagination_type: link_header", ""));
+  auto r = f.skipprd({"sync", "--pipeline", "api", "--once"}, {}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(duckdb_value(f.path("out.duckdb"), "SELECT count(*) || ' ' || count(DISTINCT id) FROM items"), "30 30");
+}
+
+// records_path that the first page does not have is a configuration mistake: exit 2, saying what to fix.
+TEST(HttpClientEdges, MissingRecordsPathIsAConfigError) {
+  ScriptedApi api([](const httplib::Request&, httplib::Response& res, int) {
+    res.set_content(R"({"items":[{"id":1}]})", "application/json");
+  });
+  PipelineFixture f(scripted_config(api.url(), ""));
+  auto r = f.skipprd({"sync", "--pipeline", "api", "--once"}, {}, 60);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("has nothing at records_path '/data'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Fix records_path"), std::string::npos) << r.err;
 }
 
 }  // namespace

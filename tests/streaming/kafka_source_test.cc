@@ -102,6 +102,20 @@ class Producer {
     }
     rd_kafka_flush(rk_, 60000);
   }
+  // Produces `values` in order to one partition (one key), waiting until all are delivered.
+  void produce_values(const std::vector<std::string>& values, const std::string& key = "k") {
+    for (const auto& value : values) {
+      rd_kafka_producev(rk_, RD_KAFKA_V_TOPIC(kTopic), RD_KAFKA_V_KEY(key.data(), key.size()),
+                        RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+                        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
+    }
+    rd_kafka_flush(rk_, 30000);
+  }
+  void produce_ids(int64_t first, int64_t count) {
+    std::vector<std::string> values;
+    for (int64_t id = first; id < first + count; ++id) values.push_back(message_json(id));
+    produce_values(values, "");
+  }
   std::atomic<int64_t> delivered = 0;
 
  private:
@@ -164,14 +178,14 @@ int join_group_briefly(const std::string& bootstrap, const std::string& group) {
   return assigned;
 }
 
-std::string kafka_config(const std::string& bootstrap) {
+std::string kafka_config(const std::string& bootstrap, const std::string& more = "") {
   return fmt::format(R"(data_sources:
   stream:
     Kafka:
       brokers: "{}"
       topics: [{}]
       group_id: skippr-test
-      properties: {{ session.timeout.ms: "6000", heartbeat.interval.ms: "500" }}
+      properties: {{ session.timeout.ms: "6000", heartbeat.interval.ms: "500" }}{}
 data_sinks:
   db:
     DuckDB: {{ path: out.duckdb, table: events }}
@@ -180,7 +194,7 @@ pipelines:
     data_source: data_sources.stream
     data_sink: data_sinks.db
 )",
-                     bootstrap, kTopic);
+                     bootstrap, kTopic, more);
 }
 
 int64_t messages_to_produce() {
@@ -241,6 +255,91 @@ TEST(KafkaSource, EveryMessageLandsOnceThroughKillsAndRebalances) {
             "0");
   std::printf("[ metrics  ] messages=%lld kills=%d rebalanced_partitions=%d\n", static_cast<long long>(total), kKills,
               rebalanced_partitions);
+}
+
+// `start: latest` pins each partition's end on the first run, even when that run reads nothing, so what is produced
+// between runs is read by the next one instead of being skipped by a later "latest".
+TEST(KafkaSource, StartLatestKeepsWhatIsProducedBetweenRuns) {
+  MockCluster cluster;
+  ASSERT_FALSE(cluster.bootstrap.empty()) << read_text(cluster.dir / "spawned.err");
+  PipelineFixture f(kafka_config(cluster.bootstrap, "\n      start: latest"));
+  Producer producer(cluster.bootstrap);
+  producer.produce_ids(0, 10);  // before the pipeline ever ran: `latest` skips these
+  auto first = f.skipprd({"sync", "--pipeline", "kafka", "--once"}, {}, 120);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  producer.produce_ids(10, 10);
+  auto second = f.skipprd({"sync", "--pipeline", "kafka", "--once"}, {}, 120);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  producer.produce_ids(20, 10);
+  auto third = f.skipprd({"sync", "--pipeline", "kafka", "--once"}, {}, 120);
+  ASSERT_EQ(third.exit_code, 0) << third.err;
+  const auto db = f.path("out.duckdb");
+  EXPECT_EQ(
+      duckdb_value(db, "SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || min(id) || ' ' || max(id) FROM events"),
+      "20 20 10 29");
+}
+
+// RESET reads the topic from the start again, although the consumer group has committed offsets: the WAL owns them.
+TEST(KafkaSource, ResetReadsFromTheStartDespiteTheGroupsOffsets) {
+  MockCluster cluster;
+  ASSERT_FALSE(cluster.bootstrap.empty()) << read_text(cluster.dir / "spawned.err");
+  PipelineFixture f(kafka_config(cluster.bootstrap));
+  Producer producer(cluster.bootstrap);
+  producer.produce_ids(0, 100);
+  auto first = f.skipprd({"sync", "--pipeline", "kafka", "--once"}, {}, 120);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  for (int i = 0; i < 50 && group_committed_total(cluster.bootstrap, "skippr-test") < 100; ++i) {
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(group_committed_total(cluster.bootstrap, "skippr-test"), 100) << "the group's offsets were not committed";
+  ASSERT_EQ(f.skipprd({"query", "--sql", "RESET PIPELINE kafka"}).exit_code, 0);
+  auto again = f.skipprd({"sync", "--pipeline", "kafka", "--once"}, {}, 120);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(duckdb_value(f.path("out.duckdb"), "SELECT count(*) || ' ' || count(DISTINCT id) FROM events"), "200 100");
+}
+
+// Brokers nobody answers on: --once ends with exit 75 and one sentence, not an endless wait, and librdkafka's own
+// lines (`%3|...|FAIL|`) do not reach stderr raw.
+TEST(KafkaSource, UnreachableBrokersEndOnceWithRetryLater) {
+  PipelineFixture f(kafka_config("127.0.0.1:1", "\n      connect_timeout_seconds: 2"));
+  const auto started = std::chrono::steady_clock::now();
+  auto run = f.skipprd({"sync", "--pipeline", "kafka", "--once"}, {}, 60);
+  EXPECT_EQ(run.exit_code, 75) << run.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 30s);
+  EXPECT_NE(run.err.find("no broker of '127.0.0.1:1' answered within 2 s"), std::string::npos) << run.err;
+  EXPECT_EQ(run.err.find("%3|"), std::string::npos) << run.err;
+}
+
+// A pattern that matches no topic: --once has nothing to read and ends.
+TEST(KafkaSource, PatternThatMatchesNothingEndsOnce) {
+  MockCluster cluster;
+  ASSERT_FALSE(cluster.bootstrap.empty()) << read_text(cluster.dir / "spawned.err");
+  std::string config = kafka_config(cluster.bootstrap);
+  config.replace(config.find("topics: [events]"), std::string("topics: [events]").size(), "pattern: '^nothing\\\\..*'");
+  PipelineFixture f(config);
+  auto run = f.skipprd({"sync", "--pipeline", "kafka", "--once", "--log"}, {}, 60);
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("no topic on the brokers matches"), std::string::npos) << run.err;
+}
+
+// A field whose type changes between messages neither blocks the pipeline nor drops the message's columns: within a
+// poll the batch is cut before the message; across batches the sink converts (text column) or rejects (int column).
+TEST(KafkaSource, FieldTypeChangesLandOrAreRejected) {
+  MockCluster cluster;
+  ASSERT_FALSE(cluster.bootstrap.empty()) << read_text(cluster.dir / "spawned.err");
+  PipelineFixture f(kafka_config(cluster.bootstrap));
+  Producer producer(cluster.bootstrap);
+  producer.produce_values({R"({"id":1,"a":"x","n":1})", R"({"id":2,"a":5,"n":2})", R"({"id":3,"a":"y","n":3})"});
+  auto first = f.skipprd({"sync", "--pipeline", "kafka", "--once"}, {}, 120);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  producer.produce_values({R"({"id":4,"a":6,"n":"four"})"});
+  auto second = f.skipprd({"sync", "--pipeline", "kafka", "--once"}, {}, 120);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  const auto db = f.path("out.duckdb");
+  EXPECT_EQ(duckdb_value(db, "SELECT string_agg(id || ':' || a || ':' || n, ',' ORDER BY id) FROM events"),
+            "1:x:1,2:5:2,3:y:3");
+  EXPECT_EQ(duckdb_value(db, "SELECT count(*) FROM events WHERE value IS NOT NULL"), "0");
+  EXPECT_EQ(duckdb_value(db, "SELECT count(*) FROM events__skippr_rejected WHERE record LIKE '%four%'"), "1");
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
 
+#include <functional>
+#include <set>
 #include <thread>
 
 #include "formats/json_columns.h"
@@ -26,6 +28,7 @@ struct Options {
   std::string incremental_param, incremental_cursor_field;
   double min_interval_seconds = 0;
   FetchPolicy fetch;
+  Landing landing = Landing::kAppend;
 };
 
 std::string url_escape(const std::string& text) {
@@ -54,19 +57,44 @@ class HttpClientSource final : public Source {
  public:
   HttpClientSource(std::string name, Options options) : name_(std::move(name)), o_(std::move(options)) {}
 
+  Status open() override {
+    if (o_.incremental_cursor_field.empty() && o_.landing == Landing::kAppend) {
+      spdlog::warn(
+          "HttpClient source '{}' has no incremental_cursor_field, so each run reads the whole API again and an "
+          "append table receives every record once per run; set incremental_param and incremental_cursor_field, or "
+          "land with merge_by_key (a primary_key) so a rerun replaces what it read before",
+          name_);
+    }
+    return ok();
+  }
+
   // Its positions name data that can be read again from there, whoever committed them.
   bool resumes_from_destination() const override { return true; }
+  // A position is {"cursor": C} between runs, and {"cursor": C, "run": {...}} inside a run cut short: the run's
+  // filter, its page state and the largest cursor it has read, so a killed run resumes at the next page of the same
+  // run instead of reading committed pages again, and C advances only once a run has read every page (an API that
+  // returns records newest first loses nothing when a run is cut short).
   Status seek(const Position& position) override {
     cursor_ = nullptr;
-    if (!position.empty()) {
-      auto parsed = nlohmann::json::parse(position.token, nullptr, false);
-      if (!parsed.is_object() || !parsed.contains("cursor")) {
-        return fail(ErrorKind::kCorruption,
-                    fmt::format("HttpClient source '{}': unreadable resume position '{}'", name_, position.token));
-      }
-      cursor_ = parsed["cursor"];
-    }
     restart_run();
+    if (position.empty()) return ok();
+    auto parsed = nlohmann::json::parse(position.token, nullptr, false);
+    if (!parsed.is_object() || !parsed.contains("cursor")) {
+      return fail(ErrorKind::kCorruption,
+                  fmt::format("HttpClient source '{}': unreadable resume position '{}'", name_, position.token));
+    }
+    cursor_ = parsed["cursor"];
+    run_cursor_ = cursor_;
+    run_max_ = cursor_;
+    if (const auto run = parsed.find("run"); run != parsed.end() && run->is_object()) {
+      run_cursor_ = run->value("filter", nlohmann::json());
+      run_max_ = run->value("max", nlohmann::json());
+      next_cursor_ = run->value("next_cursor", std::string());
+      next_url_ = run->value("next_url", std::string());
+      offset_ = run->value("offset", int64_t{0});
+      page_ = run->value("page", o_.start_page);
+      pages_read_ = run->value("pages", int64_t{0});
+    }
     return ok();
   }
 
@@ -84,6 +112,9 @@ class HttpClientSource final : public Source {
     auto response = http_fetch(o_.method, url, o_.headers, o_.fetch);
     if (!response) return std::unexpected(response.error());
     SKIPPR_TRY(read_page(url, *response, result.records));
+    if (run_done_ && (cursor_.is_null() || (!run_max_.is_null() && cursor_less(cursor_, run_max_)))) {
+      cursor_ = run_max_;  // every page of the run is in this batch or before it: the next run filters from here
+    }
     result.position_after = position();
     result.drained = run_done_;
     return result;
@@ -96,10 +127,21 @@ class HttpClientSource final : public Source {
     next_url_.clear();
     offset_ = 0;
     page_ = o_.start_page;
-    run_cursor_ = cursor_;  // the filter stays fixed for the whole run, while cursor_ advances page by page
+    pages_read_ = 0;
+    tokens_seen_.clear();
+    last_page_hash_ = 0;
+    run_cursor_ = cursor_;  // the filter stays fixed for the whole run; cursor_ moves when the run is done
+    run_max_ = cursor_;
   }
 
-  Position position() const { return Position{nlohmann::json{{"cursor", cursor_}}.dump()}; }
+  Position position() const {
+    nlohmann::json p = {{"cursor", cursor_}};
+    if (!run_done_) {
+      p["run"] = {{"filter", run_cursor_}, {"max", run_max_}, {"next_cursor", next_cursor_}, {"next_url", next_url_},
+                  {"offset", offset_},     {"page", page_},   {"pages", pages_read_}};
+    }
+    return Position{p.dump()};
+  }
 
   std::string page_url() const {
     if (o_.paging == Paging::kLinkHeader && !next_url_.empty()) return next_url_;
@@ -139,39 +181,82 @@ class HttpClientSource final : public Source {
   }
 
   Status read_page(const std::string& url, const HttpResponse& response, Batch& records) {
-    auto bad = [&](const std::string& why) {
-      return fail(ErrorKind::kUnavailable, fmt::format("HttpClient source '{}': the page {} {}; nothing of it was "
-                                                       "committed, retry later or fix records_path",
-                                                       name_, url, why));
+    // A body that is not JSON is often a proxy's error page: retry later. A JSON page without the records where
+    // records_path says is a configuration mistake on the run's first page (exit 2), and bad data after that (exit 1).
+    auto bad = [&](ErrorKind kind, const std::string& why, const char* todo) {
+      return fail(kind, fmt::format("HttpClient source '{}': the page {} {}; nothing of it was committed. {}", name_,
+                                    url, why, todo));
     };
     simdjson::dom::element doc;
     if (auto error = parser_.parse(response.body).get(doc)) {
-      return bad(fmt::format("is not JSON ({}): {}", simdjson::error_message(error), response.body.substr(0, 200)));
+      return bad(ErrorKind::kUnavailable,
+                 fmt::format("is not JSON ({}): {}", simdjson::error_message(error), response.body.substr(0, 200)),
+                 "Retry later, or check url and headers");
     }
+    const ErrorKind shape_error = pages_read_ == 0 ? ErrorKind::kConfig : ErrorKind::kBadInput;
+    const char* shape_todo = pages_read_ == 0 ? "Fix records_path (a JSON pointer such as /data)"
+                                              : "Earlier pages had it: the API answered something else on this page";
     simdjson::dom::element list = doc;
     if (!o_.records_path.empty() && doc.at_pointer(o_.records_path).get(list)) {
-      return bad(fmt::format("has nothing at records_path '{}'", o_.records_path));
+      return bad(shape_error,
+                 fmt::format("has nothing at records_path '{}' (it starts: {})", o_.records_path,
+                             response.body.substr(0, 200)),
+                 shape_todo);
     }
     simdjson::dom::array items;
-    if (list.get_array().get(items)) return bad(fmt::format("has no array at records_path '{}'", o_.records_path));
+    if (list.get_array().get(items)) {
+      return bad(shape_error, fmt::format("has no array at records_path '{}'", o_.records_path), shape_todo);
+    }
     size_t n = 0;
     for (simdjson::dom::element item : items) {
       ++n;
       simdjson::dom::object object;
-      if (item.get_object().get(object)) return bad(fmt::format("has record {} that is not a JSON object", n));
-      if (auto st = append_json_object(object, records); !st)
-        return bad(fmt::format("record {}: {}", n, st.error().message));
+      if (item.get_object().get(object)) {
+        return bad(shape_error, fmt::format("has record {} that is not a JSON object", n), shape_todo);
+      }
+      if (auto st = append_json_object(object, records); !st) {
+        return bad(ErrorKind::kBadInput, fmt::format("record {}: {}", n, st.error().message),
+                   "Fix the record in the API, or read it with another source");
+      }
       simdjson::dom::element field;
       if (!o_.incremental_cursor_field.empty() && !object.at_key(o_.incremental_cursor_field).get(field)) {
         nlohmann::json value = cursor_value(field);
-        if (!value.is_null() && (cursor_.is_null() || cursor_less(cursor_, value))) cursor_ = value;
+        if (!value.is_null() && (run_max_.is_null() || cursor_less(run_max_, value))) run_max_ = value;
       }
     }
-    advance(doc, response, n);
+    ++pages_read_;
+    SKIPPR_TRY(check_not_looping(url, response, n));
+    return advance(url, doc, response, n);
+  }
+
+  // An API whose "next" never ends (the same cursor or link again, or offset/page parameters it ignores, so every
+  // page is the same full page) would be read forever: stop with the token that repeats instead.
+  Status check_not_looping(const std::string& url, const HttpResponse& response, size_t count) {
+    const bool full_page = count >= static_cast<size_t>(o_.page_size);
+    if ((o_.paging == Paging::kOffset || o_.paging == Paging::kPage) && full_page) {
+      const size_t hash = std::hash<std::string>{}(response.body);
+      if (hash == last_page_hash_) {
+        return fail(ErrorKind::kBadInput,
+                    fmt::format("HttpClient source '{}': the page {} is the same as the page before it, so the API "
+                                "ignores the {} parameter and the read would never end; check pagination_type and "
+                                "pagination_{}_param",
+                                name_, url, o_.paging == Paging::kOffset ? o_.offset_param : o_.page_param,
+                                o_.paging == Paging::kOffset ? "offset" : "page"));
+      }
+      last_page_hash_ = hash;
+    }
     return ok();
   }
 
-  void advance(simdjson::dom::element doc, const HttpResponse& response, size_t count) {
+  Status repeated_token(const std::string& what, const std::string& token) {
+    return fail(ErrorKind::kBadInput,
+                fmt::format("HttpClient source '{}': the API gave the {} '{}' a second time in one read (page {}), "
+                            "so the read would never end; the pages before it are kept. Check {} or the API",
+                            name_, what, token.substr(0, 200), pages_read_,
+                            what == "next link" ? "pagination_type" : "pagination_cursor_path"));
+  }
+
+  Status advance(const std::string& url, simdjson::dom::element doc, const HttpResponse& response, size_t count) {
     const bool short_page = count < static_cast<size_t>(o_.page_size);
     switch (o_.paging) {
       case Paging::kNone:
@@ -184,6 +269,7 @@ class HttpClientSource final : public Source {
           next_cursor_ = next.is_string() ? std::string(next.get_string().value()) : simdjson::minify(next);
         }
         run_done_ = next_cursor_.empty() || count == 0;
+        if (!run_done_ && !tokens_seen_.insert(next_cursor_).second) return repeated_token("next cursor", next_cursor_);
         break;
       }
       case Paging::kOffset:
@@ -196,21 +282,36 @@ class HttpClientSource final : public Source {
         break;
       case Paging::kLinkHeader: {
         auto it = response.headers.find("link");
-        next_url_ = it == response.headers.end() ? "" : link_header_next(it->second);
+        const std::string next = it == response.headers.end() ? "" : link_header_next(it->second);
+        next_url_.clear();
+        if (!next.empty()) {
+          auto resolved = resolve_url(url, next);  // a relative link is relative to the page's own URL
+          if (!resolved) {
+            return fail(ErrorKind::kBadInput, fmt::format("HttpClient source '{}': the page {} links to next page "
+                                                          "'{}', which is not a URL",
+                                                          name_, url, next));
+          }
+          next_url_ = *resolved;
+        }
         run_done_ = next_url_.empty();
+        if (!run_done_ && !tokens_seen_.insert(next_url_).second) return repeated_token("next link", next_url_);
         break;
       }
     }
+    return ok();
   }
 
   std::string name_;
   Options o_;
   simdjson::dom::parser parser_;
-  nlohmann::json cursor_;      // largest cursor_field read so far (the position)
+  nlohmann::json cursor_;      // the largest cursor_field of the last finished run: the next run filters from it
   nlohmann::json run_cursor_;  // the cursor this run filters with
+  nlohmann::json run_max_;     // the largest cursor_field this run has read so far
   bool run_done_ = false;
   std::string next_cursor_, next_url_;
-  int64_t offset_ = 0, page_ = 1;
+  int64_t offset_ = 0, page_ = 1, pages_read_ = 0;
+  std::set<std::string> tokens_seen_;  // next cursors / links of this run (a repeat is a loop)
+  size_t last_page_hash_ = 0;
   std::chrono::steady_clock::time_point last_request_{};
 };
 
@@ -221,6 +322,7 @@ Result<Options> read_options(const ConnectorContext& ctx) {
   };
   auto text = [&](const char* key, const char* fallback = "") { return p.value(key, std::string(fallback)); };
   Options o;
+  o.landing = ctx.landing;
   o.url = text("url");
   o.method = text("method", "GET");
   for (const auto& [k, v] : p.value("headers", std::map<std::string, std::string>{})) o.headers.push_back(k + ": " + v);

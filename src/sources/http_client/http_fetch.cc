@@ -105,4 +105,18 @@ std::string link_header_next(const std::string& link) {
   return "";
 }
 
+std::optional<std::string> resolve_url(const std::string& base, const std::string& reference) {
+  CURLU* u = curl_url();
+  std::optional<std::string> out;
+  char* text = nullptr;
+  if (curl_url_set(u, CURLUPART_URL, base.c_str(), 0) == CURLUE_OK &&
+      curl_url_set(u, CURLUPART_URL, reference.c_str(), 0) == CURLUE_OK &&
+      curl_url_get(u, CURLUPART_URL, &text, 0) == CURLUE_OK) {
+    out = text;
+  }
+  curl_free(text);
+  curl_url_cleanup(u);
+  return out;
+}
+
 }  // namespace skippr

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,5 +28,9 @@ Result<HttpResponse> http_fetch(const std::string& method, const std::string& ur
 
 // The "next" URL of an RFC 8288 Link header (`<https://...>; rel="next"`), empty when there is none.
 std::string link_header_next(const std::string& link);
+
+// `reference` (absolute, or relative as RFC 3986 allows: "/v1/items?page=2", "?page=2") resolved against `base`;
+// nullopt when it is not a URL.
+std::optional<std::string> resolve_url(const std::string& base, const std::string& reference);
 
 }  // namespace skippr

@@ -1,12 +1,17 @@
 #include "sources/kafka/kafka_source.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <librdkafka/rdkafka.h>
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <map>
+#include <mutex>
+#include <regex>
 #include <set>
+#include <utility>
 
 #include "formats/json_columns.h"
 
@@ -44,14 +49,56 @@ Result<Offsets> offsets_from_json(const std::string& text) {
 struct Options {
   std::vector<std::string> topics;  // a name starting with ^ is a regex pattern (librdkafka's convention)
   bool json = true;
+  bool start_latest = false;
+  double connect_timeout_seconds = 30;
   std::map<std::string, std::string> properties;  // librdkafka configuration
+};
+
+bool matches_subscription(const std::vector<std::string>& subscription, const std::string& topic) {
+  for (const auto& s : subscription) {
+    if (s.front() != '^' ? s == topic : std::regex_search(topic, std::regex(s))) return true;
+  }
+  return false;
+}
+
+// librdkafka retries a broker that is away and logs each attempt; its lines go through our log, at most a few a
+// minute, so a broker down for an hour does not bury everything else.
+class LibrdkafkaLog {
+ public:
+  explicit LibrdkafkaLog(std::string source) : source_(std::move(source)) {}
+  void write(int level, const char* facility, const char* text) {
+    std::lock_guard lock(mu_);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - window_start_ > std::chrono::minutes(1)) {
+      if (suppressed_ > 0)
+        spdlog::warn("Kafka source '{}': {} more librdkafka message(s) not shown", source_, suppressed_);
+      window_start_ = now;
+      shown_ = 0;
+      suppressed_ = 0;
+    }
+    if (level >= 7 || ++shown_ > kPerMinute) {
+      suppressed_ += level < 7;
+      return;
+    }
+    const auto spd = level <= 4 ? spdlog::level::warn : spdlog::level::info;
+    spdlog::log(spd, "Kafka source '{}': librdkafka {}: {}", source_, facility, text);
+  }
+
+ private:
+  static constexpr int kPerMinute = 5;
+  std::string source_;
+  std::mutex mu_;
+  std::chrono::steady_clock::time_point window_start_ = std::chrono::steady_clock::now();
+  int shown_ = 0;
+  uint64_t suppressed_ = 0;
 };
 
 class KafkaSource final : public Source {
  public:
-  KafkaSource(std::string name, Options options) : name_(std::move(name)), options_(std::move(options)) {}
+  KafkaSource(std::string name, Options options) : name_(std::move(name)), options_(std::move(options)), log_(name_) {}
 
   ~KafkaSource() override {
+    if (held_) rd_kafka_message_destroy(held_);
     if (!consumer_) return;
     rd_kafka_consumer_close(consumer_);
     rd_kafka_destroy(consumer_);
@@ -69,6 +116,9 @@ class KafkaSource final : public Source {
       }
     }
     rd_kafka_conf_set_opaque(conf, this);
+    rd_kafka_conf_set_log_cb(conf, [](const rd_kafka_t* rk, int level, const char* facility, const char* text) {
+      static_cast<KafkaSource*>(rd_kafka_opaque(rk))->log_.write(level, facility, text);
+    });
     rd_kafka_conf_set_rebalance_cb(
         conf, [](rd_kafka_t* rk, rd_kafka_resp_err_t e, rd_kafka_topic_partition_list_t* parts, void* self) {
           static_cast<KafkaSource*>(self)->rebalance(rk, e, parts);
@@ -89,12 +139,14 @@ class KafkaSource final : public Source {
       next_ = std::move(*offsets);
     }
     if (subscribed_) return ok();
+    SKIPPR_TRY(check_brokers_and_topics());
     rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(options_.topics.size());
     for (const auto& t : options_.topics) rd_kafka_topic_partition_list_add(topics, t.c_str(), RD_KAFKA_PARTITION_UA);
     const rd_kafka_resp_err_t e = rd_kafka_subscribe(consumer_, topics);
     rd_kafka_topic_partition_list_destroy(topics);
     if (e) return fail(ErrorKind::kConfig, fmt::format("Kafka source '{}': subscribe: {}", name_, rd_kafka_err2str(e)));
     subscribed_ = true;
+    subscribed_at_ = std::chrono::steady_clock::now();
     return ok();
   }
 
@@ -104,21 +156,25 @@ class KafkaSource final : public Source {
     size_t bytes = 0;
     bool got_nothing_last = false;
     for (int timeout = kFirstPollMs; meta.rows < budget.max_rows && bytes < budget.max_bytes; timeout = 0) {
-      rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer_, timeout);
+      rd_kafka_message_t* m = held_ ? std::exchange(held_, nullptr) : rd_kafka_consumer_poll(consumer_, timeout);
       if (!m) {
         got_nothing_last = true;
         break;
       }
-      auto st = take(m, meta, values, bytes);
+      auto taken = take(m, meta, values, bytes);
+      if (taken && !*taken) {
+        held_ = m;  // starts the next poll, so the engine cuts the batch before it
+        break;
+      }
       rd_kafka_message_destroy(m);
-      if (!st) return std::unexpected(st.error());
+      if (!taken) return std::unexpected(taken.error());
     }
     Poll result;
     SKIPPR_TRY(merge(meta, values));
     result.records = std::move(meta);
     result.position_after = Position{offsets_to_json(next_)};
-    // Drained: caught up with every assigned partition (an --once run then ends).
-    result.drained = got_nothing_last && !assigned_.empty() && at_end_.size() == assigned_.size();
+    result.keep_position = std::exchange(pinned_, false);
+    result.drained = got_nothing_last && caught_up();
     return result;
   }
 
@@ -140,14 +196,77 @@ class KafkaSource final : public Source {
   }
 
  private:
+  // Drained (an --once run then ends): caught up with every assigned partition; or no topic matches the
+  // subscription; or the group gave this consumer no partition long after it joined (others hold them all).
+  bool caught_up() {
+    if (!assigned_.empty()) return at_end_.size() == assigned_.size();
+    if (nothing_matches_) return true;
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - subscribed_at_).count();
+    if (waited < options_.connect_timeout_seconds) return false;
+    if (!warned_unassigned_) {
+      spdlog::warn(
+          "Kafka source '{}': the consumer group gave this consumer no partition within {} s (other members "
+          "hold them all); nothing to read",
+          name_, options_.connect_timeout_seconds);
+      warned_unassigned_ = true;
+    }
+    return true;
+  }
+
+  // Before subscribing: a broker must answer within connect_timeout_seconds (else exit 75 with one sentence, not an
+  // endless wait), and a subscription that matches no topic is said once (an --once run then ends at once).
+  Status check_brokers_and_topics() {
+    const rd_kafka_metadata_t* md = nullptr;
+    const int timeout_ms = static_cast<int>(options_.connect_timeout_seconds * 1000);
+    const rd_kafka_resp_err_t e = rd_kafka_metadata(consumer_, 1, nullptr, &md, timeout_ms);
+    if (e) {
+      return fail(ErrorKind::kUnavailable,
+                  fmt::format("Kafka source '{}': no broker of '{}' answered within {} s ({}); nothing was read. Check "
+                              "`brokers` and the network, then run again",
+                              name_, options_.properties.at("bootstrap.servers"), options_.connect_timeout_seconds,
+                              rd_kafka_err2str(e)));
+    }
+    nothing_matches_ = true;
+    for (int i = 0; i < md->topic_cnt && nothing_matches_; ++i) {
+      if (matches_subscription(options_.topics, md->topics[i].topic)) nothing_matches_ = false;
+    }
+    rd_kafka_metadata_destroy(md);
+    if (nothing_matches_) {
+      spdlog::warn("Kafka source '{}': no topic on the brokers matches {}; nothing to read until one exists", name_,
+                   fmt::join(options_.topics, ", "));
+    }
+    return ok();
+  }
+
+  // Where a partition this pipeline never read starts: the WAL owns the offsets, so the group's committed offsets
+  // are not used (a RESET really starts over). `latest` is pinned to the partition's end now and kept as the
+  // position even when nothing is read, so messages produced before the next run are not skipped.
+  int64_t start_offset(const PartitionKey& tp) {
+    if (!options_.start_latest) return RD_KAFKA_OFFSET_BEGINNING;
+    int64_t low = 0, high = 0;
+    const rd_kafka_resp_err_t e =
+        rd_kafka_query_watermark_offsets(consumer_, tp.first.c_str(), tp.second, &low, &high, 10000);
+    if (e) {
+      spdlog::warn(
+          "Kafka source '{}': the end of {}[{}] is unknown ({}); it starts at the end seen when reading starts", name_,
+          tp.first, tp.second, rd_kafka_err2str(e));
+      return RD_KAFKA_OFFSET_END;
+    }
+    next_[tp] = high;
+    pinned_ = true;
+    return high;
+  }
+
   // Runs inside rd_kafka_consumer_poll on the reader thread, so next_ needs no lock.
   void rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t e, rd_kafka_topic_partition_list_t* parts) {
     if (e == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
       for (int i = 0; i < parts->cnt; ++i) {
         auto& p = parts->elems[i];
-        assigned_.insert({p.topic, p.partition});
+        const PartitionKey tp{p.topic, p.partition};
+        assigned_.insert(tp);
         // The WAL's offset (or the one this process reached), never the group's: that one lags the WAL.
-        if (auto it = next_.find({p.topic, p.partition}); it != next_.end()) p.offset = it->second;
+        auto it = next_.find(tp);
+        p.offset = it != next_.end() ? it->second : start_offset(tp);
       }
       spdlog::info("Kafka source '{}': assigned {} partition(s)", name_, parts->cnt);
       rd_kafka_assign(rk, parts);
@@ -173,11 +292,13 @@ class KafkaSource final : public Source {
     return b;
   }
 
-  Status take(rd_kafka_message_t* m, Batch& meta, Batch& values, size_t& bytes) {
+  // Adds a message to the poll's rows; false (nothing changed) when its JSON fields do not fit the rows taken so
+  // far (a field of another type, or one differing only in letter case): it then starts the next poll.
+  Result<bool> take(rd_kafka_message_t* m, Batch& meta, Batch& values, size_t& bytes) {
     const std::string topic = m->rkt ? rd_kafka_topic_name(m->rkt) : "";
     if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
       at_end_.insert({topic, m->partition});
-      return ok();
+      return true;
     }
     if (m->err) {
       const bool fatal = m->err == RD_KAFKA_RESP_ERR__FATAL || m->err == RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED ||
@@ -185,12 +306,24 @@ class KafkaSource final : public Source {
       if (fatal)
         return fail(ErrorKind::kConfig, fmt::format("Kafka source '{}': {}", name_, rd_kafka_message_errstr(m)));
       spdlog::warn("Kafka source '{}': {} (librdkafka retries)", name_, rd_kafka_message_errstr(m));
-      return ok();
+      return true;
     }
     const PartitionKey tp{topic, m->partition};
+    if (auto it = next_.find(tp); it != next_.end() && m->offset < it->second) return true;  // already handed over
+    const std::string_view value(static_cast<const char*>(m->payload), m->payload ? m->len : 0);
+    bool parsed = false;
+    if (options_.json && m->payload) {
+      simdjson::dom::object object;
+      if (!parser_.parse(value).get_object().get(object)) {
+        Batch row;
+        if (append_json_object(object, row)) {
+          if (!values.append(row)) return false;
+          parsed = true;
+        }
+      }
+    }
     at_end_.erase(tp);
     if (auto it = next_.find(tp); it != next_.end()) {
-      if (m->offset < it->second) return ok();  // already handed over
       if (m->offset > it->second) {
         spdlog::error(
             "Kafka source '{}': {}[{}] jumps from offset {} to {}: those messages were deleted (retention) "
@@ -209,15 +342,6 @@ class KafkaSource final : public Source {
     ts >= 0 ? c[3].append_int(ts * 1000) : c[3].append_null();
     m->key ? c[4].append_string({static_cast<const char*>(m->key), m->key_len}) : c[4].append_null();
     append_headers(m, c[5]);
-    const std::string_view value(static_cast<const char*>(m->payload), m->payload ? m->len : 0);
-    bool parsed = false;
-    if (options_.json && m->payload) {
-      simdjson::dom::object object;
-      if (!parser_.parse(value).get_object().get(object)) {
-        Batch row;
-        if (append_json_object(object, row) && values.append(row)) parsed = true;
-      }
-    }
     if (parsed) {
       c[6].append_null();
     } else {
@@ -226,7 +350,7 @@ class KafkaSource final : public Source {
     }
     meta.rows += 1;
     bytes += value.size() + topic.size() + 32;
-    return ok();
+    return true;
   }
 
   static void grow_with_null_row(Batch& values) {
@@ -263,8 +387,14 @@ class KafkaSource final : public Source {
 
   std::string name_;
   Options options_;
+  LibrdkafkaLog log_;
   rd_kafka_t* consumer_ = nullptr;
+  rd_kafka_message_t* held_ = nullptr;  // read but left for the next poll (see take)
   bool subscribed_ = false;
+  std::chrono::steady_clock::time_point subscribed_at_{};
+  bool nothing_matches_ = false;
+  bool warned_unassigned_ = false;
+  bool pinned_ = false;  // start_offset fixed a position that the next poll hands over to be kept
   simdjson::dom::parser parser_;
   Offsets next_;  // reader thread only (poll and the rebalance callback it runs)
   std::set<PartitionKey> assigned_;
@@ -295,7 +425,12 @@ Result<Options> read_options(const ConnectorContext& ctx) {
   o.properties = p.value("properties", std::map<std::string, std::string>{});
   o.properties["bootstrap.servers"] = p.value("brokers", std::string());
   o.properties["group.id"] = p.value("group_id", std::string());
-  o.properties["auto.offset.reset"] = start;
+  o.start_latest = start == "latest";
+  o.connect_timeout_seconds = p.value("connect_timeout_seconds", 30.0);
+  if (o.connect_timeout_seconds <= 0)
+    return fail(ErrorKind::kConfig,
+                fmt::format("Kafka source '{}': connect_timeout_seconds must be positive", ctx.name));
+  o.properties["auto.offset.reset"] = start;     // used only where an offset is out of range (deleted by retention)
   o.properties["enable.auto.commit"] = "false";  // offsets are committed in acknowledge(), after the WAL commit
   o.properties["enable.auto.offset.store"] = "false";
   o.properties["enable.partition.eof"] = "true";  // tells poll() it has caught up
@@ -320,7 +455,10 @@ ConnectorSpec kafka_source_spec() {
       {"topics", ParamType::kStringList, false, nullptr, "topics to read"},
       {"pattern", ParamType::kString, false, nullptr, "or a regex of topic names, e.g. '^events\\..*'"},
       {"group_id", ParamType::kString, true, nullptr, "the consumer group"},
-      {"start", ParamType::kString, false, "earliest", "earliest|latest: where a partition never read starts"},
+      {"start", ParamType::kString, false, "earliest",
+       "earliest|latest: where a partition this pipeline never read starts (the group's offsets are not used)"},
+      {"connect_timeout_seconds", ParamType::kDouble, false, 30.0,
+       "how long to wait for a broker to answer at start (then exit 75), and for the group to assign a partition"},
       {"format", ParamType::kString, false, "json",
        "json: a JSON object value becomes columns (nested values stay JSON); raw: the value is binary"},
       {"security_protocol", ParamType::kString, false, nullptr, "plaintext|ssl|sasl_plaintext|sasl_ssl"},
