@@ -22,6 +22,12 @@ Error io_error(std::string_view what, const fs::path& path, int err) {
                              "nothing committed is lost",
                              what, path.string(), std::strerror(err))};
   }
+  // Permissions and read-only file systems stay as they are however often it is retried: the user must act.
+  if (err == EACCES || err == EPERM || err == EROFS) {
+    return Error{ErrorKind::kConfig, fmt::format("{} {} failed: {}; check its owner and permissions (or use another "
+                                                 "path)",
+                                                 what, path.string(), std::strerror(err))};
+  }
   return Error{ErrorKind::kUnavailable, fmt::format("{} {} failed: {}", what, path.string(), std::strerror(err))};
 }
 

@@ -45,6 +45,7 @@ TEST(ExpandEnv, Forms) {
   EXPECT_EQ(expand_env("${SKIPPR_TEST_EMPTY:-d}").value(), "d");
   EXPECT_EQ(expand_env("${SKIPPR_TEST_EMPTY}").value(), "");
   EXPECT_EQ(expand_env("$$ and $5 and $").value(), "$ and $5 and $");
+  EXPECT_EQ(expand_env("pa$${SKIPPR_TEST_X}ss").value(), "pa${SKIPPR_TEST_X}ss");  // the documented escape of ${
   EXPECT_FALSE(expand_env("${SKIPPR_TEST_NOPE}").has_value());
   EXPECT_FALSE(expand_env("${SKIPPR_TEST_X").has_value());
   EXPECT_FALSE(expand_env("${bad name}").has_value());

@@ -1,4 +1,7 @@
 """Wrong types and unknown names: TypeError for a wrong call, skippr.Error (with the CLI's exit code) otherwise."""
+import os
+import subprocess
+
 import pytest
 
 from conftest import sample_config
@@ -83,3 +86,39 @@ def test_sync_refuses_chaos_mode_in_process(workdir):
         skippr.sync("bikehire")
     assert e.value.exit_code == 2
     assert not (workdir / "out.duckdb").exists()
+
+
+def _read_only_folder(path):
+    """A folder whose file system refuses writes: a read-only tmpfs as root (who ignores permission bits), a 0500
+    folder otherwise. None when neither can be made here."""
+    path.mkdir()
+    if os.geteuid() != 0:
+        return "chmod"
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(path)]).returncode != 0:
+        return None
+    return "mount"
+
+
+def test_save_into_a_read_only_folder_is_a_config_error(tmp_path):
+    folder = tmp_path / "ro"
+    how = _read_only_folder(folder)
+    if how is None:
+        pytest.skip("cannot make a read-only folder here")
+    try:
+        (folder / "skippr.yml").write_text(sample_config(10))
+        if how == "mount":
+            subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+        else:
+            folder.chmod(0o500)
+        cfg = Config.load(folder / "skippr.yml")
+        cfg.data_source("more", DataSourceSample(rows=5))
+        with pytest.raises(skippr.Error) as e:
+            cfg.save()
+        assert e.value.exit_code == 2, str(e.value)
+        assert "check its owner and permissions" in str(e.value)
+        assert "rows: 10" in (folder / "skippr.yml").read_text()  # untouched
+    finally:
+        if how == "mount":
+            subprocess.run(["umount", str(folder)])
+        else:
+            folder.chmod(0o700)
