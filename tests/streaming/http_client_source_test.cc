@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "streaming/http_test_client.h"
+#include "support/chaos_loop.h"
 #include "support/pipeline_fixture.h"
 
 namespace skippr::test {
@@ -203,7 +204,9 @@ constexpr int kRecords = 1000, kPage = 100;
 // paging; while `broken_from_page` is set, that page answers 400 (a run that ends part-way).
 struct NewestFirstApi {
   std::atomic<int> broken_page = -1;
+  std::atomic<int> page_delay_ms = 0;
   ScriptedApi api{[this](const httplib::Request& req, httplib::Response& res, int) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(page_delay_ms.load()));
     const int since = req.has_param("since") ? std::stoi(req.get_param_value("since")) : 0;
     const int offset = std::stoi(req.get_param_value("offset"));
     if (offset / kPage == broken_page) {
@@ -284,6 +287,28 @@ TEST(HttpClientEdges, CursorLessRunCutShortResumesAtTheNextPage) {
   auto rest = f.skipprd({"sync", "--pipeline", "api", "--once"}, kBatchPerPage, 120);
   ASSERT_EQ(rest.exit_code, 0) << rest.err;
   EXPECT_EQ(duckdb_value(db, "SELECT count(*) || ' ' || count(DISTINCT id) FROM items"), "1000 1000");
+}
+
+// The same newest-first API read under kill -9 at random instants (chaos mode), with DATA_DIR lost after every third
+// kill (the run then resumes from the position DuckDB's ledger holds): every record lands exactly once.
+TEST(HttpClientEdges, NewestFirstIncrementalUnderKillsLandsEveryRecordOnce) {
+  NewestFirstApi api;
+  api.page_delay_ms = 150;
+  PipelineFixture f(scripted_config(api.api.url(),
+                                    "      pagination_type: offset\n      incremental_param: since\n"
+                                    "      incremental_cursor_field: updated"));
+  std::map<std::string, std::string> env = kBatchPerPage;
+  env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.1";
+  env["SKIPPR_CHAOS_MAX_SECONDS"] = "0.5";
+  const ChaosRuns runs = sync_until_done_under_chaos(f, "api", env, 2300, 200, /*lose_data_dir_every=*/3);
+  ASSERT_TRUE(runs.finished) << runs.failure;
+  EXPECT_GE(runs.kills, 3) << runs.summary();
+  const auto db = f.path("out.duckdb");
+  EXPECT_EQ(
+      duckdb_value(db, "SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || min(id) || ' ' || max(id) FROM items"),
+      "1000 1000 1 1000");
+  EXPECT_EQ(duckdb_value(db, "SELECT count(*) FROM items WHERE updated <> 1000 + id"), "0");  // as an unkilled run
+  std::printf("[ metrics  ] %s\n", runs.summary().c_str());
 }
 
 // An API whose next cursor repeats would be read forever: the run stops with exit 1 naming the cursor.
