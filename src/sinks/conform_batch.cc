@@ -131,6 +131,13 @@ Result<std::optional<ConformedBatch>> conform_batch(const Batch& batch, const st
     const TableColumn* column;
     IntRange range;
   };
+  auto textual = [](Type t) { return t == Type::kString || t == Type::kJson; };
+  auto has_text_problem = [&](const Column& values, const TableColumn& column) {
+    for (size_t row = 0; row < batch.rows; ++row) {
+      if (values.is_valid(row) && rules.text_problem(column.type, values.string_at(row))) return true;
+    }
+    return false;
+  };
   std::vector<Conversion> conversions;
   for (size_t f = 0; f < batch.schema.fields.size(); ++f) {
     const Field& field = batch.schema.fields[f];
@@ -139,7 +146,12 @@ Result<std::optional<ConformedBatch>> conform_batch(const Batch& batch, const st
     if (column == nullptr) continue;
     const IntRange range = rules.int_range ? rules.int_range(column->type) : std::nullopt;
     if (rules.accepts(column->type, field.type)) {
-      // Taken as it is, unless an integer column narrower than int64 meets a value outside its range.
+      // Taken as it is, unless a text value the column cannot hold is among them (checked row by row below)...
+      if (textual(field.type) && rules.text_problem && has_text_problem(batch.columns[f], *column)) {
+        conversions.push_back({f, field.type, column, range});
+        continue;
+      }
+      // ... or an integer column narrower than int64 meets a value outside its range.
       if (!range || field.type != Type::kInt64) continue;
       const Column& values = batch.columns[f];
       bool outside = false;
@@ -184,6 +196,12 @@ Result<std::optional<ConformedBatch>> conform_batch(const Batch& batch, const st
                              where, rules.quote(batch.schema.fields[c.field].name),
                              to_string(batch.columns[c.field].type), rules.quote(c.column->name), c.column->type);
         break;
+      } else if (textual(c.target) && rules.text_problem) {
+        if (auto problem = rules.text_problem(c.column->type, scratch.string_at(scratch.size() - 1))) {
+          reason = fmt::format("{}: field {}: the value {}", where, rules.quote(batch.schema.fields[c.field].name),
+                               *problem);
+          break;
+        }
       }
     }
     if (reason) {

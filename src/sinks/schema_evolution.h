@@ -29,6 +29,9 @@ struct ColumnRules {
   // The values an integer column of this type holds, when narrower than int64 (Postgres integer, smallint);
   // a value outside it is rejected row by row rather than failing the whole batch.
   std::function<std::optional<std::pair<int64_t, int64_t>>(std::string_view column_type)> int_range = {};
+  // Why a text value cannot be stored in a column of this type (PostgreSQL text cannot hold a NUL character), or
+  // nullopt; such a value rejects its row rather than failing the whole batch.
+  std::function<std::optional<std::string>(std::string_view column_type, std::string_view text)> text_problem = {};
 };
 
 // The table column matching `name`, or null.

@@ -8,9 +8,9 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "clients/duckdb/duckdb_client.h"
 #include "core/failpoint.h"
 #include "sink_test_util.h"
-#include "clients/duckdb/duckdb_client.h"
 
 namespace skippr {
 namespace {
@@ -153,7 +153,8 @@ TEST(DuckDbSink, AValueOfAnotherTypeIsConvertedOrItsRowRejectedAndTheBatchLands)
   EXPECT_EQ(scalar(db, "SELECT \"rows\" FROM _skippr_batches WHERE seq = 2"), "2");
 }
 
-TEST(DuckDbSink, InvalidUtf8IsBadInputNamingFieldAndRow) {
+// Text that is not UTF-8 rejects its row (it used to fail the whole batch on every retry); the rest lands.
+TEST(DuckDbSink, InvalidUtf8RejectsItsRowAndTheRestLands) {
   TempDir dir;
   const auto db = dir.path() / "out.duckdb";
   {
@@ -164,12 +165,15 @@ TEST(DuckDbSink, InvalidUtf8IsBadInputNamingFieldAndRow) {
     b.columns[2].append_string("caf\xc3");  // a character cut in half
     b.columns[2].append_string("\xa9 ok");  // ...and its rest: the buffer as a whole is valid UTF-8
     auto outcome = sink->write(b, BatchId{"p", 1, 1});
-    ASSERT_FALSE(outcome);
-    EXPECT_EQ(outcome.error().kind, ErrorKind::kBadInput);
-    EXPECT_NE(outcome.error().message.find("field \"name\" has invalid UTF-8 in row 1"), std::string::npos)
-        << outcome.error().message;
+    ASSERT_TRUE(outcome) << outcome.error().message;
+    EXPECT_EQ(sink->rows_rejected_by_last_write(), 2u);
   }
-  EXPECT_EQ(scalar(db, "SELECT count(*) FROM _skippr_batches"), "0");
+  EXPECT_EQ(scalar(db, "SELECT string_agg(name, ',') FROM t"), "ok");
+  EXPECT_EQ(scalar(db, "SELECT string_agg(\"row\"::VARCHAR, ',' ORDER BY \"row\") FROM t__skippr_rejected"), "1,2");
+  EXPECT_NE(
+      scalar(db, "SELECT min(reason) FROM t__skippr_rejected").find("field \"name\": the value is not valid UTF-8"),
+      std::string::npos);
+  EXPECT_EQ(scalar(db, "SELECT count(*) FROM _skippr_batches"), "1");
 }
 
 TEST(DuckDbSink, IdentifiersAreQuoted) {

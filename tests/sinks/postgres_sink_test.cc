@@ -134,6 +134,39 @@ TEST(PostgresSink, AValueTooLargeForAnIntegerColumnIsRejectedAndTheRestLands) {
   EXPECT_EQ(value(db, "SELECT count(*) FROM landing._skippr_batches"), "1");
 }
 
+// Text PostgreSQL cannot hold (a NUL character; \u0000 in a jsonb value) rejects its row with the reason instead of
+// failing the batch on every retry; the other rows land, and the NUL survives, escaped, in the rejects' record.
+TEST(PostgresSink, ANulCharacterInTextIsRejectedAndTheRestLands) {
+  const auto db = SharedPostgres().create_database("nul");
+  Batch batch;
+  batch.add_column({"id", Type::kInt64});
+  batch.add_column({"name", Type::kString});
+  batch.add_column({"doc", Type::kJson});
+  auto row = [&](int64_t id, std::string_view name, std::string_view doc) {
+    batch.columns[0].append_int(id);
+    batch.columns[1].append_string(name);
+    batch.columns[2].append_string(doc);
+    ++batch.rows;
+  };
+  row(1, "plain", R"({"a":1})");
+  row(2, std::string_view("nu\0l", 4), R"({"a":2})");
+  row(3, "fine", R"({"a":"\u0000"})");
+  row(4, "escaped backslash", R"({"a":"\\u0000"})");
+  auto sink = make_sink(db, "t");
+  auto outcome = sink->write(batch, batch_id(1));
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_EQ(sink->rows_rejected_by_last_write(), 2u);
+  EXPECT_EQ(value(db, "SELECT string_agg(id::text, ',' ORDER BY id) FROM landing.t"), "1,4");
+  EXPECT_EQ(value(db, "SELECT doc->>'a' FROM landing.t WHERE id = 4"), "\\u0000");
+  EXPECT_EQ(value(db, "SELECT string_agg(\"row\"::text, ',' ORDER BY \"row\") FROM landing.t__skippr_rejected"), "1,2");
+  EXPECT_NE(value(db, "SELECT reason FROM landing.t__skippr_rejected WHERE \"row\" = 1").find("NUL character"),
+            std::string::npos);
+  EXPECT_NE(value(db, "SELECT record FROM landing.t__skippr_rejected WHERE \"row\" = 1").find("nu\\u0000l"),
+            std::string::npos);
+  EXPECT_NE(value(db, "SELECT reason FROM landing.t__skippr_rejected WHERE \"row\" = 2").find("jsonb"),
+            std::string::npos);
+}
+
 TEST(PostgresSink, AUserWithoutCreateOnTheDatabaseLandsIntoAnExistingSchema) {
   const auto db = SharedPostgres().create_database("grants");
   SharedPostgres().execute(db, "CREATE ROLE etl_" + db +

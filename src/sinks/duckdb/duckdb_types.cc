@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include <simdjson.h>
+
 #include "clients/duckdb/duckdb_client.h"
 
 namespace skippr {
@@ -35,6 +37,15 @@ bool duckdb_same_identifier(std::string_view a, std::string_view b) {
   return std::ranges::equal(a, b, [](char x, char y) { return std::tolower(uint8_t(x)) == std::tolower(uint8_t(y)); });
 }
 
-ColumnRules duckdb_column_rules() { return {duckdb_same_identifier, duckdb_column_accepts, quote_identifier}; }
+// DuckDB's VARCHAR and JSON must be valid UTF-8; a value that is not rejects its row (sources keep most such bytes
+// out already: JSON parsers and the CSV reader refuse them).
+std::optional<std::string> duckdb_text_problem(std::string_view, std::string_view text) {
+  if (simdjson::validate_utf8(text.data(), text.size())) return std::nullopt;
+  return "is not valid UTF-8, which DuckDB text requires";
+}
+
+ColumnRules duckdb_column_rules() {
+  return {duckdb_same_identifier, duckdb_column_accepts, quote_identifier, {}, duckdb_text_problem};
+}
 
 }  // namespace skippr

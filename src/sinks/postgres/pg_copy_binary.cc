@@ -3,19 +3,12 @@
 #include <bit>
 #include <cstring>
 
-#include <simdjson.h>
-
 namespace skippr {
 namespace {
 
 // PostgreSQL's epoch for timestamps and dates is 2000-01-01; ours is 1970-01-01.
 constexpr int64_t kPgEpochMicros = 946684800LL * 1000000;
 constexpr int64_t kPgEpochDays = 10957;
-
-// PostgreSQL text must be valid UTF-8 (the database encoding skipprd creates and expects) and cannot hold NUL.
-bool valid_pg_text(std::string_view s) {
-  return std::memchr(s.data(), 0, s.size()) == nullptr && simdjson::validate_utf8(s.data(), s.size());
-}
 
 }  // namespace
 
@@ -90,13 +83,5 @@ void PgCopyBinaryWriter::append_rows(const Batch& batch, size_t begin, size_t en
 }
 
 void PgCopyBinaryWriter::append_trailer() { put_u16(0xFFFF); }
-
-std::optional<size_t> pg_first_invalid_utf8_row(const Column& column) {
-  if (column.type != Type::kString && column.type != Type::kJson) return std::nullopt;
-  for (size_t row = 0; row < column.size(); ++row) {
-    if (column.is_valid(row) && !valid_pg_text(column.string_at(row))) return row;
-  }
-  return std::nullopt;
-}
 
 }  // namespace skippr

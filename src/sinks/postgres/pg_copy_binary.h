@@ -28,7 +28,4 @@ class PgCopyBinaryWriter {
   std::string buffer_;
 };
 
-// The first row of a string/json column that is not valid UTF-8 or holds a NUL (the server would reject the COPY).
-std::optional<size_t> pg_first_invalid_utf8_row(const Column& column);
-
 }  // namespace skippr

@@ -1,5 +1,7 @@
 #include "sinks/postgres/pg_types.h"
 
+#include <simdjson.h>
+
 #include <initializer_list>
 
 namespace skippr {
@@ -53,6 +55,23 @@ bool pg_column_accepts(std::string_view column_type, Type type) {
       return column_type == "jsonb" || column_type == "json";
   }
   return false;
+}
+
+std::optional<std::string> pg_text_problem(std::string_view column_type, std::string_view text) {
+  if (text.find('\0') != std::string_view::npos) {
+    return "contains a NUL character (\\u0000), which PostgreSQL text and JSON cannot hold";
+  }
+  if (!simdjson::validate_utf8(text.data(), text.size())) {
+    return "is not valid UTF-8, the encoding of the database's text";
+  }
+  if (column_type != "jsonb") return std::nullopt;
+  // An escape is a \u0000 preceded by an even number of further backslashes (an odd one would escape the first).
+  for (size_t at = text.find("\\u0000"); at != std::string_view::npos; at = text.find("\\u0000", at + 1)) {
+    size_t backslashes = 0;
+    while (at > backslashes && text[at - backslashes - 1] == '\\') ++backslashes;
+    if (backslashes % 2 == 0) return "contains \\u0000, which a PostgreSQL jsonb value cannot hold";
+  }
+  return std::nullopt;
 }
 
 }  // namespace skippr

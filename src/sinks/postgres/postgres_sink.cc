@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <optional>
 
+#include "clients/postgres/pg_client.h"
 #include "core/failpoint.h"
 #include "sinks/batch_ledger.h"
 #include "sinks/conform_batch.h"
-#include "clients/postgres/pg_client.h"
 #include "sinks/postgres/pg_copy_binary.h"
 #include "sinks/postgres/pg_types.h"
 #include "sinks/schema_evolution.h"
@@ -29,7 +29,7 @@ ColumnRules pg_column_rules() {
     return std::nullopt;
   };
   return {[](std::string_view a, std::string_view b) { return a == b; }, pg_column_accepts, pg_quote_identifier,
-          int_range};
+          int_range, pg_text_problem};
 }
 
 // Rolls back unless committed; on a broken connection there is nothing left to roll back.
@@ -363,18 +363,6 @@ Status PostgresSink::apply_merge(const Batch& batch, const BatchId& id, const st
       fmt::join(keys, ", "), order, order, order, order));
 }
 
-// Postgres text cannot hold a NUL byte or invalid UTF-8: refuse the batch with the field and row, as bad input.
-Status check_text_fields(const Batch& batch) {
-  SKIPPR_TRY(batch.check_shape());
-  for (size_t f = 0; f < batch.columns.size(); ++f) {
-    if (auto row = pg_first_invalid_utf8_row(batch.columns[f])) {
-      return fail(ErrorKind::kBadInput, fmt::format("field {} has invalid UTF-8 or a NUL byte in row {}",
-                                                    pg_quote_identifier(batch.schema.fields[f].name), *row));
-    }
-  }
-  return ok();
-}
-
 Status PostgresSink::check_merge_rows(const Batch& batch) const {
   std::vector<size_t> key_fields;
   for (const auto& key : primary_key_) {
@@ -390,7 +378,7 @@ Status PostgresSink::check_merge_rows(const Batch& batch) const {
 }
 
 Result<WriteOutcome> PostgresSink::write(const Batch& batch, const BatchId& id, const Position& position_after) {
-  SKIPPR_TRY(check_text_fields(batch));
+  SKIPPR_TRY(batch.check_shape());  // text it cannot hold is rejected row by row (pg_text_problem)
   if (merge_) SKIPPR_TRY(check_merge_rows(batch));
   SKIPPR_TRY(open());
   auto outcome = write_in_transaction(batch, id, position_after);
