@@ -42,6 +42,10 @@ bool convert_in_range(const Column& column, size_t row, Type target, const IntRa
 bool convert_value(const Column& column, size_t row, Type target, Column& out) {
   const Type from = column.type;
   const bool textual = from == Type::kString || from == Type::kJson;
+  if (from == target) {  // a value checked against the column (range, size, text) rather than converted
+    out.append_range(column, row, row + 1);
+    return true;
+  }
   switch (target) {
     case Type::kInt64: {
       if (from == Type::kBool || from == Type::kInt64) {
@@ -130,6 +134,17 @@ Result<std::optional<ConformedBatch>> conform_batch(const Batch& batch, const st
     Type target;
     const TableColumn* column;
     IntRange range;
+    std::optional<double> limit = {};
+  };
+  auto numeric = [](Type t) { return t == Type::kInt64 || t == Type::kDouble; };
+  auto magnitude = [](const Column& values, size_t row) {
+    return std::fabs(values.type == Type::kDouble ? values.double_at(row) : static_cast<double>(values.int_at(row)));
+  };
+  auto beyond = [&](const Column& values, double limit) {
+    for (size_t row = 0; row < batch.rows; ++row) {
+      if (values.is_valid(row) && magnitude(values, row) >= limit) return true;  // NaN fits numeric
+    }
+    return false;
   };
   auto textual = [](Type t) { return t == Type::kString || t == Type::kJson; };
   auto has_text_problem = [&](const Column& values, const TableColumn& column) {
@@ -145,10 +160,16 @@ Result<std::optional<ConformedBatch>> conform_batch(const Batch& batch, const st
     const TableColumn* column = find_column(columns, field.name, rules);
     if (column == nullptr) continue;
     const IntRange range = rules.int_range ? rules.int_range(column->type) : std::nullopt;
+    const std::optional<double> limit = rules.magnitude_limit ? rules.magnitude_limit(column->type) : std::nullopt;
     if (rules.accepts(column->type, field.type)) {
-      // Taken as it is, unless a text value the column cannot hold is among them (checked row by row below)...
+      // Taken as it is, unless a number too large for the column is among them (checked row by row below)...
+      if (limit && numeric(field.type) && beyond(batch.columns[f], *limit)) {
+        conversions.push_back({f, field.type, column, range, limit});
+        continue;
+      }
+      // ... or a text value the column cannot hold...
       if (textual(field.type) && rules.text_problem && has_text_problem(batch.columns[f], *column)) {
-        conversions.push_back({f, field.type, column, range});
+        conversions.push_back({f, field.type, column, range, limit});
         continue;
       }
       // ... or an integer column narrower than int64 meets a value outside its range.
@@ -159,7 +180,7 @@ Result<std::optional<ConformedBatch>> conform_batch(const Batch& batch, const st
         outside = values.is_valid(row) && (values.int_at(row) < range->first || values.int_at(row) > range->second);
       }
       if (!outside) continue;
-      conversions.push_back({f, Type::kInt64, column, range});
+      conversions.push_back({f, Type::kInt64, column, range, limit});
       continue;
     }
     auto target = column_value_type(column->type, rules);
@@ -170,7 +191,7 @@ Result<std::optional<ConformedBatch>> conform_batch(const Batch& batch, const st
                       "type; alter the column or land in a new table",
                       where, rules.quote(column->name), column->type, rules.quote(field.name), to_string(field.type)));
     }
-    conversions.push_back({f, *target, column, range});
+    conversions.push_back({f, *target, column, range, limit});
   }
   if (conversions.empty()) return std::optional<ConformedBatch>();
 
@@ -195,6 +216,11 @@ Result<std::optional<ConformedBatch>> conform_batch(const Batch& batch, const st
         reason = fmt::format("{}: field {} is {} but column {} is {}, and this value does not fit it without loss",
                              where, rules.quote(batch.schema.fields[c.field].name),
                              to_string(batch.columns[c.field].type), rules.quote(c.column->name), c.column->type);
+        break;
+      } else if (c.limit && numeric(c.target) && magnitude(scratch, scratch.size() - 1) >= *c.limit) {
+        reason =
+            fmt::format("{}: field {}: the value is too large for column {} ({})", where,
+                        rules.quote(batch.schema.fields[c.field].name), rules.quote(c.column->name), c.column->type);
         break;
       } else if (textual(c.target) && rules.text_problem) {
         if (auto problem = rules.text_problem(c.column->type, scratch.string_at(scratch.size() - 1))) {

@@ -32,6 +32,8 @@ struct ColumnRules {
   // Why a text value cannot be stored in a column of this type (PostgreSQL text cannot hold a NUL character), or
   // nullopt; such a value rejects its row rather than failing the whole batch.
   std::function<std::optional<std::string>(std::string_view column_type, std::string_view text)> text_problem = {};
+  // The magnitude from which a number overflows a column of this type (PostgreSQL numeric(p,s)), or nullopt.
+  std::function<std::optional<double>(std::string_view column_type)> magnitude_limit = {};
 };
 
 // The table column matching `name`, or null.

@@ -2,6 +2,8 @@
 // type changes, and merge_by_key's order tokens and tombstones.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "core/connector.h"
 #include "sinks/postgres/postgres_sink.h"
 #include "sinks/sink_test_util.h"
@@ -165,6 +167,59 @@ TEST(PostgresSink, ANulCharacterInTextIsRejectedAndTheRestLands) {
             std::string::npos);
   EXPECT_NE(value(db, "SELECT reason FROM landing.t__skippr_rejected WHERE \"row\" = 2").find("jsonb"),
             std::string::npos);
+}
+
+// A number beyond a numeric(p,s) column's range rejects its row (it used to fail the batch on every retry: 22003),
+// counting the rounding to s digits; the rest lands.
+TEST(PostgresSink, ANumberTooLargeForANumericColumnIsRejectedAndTheRestLands) {
+  const auto db = SharedPostgres().create_database("numeric");
+  SharedPostgres().execute(db, "CREATE SCHEMA landing; CREATE TABLE landing.t (id bigint, x numeric(5,2), name text)");
+  Batch batch;
+  batch.add_column({"id", Type::kInt64});
+  batch.add_column({"x", Type::kDouble});
+  for (auto [id, x] : {std::pair{1, 999.99}, {2, 999.995}, {3, -12345.0}, {4, 0.5}}) {
+    batch.columns[0].append_int(id);
+    batch.columns[1].append_double(x);
+    ++batch.rows;
+  }
+  auto sink = make_sink(db, "t");
+  auto outcome = sink->write(batch, batch_id(1));
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_EQ(sink->rows_rejected_by_last_write(), 2u);
+  EXPECT_EQ(value(db, "SELECT string_agg(id || ':' || x, ',' ORDER BY id) FROM landing.t"), "1:999.99,4:0.50");
+  EXPECT_NE(
+      value(db, "SELECT min(reason) FROM landing.t__skippr_rejected").find("too large for column \"x\" (numeric(5,2))"),
+      std::string::npos);
+}
+
+// A table name near PostgreSQL's 63-byte limit still gets its rejects table (a shortened name with a hash), and a
+// name beyond the limit is a config error instead of being cut silently.
+TEST(PostgresSink, LongTableNamesGetShortenedCompanionTablesAndTooLongOnesAreRefused) {
+  const auto db = SharedPostgres().create_database("longname");
+  const std::string table(60, 't');
+  SharedPostgres().execute(db, fmt::format("CREATE SCHEMA landing; CREATE TABLE landing.{} (id smallint)", table));
+  auto sink = make_sink(db, table);
+  Batch batch;
+  batch.add_column({"id", Type::kInt64});
+  batch.columns[0].append_int(1);
+  batch.columns[0].append_int(100000);
+  batch.rows = 2;
+  auto outcome = sink->write(batch, batch_id(1));
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_EQ(sink->rows_rejected_by_last_write(), 1u);
+  const std::string rejects = value(db,
+                                    "SELECT table_name FROM information_schema.tables WHERE table_name LIKE "
+                                    "'%__skippr_rejected'");
+  EXPECT_EQ(rejects.size(), 63u) << rejects;
+  EXPECT_EQ(value(db, fmt::format("SELECT count(*) FROM landing.\"{}\"", rejects)), "1");
+
+  ConnectorContext ctx;
+  ctx.name = "pg";
+  ctx.params = {{"dsn", SharedPostgres().uri(db)}, {"schema", "landing"}, {"table", std::string(64, 'x')}};
+  auto refused = postgres_sink_spec().make_sink(ctx);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, ErrorKind::kConfig);
+  EXPECT_NE(refused.error().message.find("the table name is 64 bytes"), std::string::npos) << refused.error().message;
 }
 
 TEST(PostgresSink, AUserWithoutCreateOnTheDatabaseLandsIntoAnExistingSchema) {

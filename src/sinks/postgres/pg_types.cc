@@ -1,6 +1,11 @@
 #include "sinks/postgres/pg_types.h"
 
+#include <fmt/format.h>
 #include <simdjson.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
 
 #include <initializer_list>
 
@@ -72,6 +77,23 @@ std::optional<std::string> pg_text_problem(std::string_view column_type, std::st
     if (backslashes % 2 == 0) return "contains \\u0000, which a PostgreSQL jsonb value cannot hold";
   }
   return std::nullopt;
+}
+
+std::string pg_derived_name(std::string_view table, std::string_view suffix) {
+  if (table.size() + suffix.size() <= kPgMaxNameBytes) return std::string(table) + std::string(suffix);
+  uint32_t hash = 2166136261u;  // FNV-1a: stable across versions and machines, unlike std::hash
+  for (unsigned char c : table) hash = (hash ^ c) * 16777619u;
+  size_t keep = kPgMaxNameBytes - suffix.size() - 9;                                    // 9 = '_' + 8 hex digits
+  while (keep > 0 && (static_cast<unsigned char>(table[keep]) & 0xC0) == 0x80) --keep;  // whole UTF-8 characters
+  return fmt::format("{}_{:08x}{}", table.substr(0, keep), hash, suffix);
+}
+
+std::optional<double> pg_numeric_limit(std::string_view column_type) {
+  int precision = 0, scale = 0;
+  if (std::sscanf(std::string(column_type).c_str(), "numeric(%d,%d)", &precision, &scale) != 2) return std::nullopt;
+  if (precision <= 0 || scale < 0 || scale > precision) return std::nullopt;
+  // numeric(5,2) holds up to 999.99: 999.995 rounds to 1000.00 and overflows.
+  return std::pow(10.0, precision - scale) - 0.5 * std::pow(10.0, -scale);
 }
 
 }  // namespace skippr

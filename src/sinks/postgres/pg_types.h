@@ -22,4 +22,14 @@ bool pg_column_accepts(std::string_view column_type, Type type);
 // JSON for a jsonb column. nullopt when it can.
 std::optional<std::string> pg_text_problem(std::string_view column_type, std::string_view text);
 
+// PostgreSQL cuts a name beyond 63 bytes silently, so two long names could meet: a name of our own for a table's
+// companion (`<table>__skippr_rejected`) that would be longer keeps as much of the table's name as fits plus a hash
+// of all of it.
+inline constexpr size_t kPgMaxNameBytes = 63;
+std::string pg_derived_name(std::string_view table, std::string_view suffix);
+
+// The largest magnitude a numeric(p,s) column holds once a value is rounded to s digits (values from there on
+// overflow it); nullopt for any other type (an unconstrained numeric included).
+std::optional<double> pg_numeric_limit(std::string_view column_type);
+
 }  // namespace skippr

@@ -28,8 +28,12 @@ ColumnRules pg_column_rules() {
     if (type == "smallint") return std::pair<int64_t, int64_t>{INT16_MIN, INT16_MAX};
     return std::nullopt;
   };
-  return {[](std::string_view a, std::string_view b) { return a == b; }, pg_column_accepts, pg_quote_identifier,
-          int_range, pg_text_problem};
+  return {[](std::string_view a, std::string_view b) { return a == b; },
+          pg_column_accepts,
+          pg_quote_identifier,
+          int_range,
+          pg_text_problem,
+          pg_numeric_limit};
 }
 
 // Rolls back unless committed; on a broken connection there is nothing left to roll back.
@@ -71,7 +75,7 @@ class PostgresSink final : public Sink {
 
  private:
   std::string target() const { return pg_qualified(schema_, table_); }
-  std::string tombstones() const { return pg_qualified(schema_, table_ + std::string(kTombstoneSuffix)); }
+  std::string tombstones() const { return pg_qualified(schema_, pg_derived_name(table_, kTombstoneSuffix)); }
   std::string where() const { return fmt::format("{}: table {}", what_, target()); }
   Result<std::vector<TableColumn>> describe(const std::string& qualified);
   Status check_merge_key(const std::vector<TableColumn>& columns);
@@ -421,7 +425,7 @@ Result<WriteOutcome> PostgresSink::write_in_transaction(const Batch& batch, cons
   }
   const size_t rejected = *conformed ? (*conformed)->rejected.size() : 0;
   if (rejected > 0) {
-    const std::string rejects = pg_qualified(schema_, table_ + std::string(kRejectedSuffix));
+    const std::string rejects = pg_qualified(schema_, pg_derived_name(table_, kRejectedSuffix));
     if (auto st = conn_->execute(rejects_create_sql(rejects, "text")); !st) return failed(st.error());
     for (const auto& sql : rejects_insert_sql(rejects, id.str(), (*conformed)->rejected, pg_quote_literal)) {
       if (auto st = conn_->execute(sql); !st) return failed(st.error());
@@ -473,6 +477,13 @@ ConnectorSpec postgres_sink_spec() {
     if (table.empty() || schema.empty()) {
       return fail(ErrorKind::kConfig,
                   fmt::format("sink '{}': Postgres needs a table (and a non-empty schema)", ctx.name));
+    }
+    for (const auto& [what, name] : {std::pair{"table", table}, std::pair{"schema", schema}}) {
+      if (name.size() > kPgMaxNameBytes) {
+        return fail(ErrorKind::kConfig, fmt::format("sink '{}': the {} name is {} bytes; PostgreSQL names hold at "
+                                                    "most {} (it would cut it silently), so choose a shorter one",
+                                                    ctx.name, what, name.size(), kPgMaxNameBytes));
+      }
     }
     return std::make_unique<PostgresSink>(ctx, schema, table);
   };
