@@ -226,18 +226,6 @@ pipelines:
                      dsn_or_params);
 }
 
-// Every file under `dir` (recursively) that contains `needle`.
-std::vector<std::string> files_containing(const std::filesystem::path& dir, const std::string& needle) {
-  std::vector<std::string> found;
-  if (!std::filesystem::exists(dir)) return found;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
-    if (entry.is_regular_file() && read_text(entry.path()).find(needle) != std::string::npos) {
-      found.push_back(entry.path().string());
-    }
-  }
-  return found;
-}
-
 // Issue 11, item 6: a password with URL-special characters (a malformed %-escape included) never appears in stderr,
 // in the JSON error event or in DATA_DIR; a malformed dsn, a port out of range and an unknown sslmode are config
 // errors (exit 2, found by validate too), not "is the server running?" (75).

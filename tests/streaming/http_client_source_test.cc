@@ -366,5 +366,53 @@ TEST(HttpClientEdges, MissingRecordsPathIsAConfigError) {
   EXPECT_NE(r.err.find("Fix records_path"), std::string::npos) << r.err;
 }
 
+// A bearer token, a basic-auth password and a Kafka SASL password appear in no message, log line, JSON event or file
+// of DATA_DIR, also when the API refuses them (401) or the broker is unreachable, at --log debug.
+TEST(Secrets, ApiTokensAndKafkaPasswordsAppearNowhere) {
+  ScriptedApi api([](const httplib::Request& req, httplib::Response& res, int) {
+    res.status = 401;
+    res.set_content(R"({"error":"bad credentials"})", "application/json");
+    (void)req;
+  });
+  const std::string token = "tok-9f8e7d-SECRET", password = "pw-7c6b5a-SECRET";
+  struct Case {
+    std::string source;
+    std::string secret;
+    int exit_code;
+  };
+  const std::vector<Case> cases = {
+      {fmt::format("HttpClient: {{ url: \"{}\", auth_type: bearer, auth_token: \"${{API_TOKEN}}\" }}", api.url()),
+       token, 2},
+      {fmt::format(
+           "HttpClient: {{ url: \"{}\", auth_type: basic, auth_username: u, auth_password: \"${{API_PASSWORD}}\" "
+           "}}",
+           api.url()),
+       password, 2},
+      {"Kafka: { brokers: \"127.0.0.1:1\", topics: [t], group_id: g, connect_timeout_seconds: 1, security_protocol: "
+       "sasl_plaintext, sasl_mechanism: PLAIN, sasl_username: u, sasl_password: \"${API_PASSWORD}\" }",
+       password, 75},
+  };
+  for (const auto& c : cases) {
+    PipelineFixture f(fmt::format(R"(data_sources:
+  api:
+    {}
+data_sinks:
+  db:
+    DuckDB: {{ path: out.duckdb, table: items }}
+pipelines:
+  api:
+    data_source: data_sources.api
+    data_sink: data_sinks.db
+)",
+                                  c.source));
+    auto r = f.skipprd({"sync", "--pipeline", "api", "--once", "--output", "json", "--log", "debug"},
+                       {{"API_TOKEN", token}, {"API_PASSWORD", password}}, 60);
+    EXPECT_EQ(r.exit_code, c.exit_code) << c.source << "\n" << r.err;
+    EXPECT_EQ(r.out.find(c.secret), std::string::npos) << "the secret leaked: " << r.out;
+    EXPECT_EQ(r.err.find(c.secret), std::string::npos) << "the secret leaked: " << r.err;
+    EXPECT_TRUE(files_containing(f.path("data"), c.secret).empty());
+  }
+}
+
 }  // namespace
 }  // namespace skippr::test

@@ -116,4 +116,15 @@ std::string read_text(const std::filesystem::path& file) {
   return ss.str();
 }
 
+std::vector<std::string> files_containing(const std::filesystem::path& dir, const std::string& needle) {
+  std::vector<std::string> found;
+  if (!std::filesystem::exists(dir)) return found;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (entry.is_regular_file() && read_text(entry.path()).find(needle) != std::string::npos) {
+      found.push_back(entry.path().string());
+    }
+  }
+  return found;
+}
+
 }  // namespace skippr::test

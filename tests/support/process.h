@@ -37,5 +37,7 @@ class TempDir {
 
 void write_text(const std::filesystem::path& file, const std::string& text);
 std::string read_text(const std::filesystem::path& file);
+// Every file under `dir` (recursively) that contains `needle`: where a secret must not be.
+std::vector<std::string> files_containing(const std::filesystem::path& dir, const std::string& needle);
 
 }  // namespace skippr::test
