@@ -9,21 +9,17 @@
 #include <optional>
 
 #include "core/env.h"
+#include "formats/object_encoding.h"
 #include "formats/compression.h"
-#include "sinks/file/batch_encoders.h"
 
 namespace skippr {
 
 namespace {
 
-enum class OutputFormat { kJsonl, kCsv, kParquet };
-
 struct FileSinkOptions {
   std::string name;
   std::filesystem::path folder;
-  OutputFormat format = OutputFormat::kParquet;
-  Compression compression = Compression::kNone;  // jsonl and csv: the whole file
-  std::string parquet_compression = "zstd";      // parquet: its column chunks
+  ObjectEncoding encoding;
 };
 
 Status fsync_file(const std::filesystem::path& path) {
@@ -42,7 +38,8 @@ Status fsync_file(const std::filesystem::path& path) {
 
 class FileSink final : public Sink {
  public:
-  explicit FileSink(FileSinkOptions options) : options_(std::move(options)) {}
+  explicit FileSink(FileSinkOptions options)
+      : options_(std::move(options)), encoder_(options_.encoding, options_.folder) {}
 
   Guarantee guarantee() const override { return Guarantee::kOverwriteOnRetry; }
 
@@ -71,37 +68,26 @@ class FileSink final : public Sink {
   // <pipeline>-<epoch>-<lineage>-<seq>: the lineage keeps a new DATA_DIR (or a RESET) from overwriting the files
   // of an earlier one; a batch committed before lineages existed keeps the name it had (a retry rewrites it).
   std::string file_name(const BatchId& id) const {
-    static constexpr const char* kExtensions[] = {".jsonl", ".csv", ".parquet"};
     const std::string lineage = id.lineage.empty() ? std::string() : id.lineage + "-";
-    return fmt::format("{}-{:06}-{}{:020}{}{}", id.pipeline, id.epoch, lineage, id.seq,
-                       kExtensions[static_cast<int>(options_.format)], extension_of(options_.compression));
+    return fmt::format("{}-{:06}-{}{:020}{}", id.pipeline, id.epoch, lineage, id.seq, options_.encoding.extension());
   }
 
   Status write_file(const Batch& batch, const std::filesystem::path& path) {
-    if (options_.format != OutputFormat::kParquet) {
-      std::string text = options_.format == OutputFormat::kJsonl ? encode_jsonl(batch) : encode_csv(batch);
-      if (options_.compression != Compression::kNone) {
-        auto packed = compress_buffer(text, options_.compression);
-        if (!packed) return std::unexpected(packed.error());
-        text = std::move(*packed);
-      }
-      return write_file_atomically(shared_files_env(), path, text);  // .tmp, fsync, rename, fsync dir
-    }
-    if (!parquet_) {
-      auto writer = ParquetFileWriter::open();
-      if (!writer) return std::unexpected(writer.error());
-      parquet_.emplace(std::move(*writer));
+    if (options_.encoding.format != OutputFormat::kParquet) {
+      auto bytes = encoder_.encode(batch);
+      if (!bytes) return std::unexpected(bytes.error());
+      return write_file_atomically(shared_files_env(), path, *bytes);  // .tmp, fsync, rename, fsync dir
     }
     std::filesystem::path tmp = path;
     tmp += ".tmp";
-    SKIPPR_TRY(parquet_->write(batch, tmp, options_.parquet_compression));
+    SKIPPR_TRY(encoder_.encode_to_file(batch, tmp));
     SKIPPR_TRY(fsync_file(tmp));
     SKIPPR_TRY(shared_files_env().rename(tmp, path));
     return shared_files_env().fsync_dir(options_.folder);
   }
 
   FileSinkOptions options_;
-  std::optional<ParquetFileWriter> parquet_;
+  ObjectEncoder encoder_;
 };
 
 }  // namespace
@@ -114,10 +100,8 @@ ConnectorSpec file_sink_spec() {
   spec.guarantee = Guarantee::kOverwriteOnRetry;
   spec.params = {
       {"path", ParamType::kPath, true, nullptr, "the folder the files are written to; created when absent"},
-      {"format", ParamType::kString, false, "parquet", "parquet, jsonl or csv"},
-      {"compression", ParamType::kString, false, "auto",
-       "auto (zstd inside Parquet, none for jsonl/csv), none, gzip or zstd"},
   };
+  for (auto& param : object_encoding_params()) spec.params.push_back(std::move(param));
   spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
     if (ctx.landing != Landing::kAppend) {
       return fail(ErrorKind::kConfig, fmt::format("sink '{}': landing {} is not supported by File; use append",
@@ -126,30 +110,9 @@ ConnectorSpec file_sink_spec() {
     FileSinkOptions o;
     o.name = ctx.name;
     o.folder = ctx.params.value("path", std::string());
-    const std::string format = ctx.params.value("format", std::string("parquet"));
-    if (format == "parquet") {
-      o.format = OutputFormat::kParquet;
-    } else if (format == "jsonl") {
-      o.format = OutputFormat::kJsonl;
-    } else if (format == "csv") {
-      o.format = OutputFormat::kCsv;
-    } else {
-      return fail(ErrorKind::kConfig,
-                  fmt::format("File sink '{}': format '{}' is not parquet, jsonl or csv", ctx.name, format));
-    }
-    const std::string compression = ctx.params.value("compression", std::string("auto"));
-    if (compression != "auto") {
-      auto c = compression_from_string(compression);
-      if (!c) {
-        return fail(ErrorKind::kConfig, fmt::format("File sink '{}': compression '{}' is not auto, none, gzip or zstd",
-                                                    ctx.name, compression));
-      }
-      if (o.format == OutputFormat::kParquet) {
-        o.parquet_compression = *c == Compression::kNone ? "uncompressed" : to_string(*c);
-      } else {
-        o.compression = *c;
-      }
-    }
+    auto encoding = read_object_encoding(ctx.params, fmt::format("File sink '{}'", ctx.name));
+    if (!encoding) return std::unexpected(encoding.error());
+    o.encoding = std::move(*encoding);
     return std::make_unique<FileSink>(std::move(o));
   };
   return spec;

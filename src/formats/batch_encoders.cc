@@ -1,4 +1,4 @@
-#include "sinks/file/batch_encoders.h"
+#include "formats/batch_encoders.h"
 
 #include <fmt/format.h>
 
