@@ -11,25 +11,6 @@
 namespace skippr {
 namespace {
 
-size_t on_body(char* data, size_t size, size_t n, void* out) {
-  static_cast<std::string*>(out)->append(data, size * n);
-  return size * n;
-}
-
-size_t on_header(char* data, size_t size, size_t n, void* out) {
-  const std::string_view line(data, size * n);
-  if (const size_t colon = line.find(':'); colon != std::string_view::npos) {
-    std::string name(line.substr(0, colon));
-    std::ranges::transform(name, name.begin(), [](unsigned char c) { return std::tolower(c); });
-    std::string_view value = line.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
-      value.remove_suffix(1);
-    (*static_cast<std::map<std::string, std::string>*>(out))[name] = std::string(value);
-  }
-  return size * n;
-}
-
 // Retry-After in seconds (the HTTP-date form is rare for APIs and falls back to the backoff).
 double retry_after_seconds(const HttpResponse& r, double fallback) {
   auto it = r.headers.find("retry-after");
@@ -45,31 +26,21 @@ double retry_after_seconds(const HttpResponse& r, double fallback) {
 
 Result<HttpResponse> http_fetch(const std::string& method, const std::string& url,
                                 const std::vector<std::string>& headers, const FetchPolicy& policy) {
-  std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
-  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> list(nullptr, curl_slist_free_all);
-  for (const auto& h : headers) list.reset(curl_slist_append(list.release(), h.c_str()));
+  HttpRequest request;
+  request.method = method;
+  request.url = url;
+  request.headers = headers;
+  request.timeout_seconds = policy.timeout_seconds;
+  request.follow_redirects = true;
   double backoff = 0.5;
   for (int attempt = 0;; ++attempt) {
-    HttpResponse r;
-    CURL* c = curl.get();
-    curl_easy_reset(c);
-    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method.c_str());
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, list.get());
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-    curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(policy.timeout_seconds * 1000));
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, &r.headers);
-    const CURLcode code = curl_easy_perform(c);
+    auto sent = http_send(request);
     std::string problem;
-    if (code != CURLE_OK) {
-      problem = curl_easy_strerror(code);
+    HttpResponse r;
+    if (!sent) {
+      problem = sent.error().message;
     } else {
-      curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+      r = std::move(*sent);
       if (r.status < 400) return r;
       if (r.status != 429 && r.status < 500) {
         return fail(ErrorKind::kConfig, fmt::format("{} {} answered {}: {}; check the url, auth and headers", method,

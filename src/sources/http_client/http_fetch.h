@@ -7,15 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "clients/http/http_request.h"
 #include "core/result.h"
 
 namespace skippr {
-
-struct HttpResponse {
-  long status = 0;
-  std::string body;
-  std::map<std::string, std::string> headers;  // lower-case names
-};
 
 struct FetchPolicy {
   int retries = 5;

@@ -1,0 +1,45 @@
+// One HTTP request on libcurl with a typed outcome, shared by every client that speaks HTTP (API sources, S3 and
+// the other object stores, warehouses' REST APIs). Retries are the caller's: only it knows whether a request is
+// idempotent and which key makes a retry safe.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+
+namespace skippr {
+
+struct HttpResponse {
+  long status = 0;
+  std::string body;
+  std::map<std::string, std::string> headers;  // lower-case names
+};
+
+struct HttpRequest {
+  std::string method = "GET";
+  std::string url;
+  std::vector<std::string> headers;  // "Name: value"
+  std::string_view body;             // sent as is (not copied: it must outlive the call)
+  // AWS Signature V4 through libcurl (CURLOPT_AWS_SIGV4): "aws:amz:<region>:<service>" and the key pair.
+  std::string aws_sigv4 = {};
+  std::string aws_key_id = {};
+  std::string aws_secret = {};
+  double timeout_seconds = 60;
+  double connect_timeout_seconds = 10;
+  bool follow_redirects = false;
+  const std::atomic<bool>* stop = nullptr;  // set: the transfer is abandoned within a tenth of a second
+};
+
+// The response, whatever its status. Failures without one are typed by what the server may have seen:
+// kUnavailable when the request was never sent (no connection), kUnknownOutcome when it may have been acted on
+// (a timeout or a connection lost after sending) — a retry then must reuse the same idempotency key.
+Result<HttpResponse> http_send(const HttpRequest& request);
+
+// RFC 3986 percent-encoding of `text`; '/' kept when `keep_slash` (an object key in a URL path).
+std::string url_encode(std::string_view text, bool keep_slash = false);
+
+}  // namespace skippr
