@@ -2,6 +2,7 @@
 #include "sinks/duckdb/duckdb_sink.h"
 #include "sinks/file/file_sink.h"
 #include "sinks/postgres/postgres_sink.h"
+#include "sinks/s3/s3_sink.h"
 #include "sinks/stdout/stdout_sink.h"
 #include "sources/file/file_source.h"
 #include "sources/http_client/http_client_source.h"
@@ -24,6 +25,7 @@ const std::vector<ConnectorSpec>& connector_registry() {
       postgres_sink_spec(),
       stdout_sink_spec(),
       file_sink_spec(),
+      s3_sink_spec(),
   };
   return registry;
 }

@@ -26,6 +26,11 @@ const char* ObjectEncoding::content_type() const {
   return "application/octet-stream";
 }
 
+std::string batch_object_name(const BatchId& id, const ObjectEncoding& encoding) {
+  const std::string lineage = id.lineage.empty() ? std::string() : id.lineage + "-";
+  return fmt::format("{}-{:06}-{}{:020}{}", id.pipeline, id.epoch, lineage, id.seq, encoding.extension());
+}
+
 std::vector<ParamSpec> object_encoding_params() {
   return {
       {"format", ParamType::kString, false, "parquet", "parquet, jsonl or csv"},

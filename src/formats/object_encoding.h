@@ -29,6 +29,11 @@ struct ObjectEncoding {
   const char* content_type() const;
 };
 
+// The name of a batch's file or object: <pipeline>-<epoch>-<lineage>-<seq><extension>. The lineage keeps a new
+// DATA_DIR (or a RESET) from meeting the names of an earlier one; a batch committed before lineages existed keeps the
+// name it had.
+std::string batch_object_name(const BatchId& id, const ObjectEncoding& encoding);
+
 // The `format` and `compression` parameters, as every such sink declares them.
 std::vector<ParamSpec> object_encoding_params();
 // kConfig naming `where` for a value that is not one of them.

@@ -1,4 +1,4 @@
-// Test helpers for the streaming sources: a free loopback port, a small libcurl client, and starting skipprd in the
+// Test helpers for the streaming sources: a small libcurl client, and starting skipprd in the
 // background against a PipelineFixture (so a test can SIGKILL and restart it).
 #pragma once
 
@@ -9,8 +9,6 @@
 #include "support/pipeline_fixture.h"
 
 namespace skippr::test {
-
-int free_loopback_port();
 
 struct HttpReply {
   long status = 0;  // 0 = no HTTP answer (refused, reset, timed out)

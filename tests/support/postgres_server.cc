@@ -21,19 +21,6 @@ namespace {
 
 constexpr const char* kBinDir = "/usr/lib/postgresql/15/bin";
 
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
-
 // Runs a server binary as the postgres user when we are root (the server refuses to run as root).
 ProcessResult run_as_postgres(std::vector<std::string> args, const std::filesystem::path& cwd) {
   if (geteuid() == 0) args.insert(args.begin(), {"/usr/sbin/runuser", "-u", "postgres", "--"});
@@ -62,7 +49,7 @@ std::unique_ptr<PGconn, ConnCloser> connect(const std::string& uri) {
 }  // namespace
 
 PostgresServer::PostgresServer(std::map<std::string, std::string> settings) {
-  dir_ = std::filesystem::temp_directory_path() / fmt::format("skippr-pg-{}-{}", getpid(), free_port());
+  dir_ = std::filesystem::temp_directory_path() / fmt::format("skippr-pg-{}-{}", getpid(), free_loopback_port());
   std::filesystem::create_directories(dir_);
   try {
     start(std::move(settings));
@@ -104,7 +91,7 @@ void PostgresServer::start(std::map<std::string, std::string> settings) {
   std::ofstream(dir_ / "data" / "pg_hba.conf", std::ios::app) << "host replication all 127.0.0.1/32 scram-sha-256\n";
 
   for (int attempt = 0; attempt < 5; ++attempt) {
-    port_ = free_port();
+    port_ = free_loopback_port();
     auto r = run_as_postgres(
         {std::string(kBinDir) + "/pg_ctl", "-D", (dir_ / "data").string(), "-l", (dir_ / "server.log").string(), "-w",
          "-t", "60", "-o",

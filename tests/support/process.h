@@ -37,6 +37,12 @@ class TempDir {
 
 void write_text(const std::filesystem::path& file, const std::string& text);
 std::string read_text(const std::filesystem::path& file);
+// The full path of `name` on PATH (spawn_process and run_process take a path); throws when absent.
+std::string program_path(const std::string& name);
+
+// A TCP port on 127.0.0.1 that was free a moment ago (for a server a test starts).
+int free_loopback_port();
+
 // Every file under `dir` (recursively) that contains `needle`: where a secret must not be.
 std::vector<std::string> files_containing(const std::filesystem::path& dir, const std::string& needle);
 

@@ -9,8 +9,8 @@
 #include <optional>
 
 #include "core/env.h"
-#include "formats/object_encoding.h"
 #include "formats/compression.h"
+#include "formats/object_encoding.h"
 
 namespace skippr {
 
@@ -65,12 +65,7 @@ class FileSink final : public Sink {
   }
 
  private:
-  // <pipeline>-<epoch>-<lineage>-<seq>: the lineage keeps a new DATA_DIR (or a RESET) from overwriting the files
-  // of an earlier one; a batch committed before lineages existed keeps the name it had (a retry rewrites it).
-  std::string file_name(const BatchId& id) const {
-    const std::string lineage = id.lineage.empty() ? std::string() : id.lineage + "-";
-    return fmt::format("{}-{:06}-{}{:020}{}", id.pipeline, id.epoch, lineage, id.seq, options_.encoding.extension());
-  }
+  std::string file_name(const BatchId& id) const { return batch_object_name(id, options_.encoding); }
 
   Status write_file(const Batch& batch, const std::filesystem::path& path) {
     if (options_.encoding.format != OutputFormat::kParquet) {

@@ -1,0 +1,124 @@
+#include "clients/aws/s3_client.h"
+
+#include <fmt/format.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <openssl/evp.h>
+
+#include <memory>
+
+namespace skippr {
+namespace {
+
+std::string sha256_hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(data.data(), data.size(), digest, &length, EVP_sha256(), nullptr);
+  std::string hex;
+  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return hex;
+}
+
+bool is_credentials_problem(const std::string& code) {
+  return code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch" || code == "AccessDenied" ||
+         code == "InvalidToken" || code == "ExpiredToken" || code == "AllAccessDisabled";
+}
+
+}  // namespace
+
+std::string s3_error_code(std::string_view body) {
+  if (body.empty()) return "";
+  std::unique_ptr<xmlDoc, decltype(&xmlFreeDoc)> doc(
+      xmlReadMemory(body.data(), static_cast<int>(body.size()), nullptr, nullptr,
+                    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING),
+      xmlFreeDoc);
+  if (!doc) return "";
+  const xmlNode* root = xmlDocGetRootElement(doc.get());
+  for (const xmlNode* n = root ? root->children : nullptr; n; n = n->next) {
+    if (n->type == XML_ELEMENT_NODE && xmlStrEqual(n->name, BAD_CAST "Code")) {
+      std::unique_ptr<xmlChar, decltype(xmlFree)> text(xmlNodeGetContent(n), xmlFree);
+      return text ? reinterpret_cast<const char*>(text.get()) : "";
+    }
+  }
+  return "";
+}
+
+std::string S3Client::url(const std::string& bucket, const std::string& key) const {
+  const std::string path = key.empty() ? "" : "/" + url_encode(key, /*keep_slash=*/true);
+  if (service_.custom_endpoint) return fmt::format("{}/{}{}", service_.endpoint, bucket, path);
+  const size_t scheme = service_.endpoint.find("://") + 3;
+  return fmt::format("{}{}.{}{}", service_.endpoint.substr(0, scheme), bucket, service_.endpoint.substr(scheme),
+                     path.empty() ? "/" : path);
+}
+
+HttpRequest S3Client::signed_request(std::string method, const std::string& bucket, const std::string& key,
+                                     std::string_view body) const {
+  HttpRequest r;
+  r.method = std::move(method);
+  r.url = url(bucket, key);
+  r.body = body;
+  r.aws_sigv4 = service_.sigv4("s3");
+  r.aws_key_id = service_.credentials.access_key_id;
+  r.aws_secret = service_.credentials.secret_access_key;
+  r.headers.push_back("x-amz-content-sha256: " + sha256_hex(body));
+  if (!service_.credentials.session_token.empty()) {
+    r.headers.push_back("x-amz-security-token: " + service_.credentials.session_token);
+  }
+  r.stop = stop_;
+  return r;
+}
+
+Error S3Client::error_of(const HttpResponse& response, const std::string& what) const {
+  const std::string code = s3_error_code(response.body);
+  const std::string status =
+      code.empty() ? fmt::format("HTTP {}", response.status) : fmt::format("HTTP {} {}", response.status, code);
+  if (response.status == 404 && (code == "NoSuchBucket" || code.empty())) {
+    return Error{ErrorKind::kConfig, fmt::format("{}: {} (the bucket does not exist at {}); create it or fix "
+                                                 "bucket/endpoint",
+                                                 what, status, service_.endpoint)};
+  }
+  if (response.status == 403 || is_credentials_problem(code)) {
+    return Error{ErrorKind::kConfig, fmt::format("{}: {}: the credentials from {} are refused or may not do this; "
+                                                 "fix them or the bucket's policy",
+                                                 what, status, service_.credentials.source)};
+  }
+  if (response.status >= 500 || response.status == 409 || response.status == 429) {
+    return Error{ErrorKind::kUnavailable, fmt::format("{}: {}; retried", what, status)};
+  }
+  return Error{ErrorKind::kConfig, fmt::format("{}: {}", what, status)};
+}
+
+Result<PutOutcome> S3Client::put_object_if_absent(const std::string& bucket, const std::string& key,
+                                                  std::string_view body, const char* content_type) {
+  HttpRequest r = signed_request("PUT", bucket, key, body);
+  r.headers.push_back("If-None-Match: *");
+  r.headers.push_back(fmt::format("Content-Type: {}", content_type));
+  auto response = http_send(r);
+  const std::string what = fmt::format("S3 PutObject s3://{}/{}", bucket, key);
+  if (!response) return fail(response.error().kind, fmt::format("{}: {}", what, response.error().message));
+  if (response->status == 200) return PutOutcome::kCreated;
+  if (response->status == 412) return PutOutcome::kAlreadyExists;
+  return std::unexpected(error_of(*response, what));
+}
+
+Result<std::string> S3Client::get_object(const std::string& bucket, const std::string& key) {
+  auto response = http_send(signed_request("GET", bucket, key, ""));
+  const std::string what = fmt::format("S3 GetObject s3://{}/{}", bucket, key);
+  if (!response) {
+    const ErrorKind kind =
+        response.error().kind == ErrorKind::kUnknownOutcome ? ErrorKind::kUnavailable : response.error().kind;
+    return fail(kind, fmt::format("{}: {}", what, response.error().message));  // a read has no outcome to doubt
+  }
+  if (response->status == 200) return std::move(response->body);
+  return std::unexpected(error_of(*response, what));
+}
+
+Status S3Client::check_bucket(const std::string& bucket) {
+  auto response = http_send(signed_request("HEAD", bucket, "", ""));
+  const std::string what = fmt::format("S3 bucket {}", bucket);
+  if (!response) return fail(ErrorKind::kUnavailable, fmt::format("{}: {}", what, response.error().message));
+  if (response->status == 200) return ok();
+  return std::unexpected(error_of(*response, what));
+}
+
+}  // namespace skippr

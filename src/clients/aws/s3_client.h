@@ -1,0 +1,46 @@
+// The S3 calls skipprd makes, on clients/http with SigV4: conditional PutObject (the exactly-once-visible write of
+// object sinks), GetObject, DeleteObject, bucket checks. Path-style URLs for a custom endpoint (S3-compatible
+// servers), virtual-hosted ones for AWS.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <string_view>
+
+#include "clients/aws/aws_config.h"
+#include "clients/http/http_request.h"
+#include "core/result.h"
+
+namespace skippr {
+
+enum class PutOutcome { kCreated, kAlreadyExists };
+
+class S3Client {
+ public:
+  explicit S3Client(AwsService service) : service_(std::move(service)) {}
+
+  // PUT with If-None-Match: * — kAlreadyExists (412) when an object of that key is there (landed earlier: never
+  // rewritten). Errors: kConfig for what waiting cannot fix (credentials, access, a missing bucket), kUnavailable
+  // before anything was sent or on 5xx/409, kUnknownOutcome when the PUT may have happened.
+  Result<PutOutcome> put_object_if_absent(const std::string& bucket, const std::string& key, std::string_view body,
+                                          const char* content_type);
+  Result<std::string> get_object(const std::string& bucket, const std::string& key);
+  // kConfig when the bucket does not exist or these credentials may not use it.
+  Status check_bucket(const std::string& bucket);
+
+  std::string url(const std::string& bucket, const std::string& key = "") const;
+  void set_stop(const std::atomic<bool>* stop) { stop_ = stop; }
+
+ private:
+  HttpRequest signed_request(std::string method, const std::string& bucket, const std::string& key,
+                             std::string_view body) const;
+  Error error_of(const HttpResponse& response, const std::string& what) const;
+
+  AwsService service_;
+  const std::atomic<bool>* stop_ = nullptr;
+};
+
+// The <Code> of an S3 XML error body ("NoSuchBucket", "AccessDenied", ...), empty when there is none.
+std::string s3_error_code(std::string_view body);
+
+}  // namespace skippr

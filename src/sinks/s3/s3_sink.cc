@@ -1,0 +1,187 @@
+#include "sinks/s3/s3_sink.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <optional>
+
+#include "clients/aws/s3_client.h"
+#include "formats/json_rows.h"
+#include "formats/object_encoding.h"
+
+namespace skippr {
+namespace {
+
+struct S3SinkOptions {
+  std::string name;
+  std::string bucket;
+  std::string prefix;  // "" or ending in '/'
+  ObjectEncoding encoding;
+  std::vector<std::string> partition_by;
+  AwsOptions aws;
+  std::filesystem::path scratch_dir;
+};
+
+// Hive's escaping of a partition value: characters that would break a path segment become %XX.
+std::string hive_escape(std::string_view value) {
+  std::string out;
+  for (unsigned char c : value) {
+    if (c < 0x20 || c == '/' || c == '\\' || c == '=' || c == '%' || c == '"' || c == '\'' || c == ':' || c == '#' ||
+        c == '?' || c == '*' || c == '[' || c == ']' || c == '^' || c == '{' || c == 0x7F) {
+      out += fmt::format("%{:02X}", c);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
+
+// The value of a row as its partition folder shows it: a string as is, anything else as its JSON text.
+std::string partition_value(const Column& column, size_t row) {
+  if (!column.is_valid(row)) return "__HIVE_DEFAULT_PARTITION__";
+  if (column.type == Type::kString) return std::string(column.string_at(row));
+  Batch one;
+  one.schema.fields.push_back({"v", column.type});
+  one.columns.emplace_back(column.type);
+  one.columns[0].append_range(column, row, row + 1);
+  one.rows = 1;
+  std::string json = row_to_json(one, 0);  // {"v":...}
+  std::string value = json.substr(5, json.size() - 6);
+  if (value.size() >= 2 && value.front() == '"') value = value.substr(1, value.size() - 2);
+  return value;
+}
+
+Batch rows_of(const Batch& batch, const std::vector<size_t>& rows) {
+  Batch out;
+  out.schema = batch.schema;
+  for (const auto& field : batch.schema.fields) out.columns.emplace_back(field.type);
+  for (size_t row : rows) {
+    for (size_t c = 0; c < batch.columns.size(); ++c) out.columns[c].append_range(batch.columns[c], row, row + 1);
+  }
+  out.rows = rows.size();
+  return out;
+}
+
+class S3Sink final : public Sink {
+ public:
+  explicit S3Sink(S3SinkOptions options)
+      : options_(std::move(options)), encoder_(options_.encoding, options_.scratch_dir) {}
+
+  Guarantee guarantee() const override { return Guarantee::kOverwriteOnRetry; }
+
+  Status open() override {
+    if (client_) return ok();
+    auto service = resolve_aws_service(options_.aws, "s3", what());
+    if (!service) return std::unexpected(service.error());
+    S3Client client(std::move(*service));
+    SKIPPR_TRY(client.check_bucket(options_.bucket));
+    std::error_code ec;
+    std::filesystem::create_directories(options_.scratch_dir, ec);
+    client_.emplace(std::move(client));
+    return ok();
+  }
+
+  using Sink::write;
+  Result<WriteOutcome> write(const Batch& batch, const BatchId& id, const Position&) override {
+    if (batch.rows == 0) return WriteOutcome::kApplied;  // dead letters only: no object
+    SKIPPR_TRY(open());
+    bool created = false;
+    for (const auto& [folder, rows] : partitions(batch)) {
+      const std::string key = options_.prefix + folder + batch_object_name(id, options_.encoding);
+      auto bytes = rows ? encoder_.encode(rows_of(batch, *rows)) : encoder_.encode(batch);
+      if (!bytes) return std::unexpected(bytes.error());
+      auto put = client_->put_object_if_absent(options_.bucket, key, *bytes, options_.encoding.content_type());
+      if (!put) return fail(put.error().kind, fmt::format("{}: batch {}: {}", what(), id.str(), put.error().message));
+      created = created || *put == PutOutcome::kCreated;
+    }
+    return created ? WriteOutcome::kApplied : WriteOutcome::kAlreadyApplied;
+  }
+
+ private:
+  std::string what() const { return fmt::format("S3 sink '{}'", options_.name); }
+
+  // Hive-style folders ("col=value/") and the rows of each; without partition_by one object of every row.
+  std::map<std::string, std::optional<std::vector<size_t>>> partitions(const Batch& batch) const {
+    std::map<std::string, std::optional<std::vector<size_t>>> out;
+    if (options_.partition_by.empty()) {
+      out[""] = std::nullopt;
+      return out;
+    }
+    std::vector<int> fields;
+    for (const auto& name : options_.partition_by) fields.push_back(batch.schema.index_of(name));
+    for (size_t row = 0; row < batch.rows; ++row) {
+      std::string folder;
+      for (size_t i = 0; i < fields.size(); ++i) {
+        const std::string value =
+            fields[i] < 0 ? "__HIVE_DEFAULT_PARTITION__" : partition_value(batch.columns[fields[i]], row);
+        folder += hive_escape(options_.partition_by[i]) + "=" + hive_escape(value) + "/";
+      }
+      auto& rows = out[folder];
+      if (!rows) rows.emplace();
+      rows->push_back(row);
+    }
+    return out;
+  }
+
+  S3SinkOptions options_;
+  ObjectEncoder encoder_;
+  std::optional<S3Client> client_;
+};
+
+}  // namespace
+
+ConnectorSpec s3_sink_spec() {
+  ConnectorSpec spec;
+  spec.type_name = "S3";
+  spec.is_source = false;
+  spec.summary = "one object per batch (Parquet, JSON lines or CSV) in an S3 bucket, written once (If-None-Match)";
+  spec.guarantee = Guarantee::kOverwriteOnRetry;
+  spec.params = {
+      {"bucket", ParamType::kString, true, nullptr, "the bucket"},
+      {"prefix", ParamType::kString, false, "", "key prefix, e.g. landing/orders/"},
+      {"region", ParamType::kString, false, nullptr, "default: AWS_REGION, AWS_DEFAULT_REGION, us-east-1"},
+      {"endpoint", ParamType::kString, false, nullptr,
+       "an S3-compatible server, e.g. http://127.0.0.1:9000 (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL)"},
+      {"access_key_id", ParamType::kString, false, nullptr, "default: the AWS credential chain; use ${VAR}"},
+      {"secret_access_key", ParamType::kString, false, nullptr, "use ${VAR} to keep it out of the file"},
+      {"partition_by", ParamType::kStringList, false, nullptr, "fields whose values make Hive-style folders"},
+  };
+  for (auto& param : object_encoding_params()) spec.params.push_back(std::move(param));
+  spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
+    const std::string what = fmt::format("S3 sink '{}'", ctx.name);
+    if (ctx.landing != Landing::kAppend) {
+      return fail(ErrorKind::kConfig, fmt::format("sink '{}': landing {} is not supported by S3; use append", ctx.name,
+                                                  to_string(ctx.landing)));
+    }
+    const auto& p = ctx.params;
+    S3SinkOptions o;
+    o.name = ctx.name;
+    o.bucket = p.value("bucket", std::string());
+    if (o.bucket.empty() || o.bucket.find('/') != std::string::npos) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("{}: bucket '{}' must be a bucket name (put folders into prefix)", what, o.bucket));
+    }
+    o.prefix = p.value("prefix", std::string());
+    while (!o.prefix.empty() && o.prefix.front() == '/') o.prefix.erase(0, 1);
+    if (!o.prefix.empty() && o.prefix.back() != '/') o.prefix += '/';
+    auto encoding = read_object_encoding(p, what);
+    if (!encoding) return std::unexpected(encoding.error());
+    o.encoding = std::move(*encoding);
+    o.partition_by = p.value("partition_by", std::vector<std::string>{});
+    o.aws.region = p.value("region", std::string());
+    o.aws.endpoint = p.value("endpoint", std::string());
+    o.aws.access_key_id = p.value("access_key_id", std::string());
+    o.aws.secret_access_key = p.value("secret_access_key", std::string());
+    if (o.aws.access_key_id.empty() != o.aws.secret_access_key.empty()) {
+      return fail(ErrorKind::kConfig, fmt::format("{}: give both access_key_id and secret_access_key, or neither (then "
+                                                  "the AWS credential chain is used)",
+                                                  what));
+    }
+    o.scratch_dir = ctx.pipeline_dir.empty() ? std::filesystem::temp_directory_path() / "skippr-s3"
+                                             : ctx.pipeline_dir / "s3-scratch";
+    return std::make_unique<S3Sink>(std::move(o));
+  };
+  return spec;
+}
+
+}  // namespace skippr

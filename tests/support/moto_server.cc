@@ -1,0 +1,99 @@
+#include "support/moto_server.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include "clients/http/http_request.h"
+
+namespace skippr::test {
+
+MotoServer::MotoServer() {
+  port_ = free_loopback_port();
+  pid_ = spawn_process({program_path("moto_server"), "-H", "127.0.0.1", "-p", std::to_string(port_)}, dir_.path());
+  for (int i = 0; i < 300; ++i) {
+    HttpRequest probe;
+    probe.url = endpoint() + "/moto-api/";
+    probe.timeout_seconds = 1;
+    if (auto r = http_send(probe); r && r->status > 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  throw std::runtime_error("moto_server did not start: " + read_text(dir_ / "spawned.err"));
+}
+
+MotoServer::~MotoServer() {
+  kill(pid_, SIGTERM);
+  wait_process(pid_);
+}
+
+std::string MotoServer::endpoint() const { return fmt::format("http://127.0.0.1:{}", port_); }
+
+std::string MotoServer::create_bucket(const std::string& prefix) {
+  const std::string name = fmt::format("{}-{}", prefix, ++buckets_);
+  HttpRequest put;
+  put.method = "PUT";
+  put.url = endpoint() + "/" + name;
+  auto r = http_send(put);
+  if (!r || r->status != 200) throw std::runtime_error("cannot create bucket " + name);
+  return name;
+}
+
+std::map<std::string, std::string> MotoServer::env() const {
+  return {{"AWS_ACCESS_KEY_ID", "testing"},
+          {"AWS_SECRET_ACCESS_KEY", "testing"},
+          {"AWS_REGION", "us-east-1"},
+          {"AWS_ENDPOINT_URL", endpoint()},
+          {"AWS_EC2_METADATA_DISABLED", "true"}};
+}
+
+std::vector<std::string> MotoServer::keys(const std::string& bucket, const std::string& prefix) const {
+  auto r = run_process({program_path("aws"), "s3api", "list-objects-v2", "--bucket", bucket, "--prefix", prefix,
+                        "--query", "Contents[].Key", "--output", "text"},
+                       dir_.path(), env(), 120);
+  if (r.exit_code != 0)
+    throw std::runtime_error(
+        fmt::format("aws s3api list-objects-v2 failed (exit {}): {}{}", r.exit_code, r.out, r.err));
+  std::vector<std::string> out;
+  std::istringstream words(r.out);
+  for (std::string key; words >> key;) {
+    if (key != "None") out.push_back(key);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> MotoServer::download(const std::string& bucket, const std::string& prefix,
+                                              const std::filesystem::path& dir) const {
+  auto r = run_process({program_path("aws"), "s3", "cp", "--recursive", "--only-show-errors",
+                        fmt::format("s3://{}/{}", bucket, prefix), dir.string()},
+                       dir_.path(), env(), 300);
+  if (r.exit_code != 0)
+    throw std::runtime_error(fmt::format("aws s3 cp failed (exit {}): {}{}", r.exit_code, r.out, r.err));
+  return keys(bucket, prefix);
+}
+
+namespace {
+MotoServer* shared_moto = nullptr;
+class SharedMotoEnvironment : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    delete shared_moto;
+    shared_moto = nullptr;
+  }
+};
+}  // namespace
+
+MotoServer& SharedMoto() {
+  if (!shared_moto) {
+    shared_moto = new MotoServer();
+    ::testing::AddGlobalTestEnvironment(new SharedMotoEnvironment);
+  }
+  return *shared_moto;
+}
+
+}  // namespace skippr::test
