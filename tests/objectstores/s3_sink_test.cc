@@ -157,5 +157,29 @@ TEST(S3Sink, MissingBucketAndMissingCredentialsAreConfigErrorsAndADownServerIsRe
   }
 }
 
+// On a server that checks SigV4 (moto with INITIAL_NO_AUTH_ACTION_COUNT), the right key lands the rows — the
+// signature libcurl makes is the one S3 expects — and a wrong secret is exit 2 naming where the credentials came
+// from, without the secret.
+TEST(S3Sink, SignaturesAreCheckedAndAWrongSecretIsAConfigError) {
+  MotoServer moto(std::map<std::string, std::string>{{"INITIAL_NO_AUTH_ACTION_COUNT", "4"}});
+  const auto user = moto.create_user_and_bucket();
+  auto env = moto.env();
+  env["AWS_ACCESS_KEY_ID"] = user.key_id;
+  env["AWS_SECRET_ACCESS_KEY"] = user.secret;
+  {
+    PipelineFixture f(sample_to_s3_config(1000, user.bucket, "ok"));
+    auto r = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 120);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("1000 landed"), std::string::npos) << r.out;
+  }
+  env["AWS_SECRET_ACCESS_KEY"] = "wr0ng-secret-value";
+  PipelineFixture f(sample_to_s3_config(1000, user.bucket, "refused"));
+  auto r = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 120);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("the credentials from environment are refused"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("wr0ng-secret-value"), std::string::npos);
+  EXPECT_EQ(r.out.find("committed"), std::string::npos) << "the sink is checked before anything is read";
+}
+
 }  // namespace
 }  // namespace skippr::test

@@ -13,9 +13,10 @@
 
 namespace skippr::test {
 
-MotoServer::MotoServer() {
+MotoServer::MotoServer(std::map<std::string, std::string> server_env) {
   port_ = free_loopback_port();
-  pid_ = spawn_process({program_path("moto_server"), "-H", "127.0.0.1", "-p", std::to_string(port_)}, dir_.path());
+  pid_ = spawn_process({program_path("moto_server"), "-H", "127.0.0.1", "-p", std::to_string(port_)}, dir_.path(),
+                       server_env);
   for (int i = 0; i < 300; ++i) {
     HttpRequest probe;
     probe.url = endpoint() + "/moto-api/";
@@ -75,6 +76,29 @@ std::vector<std::string> MotoServer::download(const std::string& bucket, const s
   if (r.exit_code != 0)
     throw std::runtime_error(fmt::format("aws s3 cp failed (exit {}): {}{}", r.exit_code, r.out, r.err));
   return keys(bucket, prefix);
+}
+
+MotoServer::User MotoServer::create_user_and_bucket() const {
+  // boto3 (in the image beside moto) signs the set-up calls; the server counts them as unauthenticated actions.
+  const std::string script = R"(
+import boto3, json, sys
+kw = dict(endpoint_url=sys.argv[1], region_name="us-east-1", aws_access_key_id="setup", aws_secret_access_key="setup")
+iam = boto3.client("iam", **kw)
+iam.create_user(UserName="skippr")
+key = iam.create_access_key(UserName="skippr")["AccessKey"]
+iam.put_user_policy(UserName="skippr", PolicyName="all", PolicyDocument=json.dumps(
+    {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
+boto3.client("s3", endpoint_url=sys.argv[1], region_name="us-east-1", aws_access_key_id=key["AccessKeyId"],
+             aws_secret_access_key=key["SecretAccessKey"]).create_bucket(Bucket="signed")
+print(key["AccessKeyId"], key["SecretAccessKey"])
+)";
+  auto r = run_process({program_path("python3"), "-c", script, endpoint()}, dir_.path(), {}, 120);
+  std::istringstream words(r.out);
+  User user;
+  words >> user.key_id >> user.secret;
+  if (r.exit_code != 0 || user.secret.empty()) throw std::runtime_error("cannot create the IAM user: " + r.err);
+  user.bucket = "signed";
+  return user;
 }
 
 namespace {

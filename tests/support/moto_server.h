@@ -12,7 +12,8 @@ namespace skippr::test {
 
 class MotoServer {
  public:
-  MotoServer();
+  // `server_env`: e.g. {{"INITIAL_NO_AUTH_ACTION_COUNT", "4"}}: after that many requests it checks signatures.
+  explicit MotoServer(std::map<std::string, std::string> server_env = {});
   ~MotoServer();
   MotoServer(const MotoServer&) = delete;
   MotoServer& operator=(const MotoServer&) = delete;
@@ -26,6 +27,12 @@ class MotoServer {
   std::vector<std::string> download(const std::string& bucket, const std::string& prefix,
                                     const std::filesystem::path& dir) const;
   std::vector<std::string> keys(const std::string& bucket, const std::string& prefix = "") const;
+  // An IAM user allowed everything and its access key (id, secret), and a bucket it creates: on a server that checks
+  // signatures, so a request signed wrongly is refused. Takes three of the unauthenticated actions.
+  struct User {
+    std::string key_id, secret, bucket;
+  };
+  User create_user_and_bucket() const;
 
  private:
   TempDir dir_;
