@@ -181,5 +181,38 @@ TEST(S3Sink, SignaturesAreCheckedAndAWrongSecretIsAConfigError) {
   EXPECT_EQ(r.out.find("committed"), std::string::npos) << "the sink is checked before anything is read";
 }
 
+// A batch above multipart_threshold_bytes is a multipart upload (its ETag says how many parts), and the objects
+// hold every row once.
+TEST(S3Sink, LargeBatchesAreMultipartUploadsOfEveryRow) {
+  auto& moto = SharedMoto();
+  const std::string bucket = moto.create_bucket("multipart");
+  PipelineFixture f(fmt::format(R"(data_sources:
+  sample:
+    Sample: {{ rows: 200000, seed: 7 }}
+data_sinks:
+  lake:
+    S3: {{ bucket: {}, prefix: mp, format: jsonl, multipart_threshold_bytes: 8388608, multipart_part_bytes: 5242880 }}
+pipelines:
+  bikehire:
+    data_source: data_sources.sample
+    data_sink: data_sinks.lake
+)",
+                                bucket));
+  auto env = moto.env();
+  env["BUFFER_THRESHOLD_BYTES"] = "16MiB";
+  auto r = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 300);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  TempDir dir;
+  const auto keys = moto.download(bucket, "mp/", dir.path());
+  ASSERT_FALSE(keys.empty());
+  EXPECT_TRUE(std::regex_search(moto.etag(bucket, keys.front()), std::regex(R"(-[2-9]"?$)")))
+      << moto.etag(bucket, keys.front());
+  EXPECT_EQ(
+      duckdb_memory_value(fmt::format(
+          "SELECT count(*) || ' ' || count(DISTINCT trip_id) FROM read_json('{}/*.jsonl', format='newline_delimited')",
+          dir.path().string())),
+      "200000 200000");
+}
+
 }  // namespace
 }  // namespace skippr::test

@@ -68,6 +68,14 @@ std::vector<std::string> MotoServer::keys(const std::string& bucket, const std::
   return out;
 }
 
+std::string MotoServer::etag(const std::string& bucket, const std::string& key) const {
+  auto r = run_process({program_path("aws"), "s3api", "head-object", "--bucket", bucket, "--key", key, "--query",
+                        "ETag", "--output", "text"},
+                       dir_.path(), env(), 120);
+  if (r.exit_code != 0) throw std::runtime_error("aws s3api head-object failed: " + r.err);
+  return r.out.substr(0, r.out.find_last_not_of("\n") + 1);
+}
+
 std::vector<std::string> MotoServer::download(const std::string& bucket, const std::string& prefix,
                                               const std::filesystem::path& dir) const {
   auto r = run_process({program_path("aws"), "s3", "cp", "--recursive", "--only-show-errors",

@@ -27,6 +27,8 @@ class MotoServer {
   std::vector<std::string> download(const std::string& bucket, const std::string& prefix,
                                     const std::filesystem::path& dir) const;
   std::vector<std::string> keys(const std::string& bucket, const std::string& prefix = "") const;
+  // The object's ETag as S3 reports it (a multipart upload's ends in -<parts>).
+  std::string etag(const std::string& bucket, const std::string& key) const;
   // An IAM user allowed everything and its access key (id, secret), and a bucket it creates: on a server that checks
   // signatures, so a request signed wrongly is refused. Takes three of the unauthenticated actions.
   struct User {

@@ -26,7 +26,7 @@ bool is_credentials_problem(const std::string& code) {
 
 }  // namespace
 
-std::string s3_error_code(std::string_view body) {
+std::string s3_xml_field(std::string_view body, const char* name) {
   if (body.empty()) return "";
   std::unique_ptr<xmlDoc, decltype(&xmlFreeDoc)> doc(
       xmlReadMemory(body.data(), static_cast<int>(body.size()), nullptr, nullptr,
@@ -35,13 +35,15 @@ std::string s3_error_code(std::string_view body) {
   if (!doc) return "";
   const xmlNode* root = xmlDocGetRootElement(doc.get());
   for (const xmlNode* n = root ? root->children : nullptr; n; n = n->next) {
-    if (n->type == XML_ELEMENT_NODE && xmlStrEqual(n->name, BAD_CAST "Code")) {
+    if (n->type == XML_ELEMENT_NODE && xmlStrEqual(n->name, BAD_CAST name)) {
       std::unique_ptr<xmlChar, decltype(xmlFree)> text(xmlNodeGetContent(n), xmlFree);
       return text ? reinterpret_cast<const char*>(text.get()) : "";
     }
   }
   return "";
 }
+
+std::string s3_error_code(std::string_view body) { return s3_xml_field(body, "Code"); }
 
 std::string S3Client::url(const std::string& bucket, const std::string& key) const {
   const std::string path = key.empty() ? "" : "/" + url_encode(key, /*keep_slash=*/true);
@@ -52,10 +54,10 @@ std::string S3Client::url(const std::string& bucket, const std::string& key) con
 }
 
 HttpRequest S3Client::signed_request(std::string method, const std::string& bucket, const std::string& key,
-                                     std::string_view body) const {
+                                     std::string_view body, const std::string& query) const {
   HttpRequest r;
   r.method = std::move(method);
-  r.url = url(bucket, key);
+  r.url = url(bucket, key) + (query.empty() ? "" : "?" + query);
   r.body = body;
   r.aws_sigv4 = service_.sigv4("s3");
   r.aws_key_id = service_.credentials.access_key_id;
@@ -99,6 +101,72 @@ Result<PutOutcome> S3Client::put_object_if_absent(const std::string& bucket, con
   if (response->status == 200) return PutOutcome::kCreated;
   if (response->status == 412) return PutOutcome::kAlreadyExists;
   return std::unexpected(error_of(*response, what));
+}
+
+Result<HttpResponse> S3Client::send(const HttpRequest& request, const std::string& what) {
+  auto response = http_send(request);
+  if (!response) return fail(response.error().kind, fmt::format("{}: {}", what, response.error().message));
+  // CompleteMultipartUpload may answer 200 with an error inside.
+  if (response->status == 200 && s3_error_code(response->body).empty()) return response;
+  if (response->status == 200) response->status = 500;
+  return std::unexpected(error_of(*response, what));
+}
+
+Result<bool> S3Client::object_exists(const std::string& bucket, const std::string& key) {
+  auto response = http_send(signed_request("HEAD", bucket, key, ""));
+  const std::string what = fmt::format("S3 HeadObject s3://{}/{}", bucket, key);
+  if (!response) return fail(ErrorKind::kUnavailable, fmt::format("{}: {}", what, response.error().message));
+  if (response->status == 200) return true;
+  if (response->status == 404) return false;
+  return std::unexpected(error_of(*response, what));
+}
+
+Result<PutOutcome> S3Client::put_large_object_if_absent(const std::string& bucket, const std::string& key,
+                                                        std::string_view body, size_t part_bytes,
+                                                        const char* content_type) {
+  auto exists = object_exists(bucket, key);
+  if (!exists) return std::unexpected(exists.error());
+  if (*exists) return PutOutcome::kAlreadyExists;  // a replay: do not upload it again
+  const std::string what = fmt::format("S3 multipart upload of s3://{}/{}", bucket, key);
+  HttpRequest create = signed_request("POST", bucket, key, "", "uploads=");
+  create.headers.push_back(fmt::format("Content-Type: {}", content_type));
+  auto created = send(create, what);
+  if (!created) return std::unexpected(created.error());
+  const std::string upload_id = s3_xml_field(created->body, "UploadId");
+  if (upload_id.empty()) return fail(ErrorKind::kUnavailable, what + ": no UploadId in the answer");
+  auto outcome = upload_parts(bucket, key, upload_id, body, part_bytes);
+  if (!outcome || *outcome == PutOutcome::kAlreadyExists) {
+    (void)http_send(signed_request("DELETE", bucket, key, "", "uploadId=" + url_encode(upload_id)));
+  }
+  return outcome;
+}
+
+Result<PutOutcome> S3Client::upload_parts(const std::string& bucket, const std::string& key,
+                                          const std::string& upload_id, std::string_view body, size_t part_bytes) {
+  const std::string what = fmt::format("S3 multipart upload of s3://{}/{}", bucket, key);
+  std::string complete = "<CompleteMultipartUpload>";
+  int number = 0;
+  for (size_t offset = 0; offset < body.size() || number == 0; offset += part_bytes) {
+    ++number;
+    const std::string_view part = body.substr(offset, part_bytes);
+    auto sent = send(signed_request("PUT", bucket, key, part,
+                                    fmt::format("partNumber={}&uploadId={}", number, url_encode(upload_id))),
+                     fmt::format("{} (part {})", what, number));
+    if (!sent) return std::unexpected(sent.error());
+    auto etag = sent->headers.find("etag");
+    if (etag == sent->headers.end()) return fail(ErrorKind::kUnavailable, what + ": a part came back without an ETag");
+    complete += fmt::format("<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>", number, etag->second);
+  }
+  complete += "</CompleteMultipartUpload>";
+  HttpRequest finish = signed_request("POST", bucket, key, complete, "uploadId=" + url_encode(upload_id));
+  finish.headers.push_back("Content-Type: application/xml");
+  finish.headers.push_back("If-None-Match: *");
+  auto finished = http_send(finish);
+  if (!finished) return fail(finished.error().kind, fmt::format("{}: {}", what, finished.error().message));
+  if (finished->status == 412) return PutOutcome::kAlreadyExists;
+  if (finished->status == 200 && s3_error_code(finished->body).empty()) return PutOutcome::kCreated;
+  if (finished->status == 200) finished->status = 500;
+  return std::unexpected(error_of(*finished, what));
 }
 
 Result<std::string> S3Client::get_object(const std::string& bucket, const std::string& key) {

@@ -24,6 +24,14 @@ class S3Client {
   // before anything was sent or on 5xx/409, kUnknownOutcome when the PUT may have happened.
   Result<PutOutcome> put_object_if_absent(const std::string& bucket, const std::string& key, std::string_view body,
                                           const char* content_type);
+  // The same for a large body, as a multipart upload of `part_bytes` parts (S3's floor is 5 MiB, but the last part):
+  // an object already there is kAlreadyExists without uploading; CompleteMultipartUpload carries If-None-Match, so a
+  // race with another writer of the key still lands it once. An upload that fails is aborted (best effort; a bucket
+  // lifecycle rule should clean what a crash leaves).
+  Result<PutOutcome> put_large_object_if_absent(const std::string& bucket, const std::string& key,
+                                                std::string_view body, size_t part_bytes, const char* content_type);
+  // true when an object of that key exists.
+  Result<bool> object_exists(const std::string& bucket, const std::string& key);
   Result<std::string> get_object(const std::string& bucket, const std::string& key);
   // kConfig when the bucket does not exist or these credentials may not use it.
   Status check_bucket(const std::string& bucket);
@@ -33,7 +41,10 @@ class S3Client {
 
  private:
   HttpRequest signed_request(std::string method, const std::string& bucket, const std::string& key,
-                             std::string_view body) const;
+                             std::string_view body, const std::string& query = "") const;
+  Result<HttpResponse> send(const HttpRequest& request, const std::string& what);
+  Result<PutOutcome> upload_parts(const std::string& bucket, const std::string& key, const std::string& upload_id,
+                                  std::string_view body, size_t part_bytes);
   Error error_of(const HttpResponse& response, const std::string& what) const;
 
   AwsService service_;
@@ -42,5 +53,7 @@ class S3Client {
 
 // The <Code> of an S3 XML error body ("NoSuchBucket", "AccessDenied", ...), empty when there is none.
 std::string s3_error_code(std::string_view body);
+// The text of the first child element `name` of an S3 XML answer's root, empty when there is none.
+std::string s3_xml_field(std::string_view body, const char* name);
 
 }  // namespace skippr

@@ -3,6 +3,8 @@
 #include <curl/curl.h>
 #include <fmt/format.h>
 
+#include <strings.h>
+
 #include <algorithm>
 #include <memory>
 
@@ -43,7 +45,16 @@ Result<HttpResponse> http_send(const HttpRequest& request) {
   std::unique_ptr<CURL, decltype(&curl_easy_cleanup)> curl(curl_easy_init(), curl_easy_cleanup);
   if (!curl) return fail(ErrorKind::kInternal, "curl_easy_init failed");
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> list(nullptr, curl_slist_free_all);
-  for (const auto& h : request.headers) list.reset(curl_slist_append(list.release(), h.c_str()));
+  bool typed = false;
+  for (const auto& h : request.headers) {
+    list.reset(curl_slist_append(list.release(), h.c_str()));
+    typed = typed || (h.size() > 13 && strncasecmp(h.c_str(), "Content-Type:", 13) == 0);
+  }
+  // A body without a declared type is bytes: curl would call it a form (application/x-www-form-urlencoded), which
+  // servers then parse as parameters.
+  if (!request.body.empty() && !typed) {
+    list.reset(curl_slist_append(list.release(), "Content-Type: application/octet-stream"));
+  }
   // curl adds "Expect: 100-continue" to large bodies, which costs a round trip. An empty "Expect:" turns it off, but
   // libcurl 7.88's SigV4 would sign that header it then does not send, so signed requests keep it (answered fast).
   if (request.aws_sigv4.empty()) list.reset(curl_slist_append(list.release(), "Expect:"));

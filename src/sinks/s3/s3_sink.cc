@@ -19,6 +19,8 @@ struct S3SinkOptions {
   ObjectEncoding encoding;
   std::vector<std::string> partition_by;
   AwsOptions aws;
+  size_t multipart_threshold_bytes = 64 << 20;
+  size_t multipart_part_bytes = 16 << 20;
   std::filesystem::path scratch_dir;
 };
 
@@ -90,7 +92,11 @@ class S3Sink final : public Sink {
       const std::string key = options_.prefix + folder + batch_object_name(id, options_.encoding);
       auto bytes = rows ? encoder_.encode(rows_of(batch, *rows)) : encoder_.encode(batch);
       if (!bytes) return std::unexpected(bytes.error());
-      auto put = client_->put_object_if_absent(options_.bucket, key, *bytes, options_.encoding.content_type());
+      const char* type = options_.encoding.content_type();
+      auto put =
+          bytes->size() >= options_.multipart_threshold_bytes
+              ? client_->put_large_object_if_absent(options_.bucket, key, *bytes, options_.multipart_part_bytes, type)
+              : client_->put_object_if_absent(options_.bucket, key, *bytes, type);
       if (!put) return fail(put.error().kind, fmt::format("{}: batch {}: {}", what(), id.str(), put.error().message));
       created = created || *put == PutOutcome::kCreated;
     }
@@ -145,6 +151,9 @@ ConnectorSpec s3_sink_spec() {
       {"access_key_id", ParamType::kString, false, nullptr, "default: the AWS credential chain; use ${VAR}"},
       {"secret_access_key", ParamType::kString, false, nullptr, "use ${VAR} to keep it out of the file"},
       {"partition_by", ParamType::kStringList, false, nullptr, "fields whose values make Hive-style folders"},
+      {"multipart_threshold_bytes", ParamType::kInt, false, 64 << 20,
+       "an object from this size on is a multipart upload"},
+      {"multipart_part_bytes", ParamType::kInt, false, 16 << 20, "the size of each part (at least 5 MiB)"},
   };
   for (auto& param : object_encoding_params()) spec.params.push_back(std::move(param));
   spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
@@ -177,6 +186,15 @@ ConnectorSpec s3_sink_spec() {
                                                   "the AWS credential chain is used)",
                                                   what));
     }
+    const int64_t threshold = p.value("multipart_threshold_bytes", int64_t{64 << 20});
+    const int64_t part = p.value("multipart_part_bytes", int64_t{16 << 20});
+    if (threshold <= 0 || part < (5 << 20)) {
+      return fail(ErrorKind::kConfig, fmt::format("{}: multipart_threshold_bytes must be positive and "
+                                                  "multipart_part_bytes at least 5 MiB (5242880), S3's floor",
+                                                  what));
+    }
+    o.multipart_threshold_bytes = static_cast<size_t>(threshold);
+    o.multipart_part_bytes = static_cast<size_t>(part);
     o.scratch_dir = ctx.pipeline_dir.empty() ? std::filesystem::temp_directory_path() / "skippr-s3"
                                              : ctx.pipeline_dir / "s3-scratch";
     return std::make_unique<S3Sink>(std::move(o));
