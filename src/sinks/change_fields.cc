@@ -24,8 +24,9 @@ Status check_op_column(const Column& column, std::string_view where) {
   for (size_t row = 0; row < column.size(); ++row) {
     if (!column.is_valid(row)) continue;  // NULL: an upsert, like an absent field
     const std::string_view op = column.string_at(row);
-    if (op != "insert" && op != "update" && op != "delete") {
-      return bad_row(where, kOpField, row, fmt::format("is '{}'; it must be insert, update, delete or null", op));
+    if (op != "insert" && op != "update" && op != "delete" && op != kTruncateOp) {
+      return bad_row(where, kOpField, row,
+                     fmt::format("is '{}'; it must be insert, update, delete, truncate or null", op));
     }
   }
   return ok();
@@ -55,11 +56,30 @@ Status check_order_column(const Column& column, std::string_view where) {
 
 }  // namespace
 
+bool has_truncates(const Batch& batch) {
+  const int op = batch.schema.index_of(kOpField);
+  if (op < 0 || batch.columns[static_cast<size_t>(op)].type != Type::kString) return false;
+  const Column& column = batch.columns[static_cast<size_t>(op)];
+  for (size_t row = 0; row < batch.rows; ++row) {
+    if (column.is_valid(row) && column.string_at(row) == kTruncateOp) return true;
+  }
+  return false;
+}
+
 Status check_change_fields(const Batch& batch, const std::vector<size_t>& key_fields, std::string_view where) {
+  const bool truncates = has_truncates(batch);
+  if (truncates && batch.schema.index_of(kOrderField) < 0) {
+    return fail(ErrorKind::kBadInput,
+                fmt::format("{}: a truncate needs {} (its order token)", where, quoted(kOrderField)));
+  }
+  auto is_truncate = [&](size_t row) {
+    const Column& ops = batch.columns[static_cast<size_t>(batch.schema.index_of(kOpField))];
+    return ops.is_valid(row) && ops.string_at(row) == kTruncateOp;
+  };
   for (size_t f : key_fields) {
     const Column& column = batch.columns[f];
     for (size_t row = 0; row < batch.rows; ++row) {
-      if (!column.is_valid(row)) {
+      if (!column.is_valid(row) && !(truncates && is_truncate(row))) {
         return bad_row(where, batch.schema.fields[f].name, row, "is null, but it is part of the primary_key");
       }
     }

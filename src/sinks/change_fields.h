@@ -1,6 +1,6 @@
 // The conventional batch fields a change-data source sets (both optional), shared by the sinks that merge by key:
-// the kind of change ("insert", "update", "delete"; absent = upsert) and its order token (absent = derived from the
-// BatchId and the row's index). They steer the merge and are never stored as data columns.
+// the kind of change ("insert", "update", "delete", "truncate"; absent = upsert) and its order token (absent =
+// derived from the BatchId and the row's index). They steer the merge and are never stored as data columns.
 #pragma once
 
 #include <string_view>
@@ -19,9 +19,15 @@ inline constexpr std::string_view kTombstoneSuffix = "__skippr_tombstones";
 
 inline bool is_change_field(std::string_view name) { return name == kOpField || name == kOrderField; }
 
-// kBadInput naming the field and row when a key field (by index in the batch) is null, `_skippr_op` is not
-// insert/update/delete/null, or `_skippr_order` is not a non-negative decimal integer of at most 38 digits: every
-// merging sink reads a batch alike.
+// _skippr_op = 'truncate' (with _skippr_order T, the key NULL): every row of the target with an order token below T
+// is gone (a CDC source's TRUNCATE, or the end of its snapshot: what the snapshot did not read is not in the source).
+// A merging sink deletes the target's older rows and does not apply the batch's rows older than T.
+inline constexpr std::string_view kTruncateOp = "truncate";
+bool has_truncates(const Batch& batch);
+
+// kBadInput naming the field and row when a key field (by index in the batch) is null (but in a truncate, which has
+// no key), `_skippr_op` is not insert/update/delete/truncate/null, a truncate has no `_skippr_order`, or
+// `_skippr_order` is not a non-negative decimal integer of at most 38 digits: every merging sink reads a batch alike.
 Status check_change_fields(const Batch& batch, const std::vector<size_t>& key_fields, std::string_view where);
 
 }  // namespace skippr

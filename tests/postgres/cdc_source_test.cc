@@ -1,7 +1,9 @@
 // The CDC source against a real PostgreSQL 15 (wal_level = logical), driven directly through the Source interface
 // (as the engine drives it) and through skipprd: snapshot then stream with ops and order tokens, a primary-key update
 // as delete + upsert, events of one transaction with distinct tokens, restarts between polls and inside a
-// transaction, the slot's confirmed flush moving only on acknowledge, and the checks that exit 2.
+// transaction, the slot's confirmed flush moving only on acknowledge, and the checks that exit 2. Issue 23: default
+// slots per pipeline and a slot another pipeline reads, a primary_key no unique index backs, unchanged TOASTed values
+// fetched by key, no free slot, infinite timestamps as NULL with a dead letter, and on_truncate.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -12,7 +14,9 @@
 
 #include "core/connector.h"
 #include "sources/postgres/cdc_position.h"
+#include "sources/postgres/cdc_source.h"
 #include "sources/postgres/replication_stream.h"
+#include "support/duckdb_probe.h"
 #include "support/pipeline_fixture.h"
 #include "support/postgres_server.h"
 
@@ -56,15 +60,41 @@ struct Reader {
     }
     FAIL() << "never drained";
   }
+  std::vector<Row> truncates;  // _skippr_op = truncate rows (the end of a snapshot, a TRUNCATE), kept apart
   void take(const Poll& poll) {
     for (size_t r = 0; r < poll.records.rows; ++r) {
       Row row;
       for (size_t f = 0; f < poll.records.schema.fields.size(); ++f) {
         row[poll.records.schema.fields[f].name] = cell(poll.records.columns[f], r);
       }
-      rows.push_back(std::move(row));
+      (row.at("_skippr_op") == "truncate" ? truncates : rows).push_back(std::move(row));
     }
     position = poll.position_after;
+  }
+};
+
+// The shared server has max_replication_slots = 10: every test drops the slots it made in its database, once their
+// readers are gone (declared right after the database, so it runs last).
+struct DropSlotsAtEnd {
+  const PostgresServer& pg;
+  std::string db;
+  ~DropSlotsAtEnd() {
+    try {
+      for (int i = 0; i < 50; ++i) {
+        pg.execute(db,
+                   "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = "
+                   "current_database() AND active_pid IS NOT NULL");
+        pg.execute(db,
+                   "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = "
+                   "current_database() AND NOT active");
+        if (pg.value(db, "SELECT count(*) FROM pg_replication_slots WHERE database = current_database()") == "0") {
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "dropping the test's replication slots: " << e.what();
+    }
   }
 };
 
@@ -78,7 +108,7 @@ Reader open_reader(const std::string& uri, const std::string& mode, const std::s
   ctx.landing = Landing::kMergeByKey;
   auto source = find_connector("Postgres", true)->make_source(ctx);
   EXPECT_TRUE(source) << source.error().message;
-  Reader reader{std::move(*source), from, {}};
+  Reader reader{std::move(*source), from, {}, {}};
   auto st = reader.source->open();
   EXPECT_TRUE(st) << st.error().message;
   st = reader.source->seek(from);
@@ -102,6 +132,7 @@ std::string insert_items(int first, int last) {
 TEST(PostgresCdc, SnapshotThenStreamDeliversRowsThenChangesWithOpsAndIncreasingTokens) {
   auto& pg = SharedPostgres();
   const auto db = pg.create_database("cdc");
+  DropSlotsAtEnd drop_db_slots{pg, db};
   pg.execute(db, kCreateItems);
   pg.execute(db, insert_items(1, 40));
   pg.execute(db, "UPDATE shop.items SET name = NULL, at = NULL, doc = NULL WHERE id = 7");
@@ -178,6 +209,7 @@ TEST(PostgresCdc, SnapshotThenStreamDeliversRowsThenChangesWithOpsAndIncreasingT
 TEST(PostgresCdc, RestartsBetweenPollsAndInsideATransactionNeitherLoseNorDoubleEvents) {
   auto& pg = SharedPostgres();
   const auto db = pg.create_database("cdc");
+  DropSlotsAtEnd drop_db_slots{pg, db};
   pg.execute(db, kCreateItems);
   Reader first = open_reader(pg.uri(db), "cdc_only", "slot_r");
   first.until_drained();
@@ -225,6 +257,7 @@ TEST(PostgresCdc, RestartsBetweenPollsAndInsideATransactionNeitherLoseNorDoubleE
 TEST(PostgresCdc, ABrokenStreamReconnectsInsideATransactionAndNeitherLosesNorDoublesEvents) {
   auto& pg = SharedPostgres();
   const auto db = pg.create_database("cdc");
+  DropSlotsAtEnd drop_db_slots{pg, db};
   pg.execute(db, kCreateItems);
   Reader r = open_reader(pg.uri(db), "cdc_only", "slot_t");
   r.until_drained();
@@ -250,6 +283,7 @@ TEST(PostgresCdc, ABrokenStreamReconnectsInsideATransactionAndNeitherLosesNorDou
 TEST(PostgresCdc, TheSlotsConfirmedFlushMovesOnlyOnAcknowledge) {
   auto& pg = SharedPostgres();
   const auto db = pg.create_database("cdc");
+  DropSlotsAtEnd drop_db_slots{pg, db};
   pg.execute(db, kCreateItems);
   Reader r = open_reader(pg.uri(db), "cdc_only", "slot_ack");
   auto confirmed = [&] {
@@ -303,6 +337,7 @@ struct MergedTable {
 TEST(PostgresCdc, AKillMidSnapshotResumesFromAFreshSnapshotAndStillConverges) {
   auto& pg = SharedPostgres();
   const auto db = pg.create_database("cdc");
+  DropSlotsAtEnd drop_db_slots{pg, db};
   pg.execute(db, kCreateItems);
   pg.execute(db, insert_items(1, 40));
   MergedTable mirror;
@@ -363,6 +398,7 @@ const std::vector<std::string> kSync = {"sync", "--pipeline", "copy", "--once"};
 TEST(PostgresCdc, SkipprdMirrorsTheTableThroughSnapshotAndChanges) {
   auto& pg = SharedPostgres();
   const auto src = pg.create_database("src");
+  DropSlotsAtEnd drop_src_slots{pg, src};
   const auto dst = pg.create_database("dst");
   pg.execute(src, kCreateItems);
   pg.execute(src, insert_items(1, 300));
@@ -399,6 +435,7 @@ TEST(PostgresCdc, AServerWithoutLogicalWalLevelExitsTwoWithTheFix) {
 TEST(PostgresCdc, AMissingTableOrKeyExitsTwoBeforeAnythingIsCommitted) {
   auto& pg = SharedPostgres();
   const auto db = pg.create_database("cdc");
+  DropSlotsAtEnd drop_db_slots{pg, db};
   PipelineFixture missing(cdc_config(pg.uri(db), pg.uri(db)));
   auto r = missing.skipprd(kSync);
   EXPECT_EQ(r.exit_code, 2) << r.err;
@@ -410,6 +447,462 @@ TEST(PostgresCdc, AMissingTableOrKeyExitsTwoBeforeAnythingIsCommitted) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("REPLICA IDENTITY FULL"), std::string::npos) << r.err;
   EXPECT_EQ(pg.value(db, "SELECT count(*) FROM pg_replication_slots WHERE database = current_database()"), "0");
+}
+
+// Pipelines (name, extra source parameters) from shop.items into mirror.p0, mirror.p1, ... (in that order).
+std::string pipelines_config(const std::string& source_uri, const std::string& sink_uri,
+                             const std::vector<std::pair<std::string, std::string>>& pipelines,
+                             const std::string& mode = "snapshot_then_cdc") {
+  std::string sources, sinks, runs;
+  for (size_t i = 0; i < pipelines.size(); ++i) {
+    const auto& [name, extra] = pipelines[i];
+    const std::string table = fmt::format("p{}", i);
+    sources += fmt::format("  app{}:\n    Postgres: {{ dsn: \"{}\", schema: shop, tables: [items], mode: {}{} }}\n", i,
+                           source_uri, mode, extra.empty() ? "" : ", " + extra);
+    sinks += fmt::format("  copy{}:\n    Postgres: {{ dsn: \"{}\", schema: mirror, table: {} }}\n", i, sink_uri, table);
+    runs += fmt::format(
+        "  {}:\n    data_source: data_sources.app{}\n    data_sink: data_sinks.copy{}\n    landing: merge_by_key\n"
+        "    primary_key: id\n",
+        name, i, i);
+  }
+  return "data_sources:\n" + sources + "data_sinks:\n" + sinks + "pipelines:\n" + runs;
+}
+
+std::vector<std::string> sync_of(const std::string& pipeline) { return {"sync", "--pipeline", pipeline, "--once"}; }
+
+constexpr const char* kItemsDigest =
+    "SET TIME ZONE 'UTC'; SELECT count(*), md5(string_agg(concat_ws('|', id, name, amount::text, "
+    "(extract(epoch FROM at) * 1000000)::bigint, flag, doc::jsonb::text, ratio::real, wide, day, "
+    "encode(blob, 'hex')), ',' ORDER BY id)) FROM {}";
+
+std::string digest_of(const PostgresServer& pg, const std::string& db, const std::string& table) {
+  const auto row = pg.query(db, fmt::format(fmt::runtime(kItemsDigest), table)).at(0);
+  return row.at(0).value_or("NULL") + " " + row.at(1).value_or("NULL");
+}
+
+// Issue 23 item 5: "tp-a" and "tp_a" used to share slot skippr_tp_a, and the second one silently missed what the
+// first had consumed.
+TEST(PostgresCdc, PipelinesWhoseNamesDifferOnlyInPunctuationGetSlotsOfTheirOwnAndBothMirrorEveryChange) {
+  auto& pg = SharedPostgres();
+  const auto src = pg.create_database("src");
+  DropSlotsAtEnd drop_src_slots{pg, src};
+  const auto dst = pg.create_database("dst");
+  pg.execute(src, kCreateItems);
+  pg.execute(src, insert_items(1, 20));
+  PipelineFixture fx(pipelines_config(pg.uri(src), pg.uri(dst), {{"tp-a", ""}, {"tp_a", ""}}));
+  for (const char* name : {"tp-a", "tp_a"}) {
+    auto r = fx.skipprd(sync_of(name));
+    ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
+  }
+  pg.execute(src, "UPDATE shop.items SET name = 'changed' WHERE id <= 5; DELETE FROM shop.items WHERE id > 18");
+  pg.execute(src, insert_items(21, 25));
+  for (const char* name : {"tp-a", "tp_a"}) {
+    auto r = fx.skipprd(sync_of(name));
+    ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
+  }
+  const std::string truth = digest_of(pg, src, "shop.items");
+  EXPECT_EQ(digest_of(pg, dst, "mirror.p0"), truth) << "pipeline tp-a";
+  EXPECT_EQ(digest_of(pg, dst, "mirror.p1"), truth) << "pipeline tp_a";
+  EXPECT_EQ(pg.value(src,
+                     "SELECT count(DISTINCT slot_name) FROM pg_replication_slots WHERE database = current_database() "
+                     "AND slot_name LIKE 'skippr_tp_a_%'"),
+            "2");
+}
+
+TEST(PostgresCdc, ASlotAlreadyReadByAnotherPipelineExitsTwoNamingBoth) {
+  auto& pg = SharedPostgres();
+  const auto src = pg.create_database("src");
+  DropSlotsAtEnd drop_src_slots{pg, src};
+  const auto dst = pg.create_database("dst");
+  pg.execute(src, kCreateItems);
+  pg.execute(src, insert_items(1, 5));
+  PipelineFixture fx(pipelines_config(pg.uri(src), pg.uri(dst),
+                                      {{"slot_owner", "slot: shared_slot"}, {"slot_thief", "slot: shared_slot"}}));
+  auto r = fx.skipprd(sync_of("slot_owner"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = fx.skipprd(sync_of("slot_thief"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("replication slot shared_slot is already read by pipeline 'slot_owner'"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("pipeline 'slot_thief' cannot share it"), std::string::npos) << r.err;
+  // The owner goes on as before.
+  pg.execute(src, insert_items(6, 8));
+  r = fx.skipprd(sync_of("slot_owner"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(pg.value(dst, "SELECT count(*) FROM mirror.p0"), "8");
+}
+
+// A pipeline of an older version read slot skippr_<pipeline>: its position names that slot, and it keeps reading it
+// (no change lost, no second slot) once the default name has changed.
+TEST(PostgresCdc, APipelineWhosePositionNamesTheOldDefaultSlotKeepsReadingIt) {
+  auto& pg = SharedPostgres();
+  const auto src = pg.create_database("src");
+  DropSlotsAtEnd drop_src_slots{pg, src};
+  const auto dst = pg.create_database("dst");
+  pg.execute(src, kCreateItems);
+  pg.execute(src, insert_items(1, 10));
+  PipelineFixture fx(pipelines_config(pg.uri(src), pg.uri(dst),
+                                      {{"old-timer", "slot: skippr_old_timer, publication: skippr_old_timer"}}));
+  auto r = fx.skipprd(sync_of("old-timer"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  write_text(fx.path("skippr.yml"), pipelines_config(pg.uri(src), pg.uri(dst), {{"old-timer", ""}}));
+  pg.execute(src, "UPDATE shop.items SET name = 'later' WHERE id = 3");
+  pg.execute(src, insert_items(11, 12));
+  r = fx.skipprd(sync_of("old-timer"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(digest_of(pg, dst, "mirror.p0"), digest_of(pg, src, "shop.items"));
+  EXPECT_EQ(pg.value(src,
+                     "SELECT string_agg(slot_name, ',') FROM pg_replication_slots WHERE slot_name LIKE "
+                     "'skippr_old_timer%'"),
+            "skippr_old_timer");
+}
+
+// The slot's confirmed flush never passes a committed position of its own pipeline: when it has, someone else
+// consumed the changes in between, and resuming would skip them silently.
+TEST(PostgresCdc, ResumingBehindTheSlotsConfirmedFlushIsAConfigError) {
+  auto& pg = SharedPostgres();
+  const auto db = pg.create_database("cdc");
+  DropSlotsAtEnd drop_db_slots{pg, db};
+  pg.execute(db, kCreateItems);
+  Reader first = open_reader(pg.uri(db), "cdc_only", "slot_ahead");
+  first.until_drained();
+  const Position old_position = first.position;
+  pg.execute(db, insert_items(1, 5));
+  for (int i = 0; i < 50 && first.rows.size() < 5; ++i) first.until_drained();
+  ASSERT_EQ(first.rows.size(), 5u);
+  ASSERT_TRUE(first.source->acknowledge(first.position));
+  const auto confirmed = [&] {
+    return pg.value(db, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'slot_ahead'");
+  };
+  const std::string before = confirmed();
+  for (int i = 0; i < 50 && confirmed() == before; ++i) first.until_drained();
+  first.source.reset();
+
+  ConnectorContext ctx;
+  ctx.name = "app";
+  ctx.pipeline = "cdc_test";
+  ctx.params = {{"dsn", pg.uri(db)},  {"schema", "shop"},     {"tables", {"items"}},
+                {"mode", "cdc_only"}, {"slot", "slot_ahead"}, {"publication", "pub_items"}};
+  auto source = find_connector("Postgres", true)->make_source(ctx);
+  ASSERT_TRUE(source) << source.error().message;
+  ASSERT_TRUE((*source)->open());
+  auto st = (*source)->seek(old_position);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().kind, ErrorKind::kConfig);
+  EXPECT_NE(st.error().message.find("replication slot slot_ahead has confirmed changes up to"), std::string::npos)
+      << st.error().message;
+}
+
+// Issue 23 item 7: on a table without a key (REPLICA IDENTITY FULL), `primary_key: id` with duplicate ids made 3
+// rows 2 in the destination, and exit 0.
+constexpr const char* kKeylessItems =
+    "CREATE SCHEMA shop; CREATE TABLE shop.items (id int NOT NULL, name text); ALTER TABLE shop.items REPLICA "
+    "IDENTITY FULL";
+
+TEST(PostgresCdc, APrimaryKeyWithoutAUniqueIndexIsAConfigErrorUnlessDeclaredUnique) {
+  auto& pg = SharedPostgres();
+  const auto src = pg.create_database("src");
+  DropSlotsAtEnd drop_src_slots{pg, src};
+  const auto dst = pg.create_database("dst");
+  pg.execute(src, kKeylessItems);
+  pg.execute(src, "INSERT INTO shop.items VALUES (1, 'a'), (1, 'b'), (2, 'c')");
+  PipelineFixture fx(pipelines_config(pg.uri(src), pg.uri(dst), {{"keyless", ""}}));
+  auto r = fx.skipprd(sync_of("keyless"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("primary_key (id) of table \"shop\".\"items\" is backed by no primary key or unique index"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("primary_key_unique: true"), std::string::npos) << r.err;
+  EXPECT_EQ(pg.value(src, "SELECT count(*) FROM pg_replication_slots WHERE database = current_database()"), "0");
+
+  // Declared unique: the snapshot finds the duplicate and stops (exit 1) before a row is written.
+  PipelineFixture declared(
+      pipelines_config(pg.uri(src), pg.uri(dst), {{"keyless_declared", "primary_key_unique: true"}}));
+  r = declared.skipprd(sync_of("keyless_declared"));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("2 rows of table \"shop\".\"items\" share primary_key (id) = (1), although "
+                       "primary_key_unique is true"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(pg.value(dst, "SELECT to_regclass('mirror.p0') IS NULL"), "t");
+
+  // Declared and really unique: read and mirrored.
+  const auto unique_src = pg.create_database("src");
+  DropSlotsAtEnd drop_unique_src_slots{pg, unique_src};
+  pg.execute(unique_src, kKeylessItems);
+  pg.execute(unique_src, "INSERT INTO shop.items VALUES (1, 'a'), (3, 'b'), (2, 'c')");
+  PipelineFixture unique(
+      pipelines_config(pg.uri(unique_src), pg.uri(dst), {{"keyless_unique", "primary_key_unique: true"}}));
+  r = unique.skipprd(sync_of("keyless_unique"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(pg.value(dst, "SELECT string_agg(id || name, ',' ORDER BY id) FROM mirror.p0"), "1a,2c,3b");
+}
+
+TEST(PostgresCdc, APrimaryKeyBackedByAUniqueIndexIsAccepted) {
+  auto& pg = SharedPostgres();
+  const auto src = pg.create_database("src");
+  DropSlotsAtEnd drop_src_slots{pg, src};
+  const auto dst = pg.create_database("dst");
+  pg.execute(src, kKeylessItems);
+  pg.execute(src, "CREATE UNIQUE INDEX ON shop.items (id); INSERT INTO shop.items VALUES (1, 'a'), (2, 'b'), (3, 'c')");
+  PipelineFixture fx(pipelines_config(pg.uri(src), pg.uri(dst), {{"unique_index", ""}}));
+  auto r = fx.skipprd(sync_of("unique_index"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  pg.execute(src, "DELETE FROM shop.items WHERE id = 2");
+  r = fx.skipprd(sync_of("unique_index"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(pg.value(dst, "SELECT string_agg(id || name, ',' ORDER BY id) FROM mirror.p0"), "1a,3c");
+}
+
+// A table without a primary key keeps its default replica identity, which carries no key at all: the message says
+// that (not "the replica identity is the table's primary key") and names the fix.
+TEST(PostgresCdc, ATableWithoutAPrimaryKeyUnderDefaultIdentityNamesTheMissingKey) {
+  auto& pg = SharedPostgres();
+  const auto src = pg.create_database("src");
+  DropSlotsAtEnd drop_src_slots{pg, src};
+  const auto dst = pg.create_database("dst");
+  pg.execute(src,
+             "CREATE SCHEMA shop; CREATE TABLE shop.items (id int NOT NULL, name text); CREATE UNIQUE INDEX ON "
+             "shop.items (id)");
+  PipelineFixture fx(pipelines_config(pg.uri(src), pg.uri(dst), {{"no_pk", ""}}));
+  auto r = fx.skipprd(sync_of("no_pk"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("has no primary key, so its default replica identity sends deletes and updates without any "
+                       "key"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("REPLICA IDENTITY FULL"), std::string::npos) << r.err;
+}
+
+// A table whose `big` values are stored out of line (TOASTed, uncompressed): an update that does not change them
+// leaves them out of the stream under REPLICA IDENTITY DEFAULT.
+constexpr const char* kCreateDocs =
+    "CREATE SCHEMA shop; CREATE TABLE shop.docs (id int PRIMARY KEY, name text, big text); ALTER TABLE shop.docs "
+    "ALTER COLUMN big SET STORAGE EXTERNAL; INSERT INTO shop.docs SELECT i, 'doc ' || i, repeat('x', 20000) || i "
+    "FROM generate_series(1, 60) i";
+
+std::string docs_config(const std::string& source_uri, const std::string& sink_uri, const std::string& pipeline) {
+  return fmt::format(R"(data_sources:
+  app:
+    Postgres: {{ dsn: "{}", schema: shop, tables: [docs], mode: snapshot_then_cdc }}
+data_sinks:
+  copy_db:
+    Postgres: {{ dsn: "{}", schema: mirror, table: docs }}
+pipelines:
+  {}:
+    data_source: data_sources.app
+    data_sink: data_sinks.copy_db
+    landing: merge_by_key
+    primary_key: id
+)",
+                     source_uri, sink_uri, pipeline);
+}
+
+std::string docs_digest(const PostgresServer& pg, const std::string& db, const std::string& table) {
+  return pg.value(db, fmt::format("SELECT count(*) || ' ' || md5(string_agg(concat_ws('|', id, name, length(big), "
+                                  "md5(big)), ',' ORDER BY id)) || ' nulls ' || count(*) FILTER (WHERE big IS NULL) "
+                                  "FROM {}",
+                                  table));
+}
+
+// Issue 23 item 4: a primary-key update under REPLICA IDENTITY DEFAULT re-inserted the row under its new key with
+// `big` NULL (exit 0), and an update of another column stopped every run (exit 2).
+TEST(PostgresCdc, UnchangedToastedValuesAreFetchedByKeyAndNeverLandAsNull) {
+  auto& pg = SharedPostgres();
+  const auto src = pg.create_database("src");
+  DropSlotsAtEnd drop_src_slots{pg, src};
+  const auto dst = pg.create_database("dst");
+  pg.execute(src, kCreateDocs);
+  PipelineFixture fx(docs_config(pg.uri(src), pg.uri(dst), "toast_docs"));
+  auto r = fx.skipprd(sync_of("toast_docs"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  pg.execute(src, "UPDATE shop.docs SET name = 'renamed' WHERE id = 1");  // big left out of the stream
+  pg.execute(src, "UPDATE shop.docs SET id = 102 WHERE id = 2");          // a key change: no old big either
+  pg.execute(src, "UPDATE shop.docs SET id = 103, name = 'moved' WHERE id = 3");
+  // Moved, then deleted by a later transaction: the row is gone when its big is fetched.
+  pg.execute(src, "UPDATE shop.docs SET id = 104 WHERE id = 4");
+  pg.execute(src, "DELETE FROM shop.docs WHERE id = 104");
+  // Changed later: the later change wins.
+  pg.execute(src, "UPDATE shop.docs SET name = 'first' WHERE id = 5");
+  pg.execute(src, "UPDATE shop.docs SET big = repeat('y', 30000) WHERE id = 5");
+  // Many rows in one transaction: fetched together.
+  pg.execute(src, "UPDATE shop.docs SET name = name || ' bulk' WHERE id > 10");
+  pg.execute(src, "UPDATE shop.docs SET id = id + 1000 WHERE id > 50");
+  r = fx.skipprd(sync_of("toast_docs"), {{"BUFFER_THRESHOLD_BYTES", "50000"}});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(docs_digest(pg, dst, "mirror.docs"), docs_digest(pg, src, "shop.docs"));
+  EXPECT_EQ(pg.value(dst, "SELECT count(*) FROM mirror.docs WHERE big IS NULL"), "0");
+  EXPECT_EQ(pg.value(dst, "SELECT name || ' ' || length(big) FROM mirror.docs WHERE id = 1102"), "doc 2 bulk 20001");
+}
+
+// Issue 23 items 10/12: "all replication slots are in use" is for the user to fix (exit 2), not "retry later" (75).
+TEST(PostgresCdc, NoFreeReplicationSlotExitsTwoNamingTheLimitAndTheQueries) {
+  PostgresServer one_slot(std::map<std::string, std::string>{{"max_replication_slots", "1"}});
+  const auto db = one_slot.create_database("cdc");
+  one_slot.execute(db, kCreateItems);
+  one_slot.execute(db, "SELECT pg_create_logical_replication_slot('hog', 'pgoutput')");
+  PipelineFixture fx(pipelines_config(one_slot.uri(db), one_slot.uri(db), {{"no_slot_left", ""}}));
+  auto r = fx.skipprd(sync_of("no_slot_left"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("all replication slots are in use"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("raise max_replication_slots"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("SELECT slot_name, database, active FROM pg_replication_slots"), std::string::npos) << r.err;
+}
+
+// Issue 23 item 10: an 'infinity' timestamp (snapshot or stream) failed every run with exit 1. It lands as NULL and
+// the pipeline's dead-letter file says which row, column and value.
+TEST(PostgresCdc, InfiniteTimestampsAndDatesLandAsNullWithADeadLetter) {
+  auto& pg = SharedPostgres();
+  const auto src = pg.create_database("src");
+  DropSlotsAtEnd drop_src_slots{pg, src};
+  const auto dst = pg.create_database("dst");
+  pg.execute(src, kCreateItems);
+  pg.execute(src, insert_items(1, 5));
+  pg.execute(src, "UPDATE shop.items SET at = 'infinity' WHERE id = 1");  // read by the snapshot
+  PipelineFixture fx(pipelines_config(pg.uri(src), pg.uri(dst), {{"infinite", ""}}));
+  auto r = fx.skipprd(sync_of("infinite"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  pg.execute(src, "UPDATE shop.items SET at = '-infinity', day = 'infinity', name = 'streamed' WHERE id = 2");
+  pg.execute(src, "UPDATE shop.items SET name = 'next' WHERE id = 3");
+  r = fx.skipprd(sync_of("infinite"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(pg.value(dst,
+                     "SELECT string_agg(concat_ws('|', id, name, at IS NULL, day IS NULL), ',' ORDER BY id) "
+                     "FROM mirror.p0 WHERE id <= 3"),
+            "1|item 1 é|t|f,2|streamed|t|t,3|next|f|f");
+  const std::string letters = read_text(fx.path("data") / "pipelines" / "infinite" / "deadletter.jsonl");
+  EXPECT_NE(letters.find("column \\\"at\\\" (timestamp with time zone) is 'infinity'"), std::string::npos) << letters;
+  EXPECT_NE(letters.find("column \\\"at\\\" (timestamp with time zone) is '-infinity'"), std::string::npos) << letters;
+  EXPECT_NE(letters.find("column \\\"day\\\" (date) is 'infinity'"), std::string::npos) << letters;
+}
+
+// Issue 23 items 6/10: a TRUNCATE in the stream stopped every run, RESET included (the slot keeps it). on_truncate:
+// apply (the default) empties the destination of the older rows; stop says how to get past it; ignore goes on.
+TEST(PostgresCdc, ATruncateIsAppliedOrStopsWithTheWaysForwardOrIsIgnored) {
+  auto& pg = SharedPostgres();
+  const auto src = pg.create_database("src");
+  DropSlotsAtEnd drop_src_slots{pg, src};
+  const auto dst = pg.create_database("dst");
+  pg.execute(src, kCreateItems);
+  pg.execute(src, insert_items(1, 5));
+  PipelineFixture fx(pipelines_config(pg.uri(src), pg.uri(dst), {{"truncated", ""}}));
+  auto r = fx.skipprd(sync_of("truncated"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Applied: rows before the truncate go, rows after it (same transaction too) stay.
+  pg.execute(src, "BEGIN; UPDATE shop.items SET name = 'gone' WHERE id = 1; TRUNCATE shop.items; COMMIT");
+  pg.execute(src, insert_items(6, 7));
+  r = fx.skipprd(sync_of("truncated"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(digest_of(pg, dst, "mirror.p0"), digest_of(pg, src, "shop.items"));
+  EXPECT_EQ(pg.value(dst, "SELECT string_agg(id::text, ',' ORDER BY id) FROM mirror.p0"), "6,7");
+
+  write_text(fx.path("skippr.yml"), pipelines_config(pg.uri(src), pg.uri(dst), {{"truncated", "on_truncate: stop"}}));
+  pg.execute(src, "TRUNCATE shop.items");
+  pg.execute(src, insert_items(8, 9));
+  r = fx.skipprd(sync_of("truncated"));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("was truncated"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("set on_truncate: apply"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("SELECT pg_drop_replication_slot('" + cdc_default_name("truncated") + "')"), std::string::npos)
+      << r.err;
+
+  write_text(fx.path("skippr.yml"), pipelines_config(pg.uri(src), pg.uri(dst), {{"truncated", "on_truncate: ignore"}}));
+  r = fx.skipprd(sync_of("truncated"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(pg.value(dst, "SELECT string_agg(id::text, ',' ORDER BY id) FROM mirror.p0"), "6,7,8,9");
+}
+
+// Issue 23 item 6: RESET after a dropped slot re-read the table, but rows deleted meanwhile stayed in the mirror.
+// The end of a snapshot into merge_by_key removes every older row the snapshot did not read again.
+void reset_after_a_dropped_slot_leaves_the_mirror_equal_to_the_source(bool duckdb) {
+  auto& pg = SharedPostgres();
+  const auto src = pg.create_database("src");
+  DropSlotsAtEnd drop_src_slots{pg, src};
+  const auto dst = pg.create_database("dst");
+  pg.execute(src, kCreateItems);
+  pg.execute(src, insert_items(1, 30));
+  TempDir files;
+  const std::string pipeline = duckdb ? "reset_duck" : "reset_pg";
+  const std::string sink = duckdb
+                               ? fmt::format("DuckDB: {{ path: \"{}\", table: items }}", (files / "m.duckdb").string())
+                               : fmt::format("Postgres: {{ dsn: \"{}\", schema: mirror, table: p0 }}", pg.uri(dst));
+  PipelineFixture fx(fmt::format(R"(data_sources:
+  app:
+    Postgres: {{ dsn: "{}", schema: shop, tables: [items], mode: snapshot_then_cdc }}
+data_sinks:
+  out:
+    {}
+pipelines:
+  {}:
+    data_source: data_sources.app
+    data_sink: data_sinks.out
+    landing: merge_by_key
+    primary_key: id
+)",
+                                 pg.uri(src), sink, pipeline));
+  auto r = fx.skipprd(sync_of(pipeline));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The slot is dropped (by an operator, or max_slot_wal_keep_size): the deletes meanwhile are never streamed.
+  pg.execute(src, fmt::format("SELECT pg_drop_replication_slot('{}')", cdc_default_name(pipeline)));
+  pg.execute(src, "DELETE FROM shop.items WHERE id % 3 = 0; UPDATE shop.items SET name = 'later' WHERE id = 1");
+  pg.execute(src, insert_items(31, 32));
+  r = fx.skipprd(sync_of(pipeline));
+  EXPECT_EQ(r.exit_code, 2) << r.err;  // "replication slot ... no longer exists ... RESET"
+  r = fx.skipprd({"query", "--sql", "RESET PIPELINE " + pipeline});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = fx.skipprd(sync_of(pipeline));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string expected =
+      pg.value(src, "SELECT count(*) || ' ' || string_agg(id || name, ',' ORDER BY id) FROM shop.items");
+  const std::string landed =
+      duckdb ? duckdb_rows(files / "m.duckdb",
+                           "SELECT count(*) || ' ' || string_agg(id || name, ',' ORDER BY id) FROM items")
+                   .at(0)
+                   .at(0)
+             : pg.value(dst, "SELECT count(*) || ' ' || string_agg(id || name, ',' ORDER BY id) FROM mirror.p0");
+  EXPECT_EQ(landed, expected);
+}
+
+TEST(PostgresCdc, ResetAfterADroppedSlotLeavesAPostgresMirrorEqualToTheSource) {
+  reset_after_a_dropped_slot_leaves_the_mirror_equal_to_the_source(false);
+}
+
+TEST(PostgresCdc, ResetAfterADroppedSlotLeavesADuckDbMirrorEqualToTheSource) {
+  reset_after_a_dropped_slot_leaves_the_mirror_equal_to_the_source(true);
+}
+
+TEST(PostgresCdc, ATruncateInTheStreamEmptiesADuckDbMirrorToo) {
+  auto& pg = SharedPostgres();
+  const auto src = pg.create_database("src");
+  DropSlotsAtEnd drop_src_slots{pg, src};
+  pg.execute(src, kCreateItems);
+  pg.execute(src, insert_items(1, 5));
+  TempDir files;
+  PipelineFixture fx(fmt::format(R"(data_sources:
+  app:
+    Postgres: {{ dsn: "{}", schema: shop, tables: [items], mode: snapshot_then_cdc }}
+data_sinks:
+  out:
+    DuckDB: {{ path: "{}", table: items }}
+pipelines:
+  truncate_duck:
+    data_source: data_sources.app
+    data_sink: data_sinks.out
+    landing: merge_by_key
+    primary_key: id
+)",
+                                 pg.uri(src), (files / "m.duckdb").string()));
+  auto r = fx.skipprd(sync_of("truncate_duck"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  pg.execute(
+      src,
+      "BEGIN; UPDATE shop.items SET name = 'gone' WHERE id = 1; TRUNCATE shop.items; INSERT INTO shop.items (id, "
+      "name) VALUES (9, 'after'); COMMIT");
+  pg.execute(src, "INSERT INTO shop.items (id, name) VALUES (10, 'later')");
+  r = fx.skipprd(sync_of("truncate_duck"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(duckdb_rows(files / "m.duckdb", "SELECT string_agg(id || name, ',' ORDER BY id) FROM items").at(0).at(0),
+            "9after,10later");
 }
 
 }  // namespace

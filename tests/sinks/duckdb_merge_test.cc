@@ -355,7 +355,7 @@ TEST(DuckDbMergeConfig, BadChangeFieldsAndNullKeysAreBadInputNamingFieldAndRow) 
   ASSERT_TRUE(sink->open());
   std::vector<Case> cases;
   cases.push_back({concat({change(1, "insert", "1", "a"), change(1, "remove", "2", "")}),
-                   "field \"_skippr_op\" in row 1 is 'remove'; it must be insert, update, delete or null"});
+                   "field \"_skippr_op\" in row 1 is 'remove'; it must be insert, update, delete, truncate or null"});
   cases.push_back({change(1, "insert", "12a", "a"),
                    "field \"_skippr_order\" in row 0 is '12a'; it must be a "
                    "non-negative decimal integer"});

@@ -308,7 +308,7 @@ TEST(PostgresSink, MergeByKeyRefusesAnUnknownChangeKindAndANullKey) {
   null_key.columns[0] = Column(Type::kInt64);
   null_key.columns[0].append_null();
   const std::pair<const Batch*, std::string> cases[] = {
-      {&unknown_op, "field \"_skippr_op\" in row 1 is 'remove'; it must be insert, update, delete or null"},
+      {&unknown_op, "field \"_skippr_op\" in row 1 is 'remove'; it must be insert, update, delete, truncate or null"},
       {&null_key, "field \"id\" in row 0 is null, but it is part of the primary_key"}};
   for (const auto& [batch, message] : cases) {
     auto outcome = sink->write(*batch, batch_id(1));

@@ -77,8 +77,8 @@ void PostgresServer::start(std::map<std::string, std::string> settings) {
                         dir_),
         "initdb");
   settings.try_emplace("wal_level", "logical");
-  settings.try_emplace("max_replication_slots", "10");
-  settings.try_emplace("max_wal_senders", "10");
+  settings.try_emplace("max_replication_slots", "40");  // every CDC test makes slots of its own
+  settings.try_emplace("max_wal_senders", "40");
   // The tests kill skipprd, never the server, so the server's own durability is not under test; this spares the
   // shared disk.
   settings.try_emplace("fsync", "off");

@@ -314,12 +314,24 @@ Status PostgresSink::apply_merge(const Batch& batch, const BatchId& id, const st
   const std::string is_delete = batch.schema.index_of(kOpField) >= 0
                                     ? fmt::format("coalesce(s.{} = 'delete', false)", pg_quote_identifier(kOpField))
                                     : "false";
+  // A truncate (the CDC source's "every row older than this token is gone": a streamed TRUNCATE, or the end of a
+  // snapshot) empties the target of older rows first; rows of the batch older than it are dropped too.
+  std::string after_truncate;
+  if (has_truncates(batch)) {
+    const std::string truncate_token =
+        fmt::format("(SELECT max(z.{0}::numeric) FROM {1} z WHERE z.{2} = '{3}')", pg_quote_identifier(kOrderField),
+                    pg_quote_identifier(kStageTable), pg_quote_identifier(kOpField), kTruncateOp);
+    SKIPPR_TRY(conn_->execute(
+        fmt::format("DELETE FROM {} WHERE {} < {}", target(), pg_quote_identifier(kOrderColumn), truncate_token)));
+    after_truncate = fmt::format(" WHERE s.{} IS DISTINCT FROM '{}' AND {} >= {}", pg_quote_identifier(kOpField),
+                                 kTruncateOp, token, truncate_token);
+  }
   // The newest change per key only: one statement must not touch a row twice.
   SKIPPR_TRY(conn_->execute(fmt::format(
       "CREATE TEMP TABLE {} ON COMMIT DROP AS SELECT DISTINCT ON ({}) s.*, {} AS _skippr_token, {} AS _skippr_delete "
-      "FROM {} s ORDER BY {}, {} DESC",
+      "FROM {} s{} ORDER BY {}, {} DESC",
       pg_quote_identifier(kLatestTable), fmt::join(keys, ", "), token, is_delete, pg_quote_identifier(kStageTable),
-      fmt::join(keys, ", "), token)));
+      after_truncate, fmt::join(keys, ", "), token)));
 
   std::vector<std::string> key_match, tomb_match;
   for (const auto& key : keys) {

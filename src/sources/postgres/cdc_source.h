@@ -1,8 +1,9 @@
 // The Postgres CDC source (modes snapshot_then_cdc and cdc_only): a logical replication slot with pgoutput and a
 // publication for the table. snapshot_then_cdc first reads the table in key order inside the slot's exported
 // snapshot, then streams every change committed after it; cdc_only streams only. Each row carries _skippr_op
-// (insert | update | delete) and _skippr_order ((commit LSN << 32) + event index + 1), which merge_by_key sinks
-// compare per key. The slot's confirmed flush moves only on acknowledge (after the WAL commit).
+// (insert | update | delete | truncate) and _skippr_order ((commit LSN << 32) + event index + 1), which merge_by_key
+// sinks compare per key; a truncate (a streamed TRUNCATE, or the end of a snapshot into merge_by_key) removes every
+// older row. The slot's confirmed flush moves only on acknowledge (after the WAL commit).
 #pragma once
 
 #include <memory>
@@ -14,8 +15,12 @@ namespace skippr {
 
 enum class CdcMode { kSnapshotThenCdc, kCdcOnly };
 
-// "skippr_<pipeline>", lowercased, every character outside [a-z0-9_] as '_' (a valid slot and publication name).
+// The default slot and publication name: "skippr_<pipeline>_<hash>", the pipeline's name lowercased with every
+// character outside [a-z0-9_] as '_' (cut to fit 63 bytes), then 8 hex digits of a hash of the exact name, so
+// pipelines "tp-a" and "tp_a" get different slots.
 std::string cdc_default_name(std::string_view pipeline);
+// The default of older versions, "skippr_<pipeline>" alone: a position that names it keeps using it.
+std::string cdc_legacy_default_name(std::string_view pipeline);
 
 Result<std::unique_ptr<Source>> make_cdc_source(const ConnectorContext& ctx, const std::string& schema,
                                                 const std::string& table, CdcMode mode);

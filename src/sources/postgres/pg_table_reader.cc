@@ -46,6 +46,24 @@ Result<std::vector<std::string>> pg_primary_key(PgConnection& conn, const std::s
   return key;
 }
 
+Result<bool> pg_key_is_unique(PgConnection& conn, const std::string& qualified, const std::vector<std::string>& key) {
+  auto rows = conn.query(
+      "SELECT array_to_json(ARRAY(SELECT a.attname FROM unnest(i.indkey) AS k(attnum) JOIN pg_attribute a ON "
+      "a.attrelid = i.indrelid AND a.attnum = k.attnum))::text FROM pg_index i WHERE i.indrelid = to_regclass($1) AND "
+      "i.indisunique AND i.indisvalid AND i.indpred IS NULL AND i.indexprs IS NULL",
+      {qualified});
+  if (!rows) return std::unexpected(rows.error());
+  for (const auto& row : rows->rows) {
+    auto columns = nlohmann::json::parse(row.at(0).value_or("[]"), nullptr, false);
+    if (!columns.is_array() || columns.empty()) continue;
+    const bool within_key = std::ranges::all_of(columns, [&](const nlohmann::json& c) {
+      return c.is_string() && std::ranges::find(key, c.get<std::string>()) != key.end();
+    });
+    if (within_key) return true;
+  }
+  return false;
+}
+
 Result<PgKeyedTable> pg_describe_keyed_table(PgConnection& conn, const std::string& qualified,
                                              std::vector<std::string> key, std::string_view what,
                                              std::string_view key_needed_for) {
@@ -76,15 +94,37 @@ Result<PgKeyedTable> pg_describe_keyed_table(PgConnection& conn, const std::stri
 
 Status pg_append_row(Batch& batch, const std::vector<PgSourceColumn>& columns,
                      const std::vector<std::optional<std::string>>& row, std::string_view what,
-                     std::string_view qualified) {
+                     std::string_view qualified, std::vector<DeadLetter>& dead) {
   for (size_t c = 0; c < columns.size(); ++c) {
     if (auto st = pg_append_text_value(batch.columns[c], row[c]); !st) {
-      return fail(ErrorKind::kBadInput,
-                  fmt::format("{}: column {} of {}: {}", what, pg_quote_identifier(columns[c].name), qualified,
-                              st.error().message));
+      if (!pg_is_infinite(batch.columns[c].type, row[c])) {
+        return fail(ErrorKind::kBadInput,
+                    fmt::format("{}: column {} of {}: {}", what, pg_quote_identifier(columns[c].name), qualified,
+                                st.error().message));
+      }
+      batch.columns[c].append_null();
+      std::vector<std::string> key;
+      for (size_t i = columns.size(); i < row.size(); ++i) key.push_back(row[i].value_or(""));
+      dead.push_back(pg_infinite_dead_letter(qualified, columns[c], *row[c], nlohmann::json{{"key", key}}));
     }
   }
   return ok();
+}
+
+bool pg_is_infinite(Type type, const std::optional<std::string>& text) {
+  return (type == Type::kTimestamp || type == Type::kDate) && text && (*text == "infinity" || *text == "-infinity");
+}
+
+DeadLetter pg_infinite_dead_letter(std::string_view qualified, const PgSourceColumn& column, std::string_view text,
+                                   const nlohmann::json& row) {
+  nlohmann::json raw = row;
+  raw["column"] = column.name;
+  raw["value"] = text;
+  return DeadLetter{std::string(qualified), 0,
+                    fmt::format("column {} ({}) is '{}', which no destination timestamp or date can hold: the row "
+                                "landed with NULL in that column",
+                                pg_quote_identifier(column.name), column.pg_type, text),
+                    raw.dump()};
 }
 
 Type pg_source_type(std::string_view t) {
@@ -103,9 +143,12 @@ std::string pg_select_expression(const PgSourceColumn& c) {
   switch (c.type) {
     // timestamp without time zone is taken as UTC.
     case Type::kTimestamp:
-      return fmt::format("(extract(epoch FROM {0}) * 1000000)::bigint AS {0}", name);
+      return fmt::format(
+          "CASE WHEN isfinite({0}) THEN (extract(epoch FROM {0}) * 1000000)::bigint::text ELSE {0}::text END AS {0}",
+          name);
     case Type::kDate:
-      return fmt::format("({0} - date '1970-01-01') AS {0}", name);
+      return fmt::format("CASE WHEN isfinite({0}) THEN ({0} - date '1970-01-01')::text ELSE {0}::text END AS {0}",
+                         name);
     case Type::kDouble:
       return fmt::format("{0}::float8 AS {0}", name);
     case Type::kString:

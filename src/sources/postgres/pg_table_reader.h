@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "core/batch.h"
 #include "clients/postgres/pg_client.h"
+#include "core/batch.h"
 
 namespace skippr {
 
@@ -23,6 +23,10 @@ Result<std::vector<PgSourceColumn>> pg_describe_source_table(PgConnection& conn,
 // The table's primary key columns, in key order (empty when it has none).
 Result<std::vector<std::string>> pg_primary_key(PgConnection& conn, const std::string& qualified);
 
+// True when a primary key or a valid, non-partial unique index on plain columns covers only columns of `key`, so no
+// two rows can share the key's values (rows with NULL in a key column aside, which no merging sink accepts).
+Result<bool> pg_key_is_unique(PgConnection& conn, const std::string& qualified, const std::vector<std::string>& key);
+
 struct PgKeyedTable {
   std::vector<PgSourceColumn> columns;
   std::vector<std::string> key;
@@ -35,15 +39,24 @@ Result<PgKeyedTable> pg_describe_keyed_table(PgConnection& conn, const std::stri
 
 // `numeric` is read as text: Batch has no decimal type, and text keeps every digit.
 Type pg_source_type(std::string_view pg_type);
-// The select-list expression for a column (aliased to its own name).
+// The select-list expression for a column (aliased to its own name). An infinite timestamp or date comes as its
+// text ('infinity'), which has no integer form.
 std::string pg_select_expression(const PgSourceColumn& column);
 // Appends one text value (from the expression above; nullopt = NULL) to `column`.
 Status pg_append_text_value(Column& column, const std::optional<std::string>& text);
 // Appends the first columns.size() values of `row` (select-list text forms) to the batch's first columns; kBadInput
-// naming the column and table when one does not convert. The caller counts the row.
+// naming the column and table when one does not convert. The caller counts the row. A timestamp or date that is
+// 'infinity' or '-infinity' (no destination type holds it) lands as NULL, and a dead letter in `dead` says so; the
+// row's values after columns.size() (its ordering columns) name it there.
 Status pg_append_row(Batch& batch, const std::vector<PgSourceColumn>& columns,
                      const std::vector<std::optional<std::string>>& row, std::string_view what,
-                     std::string_view qualified);
+                     std::string_view qualified, std::vector<DeadLetter>& dead);
+
+// True for PostgreSQL's 'infinity' / '-infinity' in a timestamp or date column (both the output and select forms).
+bool pg_is_infinite(Type type, const std::optional<std::string>& text);
+// The dead letter of such a value, landed as NULL: where (the table), which column, the value, and `row` (its key).
+DeadLetter pg_infinite_dead_letter(std::string_view qualified, const PgSourceColumn& column, std::string_view text,
+                                   const nlohmann::json& row);
 // Appends one value in its type's output form (what logical replication sends; the session has DateStyle ISO,
 // TimeZone UTC, bytea_output hex) as the same value the select expression above gives for `source`.
 Status pg_append_output_text(Column& column, const PgSourceColumn& source, const std::optional<std::string>& text);

@@ -140,7 +140,7 @@ Result<Poll> PostgresSource::poll(const Budget& budget) {
   for (const auto& c : columns_) batch.add_column({c.name, c.type});
   const size_t ordering = order_columns().size();
   for (const auto& row : rows->rows) {
-    SKIPPR_TRY(pg_append_row(batch, columns_, row, what_, qualified_));
+    SKIPPR_TRY(pg_append_row(batch, columns_, row, what_, qualified_, result.dead_letters));
     batch.rows += 1;
   }
   if (!rows->rows.empty()) {
@@ -172,10 +172,18 @@ ConnectorSpec postgres_source_spec() {
   spec.params.push_back({"cursor_column", ParamType::kString, false, nullptr,
                          "incremental: a column that grows with every change (updated_at, an id); the primary key "
                          "breaks ties"});
-  spec.params.push_back(
-      {"slot", ParamType::kString, false, nullptr, "CDC: the logical replication slot (default skippr_<pipeline>)"});
+  spec.params.push_back({"slot", ParamType::kString, false, nullptr,
+                         "CDC: the logical replication slot (default skippr_<pipeline>_<hash of the name>, one per "
+                         "pipeline)"});
   spec.params.push_back({"publication", ParamType::kString, false, nullptr,
-                         "CDC: the publication, created for the table when missing (default skippr_<pipeline>)"});
+                         "CDC: the publication, created for the table when missing (default as slot)"});
+  spec.params.push_back({"primary_key_unique", ParamType::kBool, false, false,
+                         "CDC: primary_key is unique although no unique index or primary key backs it (checked "
+                         "while the snapshot is read)"});
+  spec.params.push_back({"on_truncate", ParamType::kString, false, "apply",
+                         "CDC: what a TRUNCATE of the table in the stream does: apply (a truncate row; merge_by_key "
+                         "removes the older rows) | stop (exit 2, with the ways forward) | ignore (the destination "
+                         "keeps the rows)"});
   spec.make_source = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Source>> {
     SKIPPR_TRY(check_pg_connection_params(ctx.params, fmt::format("source '{}'", ctx.name)));
     const auto& p = ctx.params;

@@ -73,7 +73,9 @@ Result<PgRows> run_replication_command(PgConnection& conn, const std::string& co
   const auto status = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
   if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) {
     const char* state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
-    const ErrorKind kind = conn.broken() || !state ? ErrorKind::kUnavailable : pg_error_kind(state);
+    ErrorKind kind = conn.broken() || !state ? ErrorKind::kUnavailable : pg_error_kind(state);
+    // configuration_limit_exceeded ("all replication slots are in use"): waiting does not free a slot, the user must.
+    if (state && std::string_view(state) == "53400") kind = ErrorKind::kConfig;
     std::string message = res ? PQresultErrorMessage(res) : PQerrorMessage(conn.raw());
     while (!message.empty() && message.back() == '\n') message.pop_back();
     PQclear(res);

@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/result.h"
 #include "clients/postgres/pg_client.h"
+#include "core/result.h"
 
 namespace skippr {
 
@@ -31,7 +31,8 @@ Result<ReplicationFrame> decode_replication_frame(std::string_view bytes);
 std::string encode_status_update(uint64_t flush, int64_t now_unix_micros, bool reply_requested);
 
 // Runs a replication command (CREATE_REPLICATION_SLOT, ...) on a replication connection: the simple query protocol
-// only, which such a connection requires.
+// only, which such a connection requires. SQLSTATE 53400 (a configured limit such as max_replication_slots is
+// reached) is kConfig: no retry frees a slot.
 Result<PgRows> run_replication_command(PgConnection& conn, const std::string& command);
 
 class ReplicationStream {
