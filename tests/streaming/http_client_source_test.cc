@@ -99,15 +99,12 @@ class FakeApi {
   std::atomic<bool> served_429_ = false;
 };
 
-std::string client_config(const std::string& url, const std::string& paging) {
+// A pipeline from the API at `url` into DuckDB; `lines` are more HttpClient parameters, one per line.
+std::string api_config(const std::string& url, int page_size, const std::string& lines) {
   return fmt::format(R"(data_sources:
   api:
     HttpClient:
       url: "{}"
-      auth_type: bearer
-      auth_token: ${{API_TOKEN}}
-      incremental_param: since
-      incremental_cursor_field: updated
       pagination_page_size: {}
 {}
 data_sinks:
@@ -118,7 +115,14 @@ pipelines:
     data_source: data_sources.api
     data_sink: data_sinks.db
 )",
-                     url, kPageSize, paging);
+                     url, page_size, lines);
+}
+
+std::string client_config(const std::string& url, const std::string& paging) {
+  return api_config(url, kPageSize,
+                    "      auth_type: bearer\n      auth_token: ${API_TOKEN}\n      incremental_param: since\n"
+                    "      incremental_cursor_field: updated\n" +
+                        paging);
 }
 
 struct Case {
@@ -225,22 +229,7 @@ struct NewestFirstApi {
 
 std::string scripted_config(const std::string& url, const std::string& more,
                             const std::string& records_path = "/data") {
-  return fmt::format(R"(data_sources:
-  api:
-    HttpClient:
-      url: "{}"
-      records_path: "{}"
-      pagination_page_size: {}
-{}
-data_sinks:
-  db:
-    DuckDB: {{ path: out.duckdb, table: items }}
-pipelines:
-  api:
-    data_source: data_sources.api
-    data_sink: data_sinks.db
-)",
-                     url, records_path, kPage, more);
+  return api_config(url, kPage, fmt::format("      records_path: \"{}\"\n{}", records_path, more));
 }
 
 // Every poll is its own batch, so what a run read before it stopped is committed.
