@@ -98,6 +98,15 @@ struct DropSlotsAtEnd {
   }
 };
 
+// The source and destination databases of a test that runs skipprd from one to the other, on the shared server;
+// the source's replication slots are dropped when it goes (declare it first, so that runs last).
+struct CdcDatabases {
+  PostgresServer& pg = SharedPostgres();
+  const std::string src = pg.create_database("src");
+  DropSlotsAtEnd drop_src_slots{pg, src};
+  const std::string dst = pg.create_database("dst");
+};
+
 Reader open_reader(const std::string& uri, const std::string& mode, const std::string& slot,
                    const Position& from = {}) {
   ConnectorContext ctx;
@@ -396,28 +405,25 @@ pipelines:
 const std::vector<std::string> kSync = {"sync", "--pipeline", "copy", "--once"};
 
 TEST(PostgresCdc, SkipprdMirrorsTheTableThroughSnapshotAndChanges) {
-  auto& pg = SharedPostgres();
-  const auto src = pg.create_database("src");
-  DropSlotsAtEnd drop_src_slots{pg, src};
-  const auto dst = pg.create_database("dst");
-  pg.execute(src, kCreateItems);
-  pg.execute(src, insert_items(1, 300));
-  PipelineFixture fx(cdc_config(pg.uri(src), pg.uri(dst)));
+  const CdcDatabases dbs;
+  dbs.pg.execute(dbs.src, kCreateItems);
+  dbs.pg.execute(dbs.src, insert_items(1, 300));
+  PipelineFixture fx(cdc_config(dbs.pg.uri(dbs.src), dbs.pg.uri(dbs.dst)));
   const std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "5000"}};
   auto r = fx.skipprd(kSync, env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  pg.execute(src,
-             "UPDATE shop.items SET name = 'again', amount = amount + 1 WHERE id % 7 = 0; DELETE FROM "
-             "shop.items WHERE id % 11 = 0; UPDATE shop.items SET id = id + 1000 WHERE id % 13 = 0");
-  pg.execute(src, insert_items(301, 320));
+  dbs.pg.execute(dbs.src,
+                 "UPDATE shop.items SET name = 'again', amount = amount + 1 WHERE id % 7 = 0; DELETE FROM "
+                 "shop.items WHERE id % 11 = 0; UPDATE shop.items SET id = id + 1000 WHERE id % 13 = 0");
+  dbs.pg.execute(dbs.src, insert_items(301, 320));
   r = fx.skipprd(kSync, env);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string digest =
       "SET TIME ZONE 'UTC'; SELECT count(*), md5(string_agg(concat_ws('|', id, name, amount::text, "
       "(extract(epoch FROM at) * 1000000)::bigint, flag, doc::jsonb::text, ratio::real, wide, day, "
       "encode(blob, 'hex')), ',' ORDER BY id)) FROM {}";
-  EXPECT_EQ(pg.query(dst, fmt::format(fmt::runtime(digest), "mirror.items")),
-            pg.query(src, fmt::format(fmt::runtime(digest), "shop.items")));
+  EXPECT_EQ(dbs.pg.query(dbs.dst, fmt::format(fmt::runtime(digest), "mirror.items")),
+            dbs.pg.query(dbs.src, fmt::format(fmt::runtime(digest), "shop.items")));
 }
 
 TEST(PostgresCdc, AServerWithoutLogicalWalLevelExitsTwoWithTheFix) {
@@ -483,40 +489,35 @@ std::string digest_of(const PostgresServer& pg, const std::string& db, const std
 // Issue 23 item 5: "tp-a" and "tp_a" used to share slot skippr_tp_a, and the second one silently missed what the
 // first had consumed.
 TEST(PostgresCdc, PipelinesWhoseNamesDifferOnlyInPunctuationGetSlotsOfTheirOwnAndBothMirrorEveryChange) {
-  auto& pg = SharedPostgres();
-  const auto src = pg.create_database("src");
-  DropSlotsAtEnd drop_src_slots{pg, src};
-  const auto dst = pg.create_database("dst");
-  pg.execute(src, kCreateItems);
-  pg.execute(src, insert_items(1, 20));
-  PipelineFixture fx(pipelines_config(pg.uri(src), pg.uri(dst), {{"tp-a", ""}, {"tp_a", ""}}));
+  const CdcDatabases dbs;
+  dbs.pg.execute(dbs.src, kCreateItems);
+  dbs.pg.execute(dbs.src, insert_items(1, 20));
+  PipelineFixture fx(pipelines_config(dbs.pg.uri(dbs.src), dbs.pg.uri(dbs.dst), {{"tp-a", ""}, {"tp_a", ""}}));
   for (const char* name : {"tp-a", "tp_a"}) {
     auto r = fx.skipprd(sync_of(name));
     ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
   }
-  pg.execute(src, "UPDATE shop.items SET name = 'changed' WHERE id <= 5; DELETE FROM shop.items WHERE id > 18");
-  pg.execute(src, insert_items(21, 25));
+  dbs.pg.execute(dbs.src, "UPDATE shop.items SET name = 'changed' WHERE id <= 5; DELETE FROM shop.items WHERE id > 18");
+  dbs.pg.execute(dbs.src, insert_items(21, 25));
   for (const char* name : {"tp-a", "tp_a"}) {
     auto r = fx.skipprd(sync_of(name));
     ASSERT_EQ(r.exit_code, 0) << name << ": " << r.err;
   }
-  const std::string truth = digest_of(pg, src, "shop.items");
-  EXPECT_EQ(digest_of(pg, dst, "mirror.p0"), truth) << "pipeline tp-a";
-  EXPECT_EQ(digest_of(pg, dst, "mirror.p1"), truth) << "pipeline tp_a";
-  EXPECT_EQ(pg.value(src,
-                     "SELECT count(DISTINCT slot_name) FROM pg_replication_slots WHERE database = current_database() "
-                     "AND slot_name LIKE 'skippr_tp_a_%'"),
-            "2");
+  const std::string truth = digest_of(dbs.pg, dbs.src, "shop.items");
+  EXPECT_EQ(digest_of(dbs.pg, dbs.dst, "mirror.p0"), truth) << "pipeline tp-a";
+  EXPECT_EQ(digest_of(dbs.pg, dbs.dst, "mirror.p1"), truth) << "pipeline tp_a";
+  EXPECT_EQ(
+      dbs.pg.value(dbs.src,
+                   "SELECT count(DISTINCT slot_name) FROM pg_replication_slots WHERE database = current_database() "
+                   "AND slot_name LIKE 'skippr_tp_a_%'"),
+      "2");
 }
 
 TEST(PostgresCdc, ASlotAlreadyReadByAnotherPipelineExitsTwoNamingBoth) {
-  auto& pg = SharedPostgres();
-  const auto src = pg.create_database("src");
-  DropSlotsAtEnd drop_src_slots{pg, src};
-  const auto dst = pg.create_database("dst");
-  pg.execute(src, kCreateItems);
-  pg.execute(src, insert_items(1, 5));
-  PipelineFixture fx(pipelines_config(pg.uri(src), pg.uri(dst),
+  const CdcDatabases dbs;
+  dbs.pg.execute(dbs.src, kCreateItems);
+  dbs.pg.execute(dbs.src, insert_items(1, 5));
+  PipelineFixture fx(pipelines_config(dbs.pg.uri(dbs.src), dbs.pg.uri(dbs.dst),
                                       {{"slot_owner", "slot: shared_slot"}, {"slot_thief", "slot: shared_slot"}}));
   auto r = fx.skipprd(sync_of("slot_owner"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -526,34 +527,31 @@ TEST(PostgresCdc, ASlotAlreadyReadByAnotherPipelineExitsTwoNamingBoth) {
       << r.err;
   EXPECT_NE(r.err.find("pipeline 'slot_thief' cannot share it"), std::string::npos) << r.err;
   // The owner goes on as before.
-  pg.execute(src, insert_items(6, 8));
+  dbs.pg.execute(dbs.src, insert_items(6, 8));
   r = fx.skipprd(sync_of("slot_owner"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(pg.value(dst, "SELECT count(*) FROM mirror.p0"), "8");
+  EXPECT_EQ(dbs.pg.value(dbs.dst, "SELECT count(*) FROM mirror.p0"), "8");
 }
 
 // A pipeline of an older version read slot skippr_<pipeline>: its position names that slot, and it keeps reading it
 // (no change lost, no second slot) once the default name has changed.
 TEST(PostgresCdc, APipelineWhosePositionNamesTheOldDefaultSlotKeepsReadingIt) {
-  auto& pg = SharedPostgres();
-  const auto src = pg.create_database("src");
-  DropSlotsAtEnd drop_src_slots{pg, src};
-  const auto dst = pg.create_database("dst");
-  pg.execute(src, kCreateItems);
-  pg.execute(src, insert_items(1, 10));
-  PipelineFixture fx(pipelines_config(pg.uri(src), pg.uri(dst),
+  const CdcDatabases dbs;
+  dbs.pg.execute(dbs.src, kCreateItems);
+  dbs.pg.execute(dbs.src, insert_items(1, 10));
+  PipelineFixture fx(pipelines_config(dbs.pg.uri(dbs.src), dbs.pg.uri(dbs.dst),
                                       {{"old-timer", "slot: skippr_old_timer, publication: skippr_old_timer"}}));
   auto r = fx.skipprd(sync_of("old-timer"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  write_text(fx.path("skippr.yml"), pipelines_config(pg.uri(src), pg.uri(dst), {{"old-timer", ""}}));
-  pg.execute(src, "UPDATE shop.items SET name = 'later' WHERE id = 3");
-  pg.execute(src, insert_items(11, 12));
+  write_text(fx.path("skippr.yml"), pipelines_config(dbs.pg.uri(dbs.src), dbs.pg.uri(dbs.dst), {{"old-timer", ""}}));
+  dbs.pg.execute(dbs.src, "UPDATE shop.items SET name = 'later' WHERE id = 3");
+  dbs.pg.execute(dbs.src, insert_items(11, 12));
   r = fx.skipprd(sync_of("old-timer"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(digest_of(pg, dst, "mirror.p0"), digest_of(pg, src, "shop.items"));
-  EXPECT_EQ(pg.value(src,
-                     "SELECT string_agg(slot_name, ',') FROM pg_replication_slots WHERE slot_name LIKE "
-                     "'skippr_old_timer%'"),
+  EXPECT_EQ(digest_of(dbs.pg, dbs.dst, "mirror.p0"), digest_of(dbs.pg, dbs.src, "shop.items"));
+  EXPECT_EQ(dbs.pg.value(dbs.src,
+                         "SELECT string_agg(slot_name, ',') FROM pg_replication_slots WHERE slot_name LIKE "
+                         "'skippr_old_timer%'"),
             "skippr_old_timer");
 }
 
@@ -600,71 +598,64 @@ constexpr const char* kKeylessItems =
     "IDENTITY FULL";
 
 TEST(PostgresCdc, APrimaryKeyWithoutAUniqueIndexIsAConfigErrorUnlessDeclaredUnique) {
-  auto& pg = SharedPostgres();
-  const auto src = pg.create_database("src");
-  DropSlotsAtEnd drop_src_slots{pg, src};
-  const auto dst = pg.create_database("dst");
-  pg.execute(src, kKeylessItems);
-  pg.execute(src, "INSERT INTO shop.items VALUES (1, 'a'), (1, 'b'), (2, 'c')");
-  PipelineFixture fx(pipelines_config(pg.uri(src), pg.uri(dst), {{"keyless", ""}}));
+  const CdcDatabases dbs;
+  dbs.pg.execute(dbs.src, kKeylessItems);
+  dbs.pg.execute(dbs.src, "INSERT INTO shop.items VALUES (1, 'a'), (1, 'b'), (2, 'c')");
+  PipelineFixture fx(pipelines_config(dbs.pg.uri(dbs.src), dbs.pg.uri(dbs.dst), {{"keyless", ""}}));
   auto r = fx.skipprd(sync_of("keyless"));
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("primary_key (id) of table \"shop\".\"items\" is backed by no primary key or unique index"),
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("primary_key_unique: true"), std::string::npos) << r.err;
-  EXPECT_EQ(pg.value(src, "SELECT count(*) FROM pg_replication_slots WHERE database = current_database()"), "0");
+  EXPECT_EQ(dbs.pg.value(dbs.src, "SELECT count(*) FROM pg_replication_slots WHERE database = current_database()"),
+            "0");
 
   // Declared unique: the snapshot finds the duplicate and stops (exit 1) before a row is written.
   PipelineFixture declared(
-      pipelines_config(pg.uri(src), pg.uri(dst), {{"keyless_declared", "primary_key_unique: true"}}));
+      pipelines_config(dbs.pg.uri(dbs.src), dbs.pg.uri(dbs.dst), {{"keyless_declared", "primary_key_unique: true"}}));
   r = declared.skipprd(sync_of("keyless_declared"));
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_NE(r.err.find("2 rows of table \"shop\".\"items\" share primary_key (id) = (1), although "
                        "primary_key_unique is true"),
             std::string::npos)
       << r.err;
-  EXPECT_EQ(pg.value(dst, "SELECT to_regclass('mirror.p0') IS NULL"), "t");
+  EXPECT_EQ(dbs.pg.value(dbs.dst, "SELECT to_regclass('mirror.p0') IS NULL"), "t");
 
   // Declared and really unique: read and mirrored.
-  const auto unique_src = pg.create_database("src");
-  DropSlotsAtEnd drop_unique_src_slots{pg, unique_src};
-  pg.execute(unique_src, kKeylessItems);
-  pg.execute(unique_src, "INSERT INTO shop.items VALUES (1, 'a'), (3, 'b'), (2, 'c')");
+  const auto unique_src = dbs.pg.create_database("src");
+  DropSlotsAtEnd drop_unique_src_slots{dbs.pg, unique_src};
+  dbs.pg.execute(unique_src, kKeylessItems);
+  dbs.pg.execute(unique_src, "INSERT INTO shop.items VALUES (1, 'a'), (3, 'b'), (2, 'c')");
   PipelineFixture unique(
-      pipelines_config(pg.uri(unique_src), pg.uri(dst), {{"keyless_unique", "primary_key_unique: true"}}));
+      pipelines_config(dbs.pg.uri(unique_src), dbs.pg.uri(dbs.dst), {{"keyless_unique", "primary_key_unique: true"}}));
   r = unique.skipprd(sync_of("keyless_unique"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(pg.value(dst, "SELECT string_agg(id || name, ',' ORDER BY id) FROM mirror.p0"), "1a,2c,3b");
+  EXPECT_EQ(dbs.pg.value(dbs.dst, "SELECT string_agg(id || name, ',' ORDER BY id) FROM mirror.p0"), "1a,2c,3b");
 }
 
 TEST(PostgresCdc, APrimaryKeyBackedByAUniqueIndexIsAccepted) {
-  auto& pg = SharedPostgres();
-  const auto src = pg.create_database("src");
-  DropSlotsAtEnd drop_src_slots{pg, src};
-  const auto dst = pg.create_database("dst");
-  pg.execute(src, kKeylessItems);
-  pg.execute(src, "CREATE UNIQUE INDEX ON shop.items (id); INSERT INTO shop.items VALUES (1, 'a'), (2, 'b'), (3, 'c')");
-  PipelineFixture fx(pipelines_config(pg.uri(src), pg.uri(dst), {{"unique_index", ""}}));
+  const CdcDatabases dbs;
+  dbs.pg.execute(dbs.src, kKeylessItems);
+  dbs.pg.execute(dbs.src,
+                 "CREATE UNIQUE INDEX ON shop.items (id); INSERT INTO shop.items VALUES (1, 'a'), (2, 'b'), (3, 'c')");
+  PipelineFixture fx(pipelines_config(dbs.pg.uri(dbs.src), dbs.pg.uri(dbs.dst), {{"unique_index", ""}}));
   auto r = fx.skipprd(sync_of("unique_index"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  pg.execute(src, "DELETE FROM shop.items WHERE id = 2");
+  dbs.pg.execute(dbs.src, "DELETE FROM shop.items WHERE id = 2");
   r = fx.skipprd(sync_of("unique_index"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(pg.value(dst, "SELECT string_agg(id || name, ',' ORDER BY id) FROM mirror.p0"), "1a,3c");
+  EXPECT_EQ(dbs.pg.value(dbs.dst, "SELECT string_agg(id || name, ',' ORDER BY id) FROM mirror.p0"), "1a,3c");
 }
 
 // A table without a primary key keeps its default replica identity, which carries no key at all: the message says
 // that (not "the replica identity is the table's primary key") and names the fix.
 TEST(PostgresCdc, ATableWithoutAPrimaryKeyUnderDefaultIdentityNamesTheMissingKey) {
-  auto& pg = SharedPostgres();
-  const auto src = pg.create_database("src");
-  DropSlotsAtEnd drop_src_slots{pg, src};
-  const auto dst = pg.create_database("dst");
-  pg.execute(src,
-             "CREATE SCHEMA shop; CREATE TABLE shop.items (id int NOT NULL, name text); CREATE UNIQUE INDEX ON "
-             "shop.items (id)");
-  PipelineFixture fx(pipelines_config(pg.uri(src), pg.uri(dst), {{"no_pk", ""}}));
+  const CdcDatabases dbs;
+  dbs.pg.execute(dbs.src,
+                 "CREATE SCHEMA shop; CREATE TABLE shop.items (id int NOT NULL, name text); CREATE UNIQUE INDEX ON "
+                 "shop.items (id)");
+  PipelineFixture fx(pipelines_config(dbs.pg.uri(dbs.src), dbs.pg.uri(dbs.dst), {{"no_pk", ""}}));
   auto r = fx.skipprd(sync_of("no_pk"));
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("has no primary key, so its default replica identity sends deletes and updates without any "
@@ -708,31 +699,29 @@ std::string docs_digest(const PostgresServer& pg, const std::string& db, const s
 // Issue 23 item 4: a primary-key update under REPLICA IDENTITY DEFAULT re-inserted the row under its new key with
 // `big` NULL (exit 0), and an update of another column stopped every run (exit 2).
 TEST(PostgresCdc, UnchangedToastedValuesAreFetchedByKeyAndNeverLandAsNull) {
-  auto& pg = SharedPostgres();
-  const auto src = pg.create_database("src");
-  DropSlotsAtEnd drop_src_slots{pg, src};
-  const auto dst = pg.create_database("dst");
-  pg.execute(src, kCreateDocs);
-  PipelineFixture fx(docs_config(pg.uri(src), pg.uri(dst), "toast_docs"));
+  const CdcDatabases dbs;
+  dbs.pg.execute(dbs.src, kCreateDocs);
+  PipelineFixture fx(docs_config(dbs.pg.uri(dbs.src), dbs.pg.uri(dbs.dst), "toast_docs"));
   auto r = fx.skipprd(sync_of("toast_docs"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  pg.execute(src, "UPDATE shop.docs SET name = 'renamed' WHERE id = 1");  // big left out of the stream
-  pg.execute(src, "UPDATE shop.docs SET id = 102 WHERE id = 2");          // a key change: no old big either
-  pg.execute(src, "UPDATE shop.docs SET id = 103, name = 'moved' WHERE id = 3");
+  dbs.pg.execute(dbs.src, "UPDATE shop.docs SET name = 'renamed' WHERE id = 1");  // big left out of the stream
+  dbs.pg.execute(dbs.src, "UPDATE shop.docs SET id = 102 WHERE id = 2");          // a key change: no old big either
+  dbs.pg.execute(dbs.src, "UPDATE shop.docs SET id = 103, name = 'moved' WHERE id = 3");
   // Moved, then deleted by a later transaction: the row is gone when its big is fetched.
-  pg.execute(src, "UPDATE shop.docs SET id = 104 WHERE id = 4");
-  pg.execute(src, "DELETE FROM shop.docs WHERE id = 104");
+  dbs.pg.execute(dbs.src, "UPDATE shop.docs SET id = 104 WHERE id = 4");
+  dbs.pg.execute(dbs.src, "DELETE FROM shop.docs WHERE id = 104");
   // Changed later: the later change wins.
-  pg.execute(src, "UPDATE shop.docs SET name = 'first' WHERE id = 5");
-  pg.execute(src, "UPDATE shop.docs SET big = repeat('y', 30000) WHERE id = 5");
+  dbs.pg.execute(dbs.src, "UPDATE shop.docs SET name = 'first' WHERE id = 5");
+  dbs.pg.execute(dbs.src, "UPDATE shop.docs SET big = repeat('y', 30000) WHERE id = 5");
   // Many rows in one transaction: fetched together.
-  pg.execute(src, "UPDATE shop.docs SET name = name || ' bulk' WHERE id > 10");
-  pg.execute(src, "UPDATE shop.docs SET id = id + 1000 WHERE id > 50");
+  dbs.pg.execute(dbs.src, "UPDATE shop.docs SET name = name || ' bulk' WHERE id > 10");
+  dbs.pg.execute(dbs.src, "UPDATE shop.docs SET id = id + 1000 WHERE id > 50");
   r = fx.skipprd(sync_of("toast_docs"), {{"BUFFER_THRESHOLD_BYTES", "50000"}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(docs_digest(pg, dst, "mirror.docs"), docs_digest(pg, src, "shop.docs"));
-  EXPECT_EQ(pg.value(dst, "SELECT count(*) FROM mirror.docs WHERE big IS NULL"), "0");
-  EXPECT_EQ(pg.value(dst, "SELECT name || ' ' || length(big) FROM mirror.docs WHERE id = 1102"), "doc 2 bulk 20001");
+  EXPECT_EQ(docs_digest(dbs.pg, dbs.dst, "mirror.docs"), docs_digest(dbs.pg, dbs.src, "shop.docs"));
+  EXPECT_EQ(dbs.pg.value(dbs.dst, "SELECT count(*) FROM mirror.docs WHERE big IS NULL"), "0");
+  EXPECT_EQ(dbs.pg.value(dbs.dst, "SELECT name || ' ' || length(big) FROM mirror.docs WHERE id = 1102"),
+            "doc 2 bulk 20001");
 }
 
 // Issue 23 items 10/12: "all replication slots are in use" is for the user to fix (exit 2), not "retry later" (75).
@@ -752,23 +741,20 @@ TEST(PostgresCdc, NoFreeReplicationSlotExitsTwoNamingTheLimitAndTheQueries) {
 // Issue 23 item 10: an 'infinity' timestamp (snapshot or stream) failed every run with exit 1. It lands as NULL and
 // the pipeline's dead-letter file says which row, column and value.
 TEST(PostgresCdc, InfiniteTimestampsAndDatesLandAsNullWithADeadLetter) {
-  auto& pg = SharedPostgres();
-  const auto src = pg.create_database("src");
-  DropSlotsAtEnd drop_src_slots{pg, src};
-  const auto dst = pg.create_database("dst");
-  pg.execute(src, kCreateItems);
-  pg.execute(src, insert_items(1, 5));
-  pg.execute(src, "UPDATE shop.items SET at = 'infinity' WHERE id = 1");  // read by the snapshot
-  PipelineFixture fx(pipelines_config(pg.uri(src), pg.uri(dst), {{"infinite", ""}}));
+  const CdcDatabases dbs;
+  dbs.pg.execute(dbs.src, kCreateItems);
+  dbs.pg.execute(dbs.src, insert_items(1, 5));
+  dbs.pg.execute(dbs.src, "UPDATE shop.items SET at = 'infinity' WHERE id = 1");  // read by the snapshot
+  PipelineFixture fx(pipelines_config(dbs.pg.uri(dbs.src), dbs.pg.uri(dbs.dst), {{"infinite", ""}}));
   auto r = fx.skipprd(sync_of("infinite"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  pg.execute(src, "UPDATE shop.items SET at = '-infinity', day = 'infinity', name = 'streamed' WHERE id = 2");
-  pg.execute(src, "UPDATE shop.items SET name = 'next' WHERE id = 3");
+  dbs.pg.execute(dbs.src, "UPDATE shop.items SET at = '-infinity', day = 'infinity', name = 'streamed' WHERE id = 2");
+  dbs.pg.execute(dbs.src, "UPDATE shop.items SET name = 'next' WHERE id = 3");
   r = fx.skipprd(sync_of("infinite"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(pg.value(dst,
-                     "SELECT string_agg(concat_ws('|', id, name, at IS NULL, day IS NULL), ',' ORDER BY id) "
-                     "FROM mirror.p0 WHERE id <= 3"),
+  EXPECT_EQ(dbs.pg.value(dbs.dst,
+                         "SELECT string_agg(concat_ws('|', id, name, at IS NULL, day IS NULL), ',' ORDER BY id) "
+                         "FROM mirror.p0 WHERE id <= 3"),
             "1|item 1 é|t|f,2|streamed|t|t,3|next|f|f");
   const std::string letters = read_text(fx.path("data") / "pipelines" / "infinite" / "deadletter.jsonl");
   EXPECT_NE(letters.find("column \\\"at\\\" (timestamp with time zone) is 'infinity'"), std::string::npos) << letters;
@@ -779,26 +765,24 @@ TEST(PostgresCdc, InfiniteTimestampsAndDatesLandAsNullWithADeadLetter) {
 // Issue 23 items 6/10: a TRUNCATE in the stream stopped every run, RESET included (the slot keeps it). on_truncate:
 // apply (the default) empties the destination of the older rows; stop says how to get past it; ignore goes on.
 TEST(PostgresCdc, ATruncateIsAppliedOrStopsWithTheWaysForwardOrIsIgnored) {
-  auto& pg = SharedPostgres();
-  const auto src = pg.create_database("src");
-  DropSlotsAtEnd drop_src_slots{pg, src};
-  const auto dst = pg.create_database("dst");
-  pg.execute(src, kCreateItems);
-  pg.execute(src, insert_items(1, 5));
-  PipelineFixture fx(pipelines_config(pg.uri(src), pg.uri(dst), {{"truncated", ""}}));
+  const CdcDatabases dbs;
+  dbs.pg.execute(dbs.src, kCreateItems);
+  dbs.pg.execute(dbs.src, insert_items(1, 5));
+  PipelineFixture fx(pipelines_config(dbs.pg.uri(dbs.src), dbs.pg.uri(dbs.dst), {{"truncated", ""}}));
   auto r = fx.skipprd(sync_of("truncated"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // Applied: rows before the truncate go, rows after it (same transaction too) stay.
-  pg.execute(src, "BEGIN; UPDATE shop.items SET name = 'gone' WHERE id = 1; TRUNCATE shop.items; COMMIT");
-  pg.execute(src, insert_items(6, 7));
+  dbs.pg.execute(dbs.src, "BEGIN; UPDATE shop.items SET name = 'gone' WHERE id = 1; TRUNCATE shop.items; COMMIT");
+  dbs.pg.execute(dbs.src, insert_items(6, 7));
   r = fx.skipprd(sync_of("truncated"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(digest_of(pg, dst, "mirror.p0"), digest_of(pg, src, "shop.items"));
-  EXPECT_EQ(pg.value(dst, "SELECT string_agg(id::text, ',' ORDER BY id) FROM mirror.p0"), "6,7");
+  EXPECT_EQ(digest_of(dbs.pg, dbs.dst, "mirror.p0"), digest_of(dbs.pg, dbs.src, "shop.items"));
+  EXPECT_EQ(dbs.pg.value(dbs.dst, "SELECT string_agg(id::text, ',' ORDER BY id) FROM mirror.p0"), "6,7");
 
-  write_text(fx.path("skippr.yml"), pipelines_config(pg.uri(src), pg.uri(dst), {{"truncated", "on_truncate: stop"}}));
-  pg.execute(src, "TRUNCATE shop.items");
-  pg.execute(src, insert_items(8, 9));
+  write_text(fx.path("skippr.yml"),
+             pipelines_config(dbs.pg.uri(dbs.src), dbs.pg.uri(dbs.dst), {{"truncated", "on_truncate: stop"}}));
+  dbs.pg.execute(dbs.src, "TRUNCATE shop.items");
+  dbs.pg.execute(dbs.src, insert_items(8, 9));
   r = fx.skipprd(sync_of("truncated"));
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("was truncated"), std::string::npos) << r.err;
@@ -806,26 +790,24 @@ TEST(PostgresCdc, ATruncateIsAppliedOrStopsWithTheWaysForwardOrIsIgnored) {
   EXPECT_NE(r.err.find("SELECT pg_drop_replication_slot('" + cdc_default_name("truncated") + "')"), std::string::npos)
       << r.err;
 
-  write_text(fx.path("skippr.yml"), pipelines_config(pg.uri(src), pg.uri(dst), {{"truncated", "on_truncate: ignore"}}));
+  write_text(fx.path("skippr.yml"),
+             pipelines_config(dbs.pg.uri(dbs.src), dbs.pg.uri(dbs.dst), {{"truncated", "on_truncate: ignore"}}));
   r = fx.skipprd(sync_of("truncated"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(pg.value(dst, "SELECT string_agg(id::text, ',' ORDER BY id) FROM mirror.p0"), "6,7,8,9");
+  EXPECT_EQ(dbs.pg.value(dbs.dst, "SELECT string_agg(id::text, ',' ORDER BY id) FROM mirror.p0"), "6,7,8,9");
 }
 
 // Issue 23 item 6: RESET after a dropped slot re-read the table, but rows deleted meanwhile stayed in the mirror.
 // The end of a snapshot into merge_by_key removes every older row the snapshot did not read again.
 void reset_after_a_dropped_slot_leaves_the_mirror_equal_to_the_source(bool duckdb) {
-  auto& pg = SharedPostgres();
-  const auto src = pg.create_database("src");
-  DropSlotsAtEnd drop_src_slots{pg, src};
-  const auto dst = pg.create_database("dst");
-  pg.execute(src, kCreateItems);
-  pg.execute(src, insert_items(1, 30));
+  const CdcDatabases dbs;
+  dbs.pg.execute(dbs.src, kCreateItems);
+  dbs.pg.execute(dbs.src, insert_items(1, 30));
   TempDir files;
   const std::string pipeline = duckdb ? "reset_duck" : "reset_pg";
-  const std::string sink = duckdb
-                               ? fmt::format("DuckDB: {{ path: \"{}\", table: items }}", (files / "m.duckdb").string())
-                               : fmt::format("Postgres: {{ dsn: \"{}\", schema: mirror, table: p0 }}", pg.uri(dst));
+  const std::string sink =
+      duckdb ? fmt::format("DuckDB: {{ path: \"{}\", table: items }}", (files / "m.duckdb").string())
+             : fmt::format("Postgres: {{ dsn: \"{}\", schema: mirror, table: p0 }}", dbs.pg.uri(dbs.dst));
   PipelineFixture fx(fmt::format(R"(data_sources:
   app:
     Postgres: {{ dsn: "{}", schema: shop, tables: [items], mode: snapshot_then_cdc }}
@@ -839,13 +821,13 @@ pipelines:
     landing: merge_by_key
     primary_key: id
 )",
-                                 pg.uri(src), sink, pipeline));
+                                 dbs.pg.uri(dbs.src), sink, pipeline));
   auto r = fx.skipprd(sync_of(pipeline));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // The slot is dropped (by an operator, or max_slot_wal_keep_size): the deletes meanwhile are never streamed.
-  pg.execute(src, fmt::format("SELECT pg_drop_replication_slot('{}')", cdc_default_name(pipeline)));
-  pg.execute(src, "DELETE FROM shop.items WHERE id % 3 = 0; UPDATE shop.items SET name = 'later' WHERE id = 1");
-  pg.execute(src, insert_items(31, 32));
+  dbs.pg.execute(dbs.src, fmt::format("SELECT pg_drop_replication_slot('{}')", cdc_default_name(pipeline)));
+  dbs.pg.execute(dbs.src, "DELETE FROM shop.items WHERE id % 3 = 0; UPDATE shop.items SET name = 'later' WHERE id = 1");
+  dbs.pg.execute(dbs.src, insert_items(31, 32));
   r = fx.skipprd(sync_of(pipeline));
   EXPECT_EQ(r.exit_code, 2) << r.err;  // "replication slot ... no longer exists ... RESET"
   r = fx.skipprd({"query", "--sql", "RESET PIPELINE " + pipeline});
@@ -853,13 +835,14 @@ pipelines:
   r = fx.skipprd(sync_of(pipeline));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string expected =
-      pg.value(src, "SELECT count(*) || ' ' || string_agg(id || name, ',' ORDER BY id) FROM shop.items");
+      dbs.pg.value(dbs.src, "SELECT count(*) || ' ' || string_agg(id || name, ',' ORDER BY id) FROM shop.items");
   const std::string landed =
-      duckdb ? duckdb_rows(files / "m.duckdb",
-                           "SELECT count(*) || ' ' || string_agg(id || name, ',' ORDER BY id) FROM items")
-                   .at(0)
-                   .at(0)
-             : pg.value(dst, "SELECT count(*) || ' ' || string_agg(id || name, ',' ORDER BY id) FROM mirror.p0");
+      duckdb
+          ? duckdb_rows(files / "m.duckdb",
+                        "SELECT count(*) || ' ' || string_agg(id || name, ',' ORDER BY id) FROM items")
+                .at(0)
+                .at(0)
+          : dbs.pg.value(dbs.dst, "SELECT count(*) || ' ' || string_agg(id || name, ',' ORDER BY id) FROM mirror.p0");
   EXPECT_EQ(landed, expected);
 }
 

@@ -121,7 +121,9 @@ std::string read_text(const std::filesystem::path& file) {
 
 std::string program_path(const std::string& name) {
   const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "");
+  const char* home = std::getenv("HOME");
+  // The image's Python tools (moto_server, aws) live under pyenv, which a non-login shell may leave off PATH.
+  std::stringstream dirs(std::string(path ? path : "") + ":" + (home ? home : "/root") + "/.pyenv/shims");
   for (std::string dir; std::getline(dirs, dir, ':');) {
     const std::filesystem::path candidate = std::filesystem::path(dir) / name;
     if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return candidate.string();
