@@ -214,5 +214,22 @@ pipelines:
       "200000 200000");
 }
 
+// Web identity (a token file and a role, as EKS gives a pod): the chain exchanges it at STS for temporary
+// credentials (moto's STS answers AssumeRoleWithWebIdentity), and the run lands with them.
+TEST(S3Sink, WebIdentityCredentialsComeFromSts) {
+  auto& moto = SharedMoto();
+  PipelineFixture f(sample_to_s3_config(500, moto.create_bucket("webid"), "w"));
+  write_text(f.path("token"), "eyJhbGciOiJSUzI1NiJ9.test.token\n");
+  auto env = moto.env();
+  env["AWS_ACCESS_KEY_ID"] = "";
+  env["AWS_SECRET_ACCESS_KEY"] = "";
+  env["AWS_SHARED_CREDENTIALS_FILE"] = f.path("none").string();
+  env["AWS_WEB_IDENTITY_TOKEN_FILE"] = f.path("token").string();
+  env["AWS_ROLE_ARN"] = "arn:aws:iam::123456789012:role/skippr";
+  auto r = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 120);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("500 landed"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace skippr::test

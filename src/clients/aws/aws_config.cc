@@ -6,8 +6,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "clients/aws/aws_xml.h"
 #include "clients/http/http_request.h"
 
 namespace skippr {
@@ -110,6 +112,41 @@ std::optional<AwsCredentials> from_instance_metadata() {
   return from_json(creds->body, "the instance metadata service");
 }
 
+std::string service_endpoint_variable(std::string_view service);
+
+// EKS/IRSA-style web identity: a token file and a role, exchanged at STS (AssumeRoleWithWebIdentity, which needs no
+// signature) for temporary credentials.
+std::optional<AwsCredentials> from_web_identity(const std::string& region) {
+  const std::string token_file = env("AWS_WEB_IDENTITY_TOKEN_FILE"), role = env("AWS_ROLE_ARN");
+  if (token_file.empty() || role.empty()) return std::nullopt;
+  std::ifstream in(token_file);
+  std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  token = trim(token);
+  if (token.empty()) return std::nullopt;
+  std::string endpoint = env(service_endpoint_variable("sts").c_str());
+  if (endpoint.empty()) endpoint = env("AWS_ENDPOINT_URL");
+  if (endpoint.empty()) endpoint = fmt::format("https://sts.{}.amazonaws.com", region);
+  const std::string session = env("AWS_ROLE_SESSION_NAME").empty() ? "skipprd" : env("AWS_ROLE_SESSION_NAME");
+  const std::string form = fmt::format(
+      "Action=AssumeRoleWithWebIdentity&Version=2011-06-15&RoleArn={}&RoleSessionName={}&WebIdentityToken={}",
+      url_encode(role), url_encode(session), url_encode(token));
+  HttpRequest request;
+  request.method = "POST";
+  request.url = endpoint + "/";
+  request.body = form;
+  request.headers = {"Content-Type: application/x-www-form-urlencoded"};
+  request.timeout_seconds = 10;
+  auto response = http_send(request);
+  if (!response || response->status != 200) return std::nullopt;
+  AwsCredentials c;
+  c.access_key_id = aws_xml_text(response->body, "AccessKeyId");
+  c.secret_access_key = aws_xml_text(response->body, "SecretAccessKey");
+  c.session_token = aws_xml_text(response->body, "SessionToken");
+  c.source = fmt::format("web identity (role {})", role);
+  if (c.access_key_id.empty() || c.secret_access_key.empty()) return std::nullopt;
+  return c;
+}
+
 std::string service_endpoint_variable(std::string_view service) {
   std::string name = "AWS_ENDPOINT_URL_";
   for (char c : service) name.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
@@ -151,6 +188,10 @@ Result<AwsService> resolve_aws_service(const AwsOptions& options, std::string_vi
     s.credentials = {env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY"), env("AWS_SESSION_TOKEN"), "environment"};
     return s;
   }
+  if (auto c = from_web_identity(s.region)) {
+    s.credentials = std::move(*c);
+    return s;
+  }
   for (auto* source : {from_credentials_file, from_container, from_instance_metadata}) {
     if (auto c = source()) {
       s.credentials = std::move(*c);
@@ -159,8 +200,9 @@ Result<AwsService> resolve_aws_service(const AwsOptions& options, std::string_vi
   }
   return fail(ErrorKind::kConfig,
               fmt::format("{}: no AWS credentials found (looked at the parameters, AWS_ACCESS_KEY_ID and "
-                          "AWS_SECRET_ACCESS_KEY, ~/.aws/credentials or AWS_SHARED_CREDENTIALS_FILE with AWS_PROFILE, "
-                          "the container and the instance metadata endpoints); set one of them",
+                          "AWS_SECRET_ACCESS_KEY, AWS_WEB_IDENTITY_TOKEN_FILE with AWS_ROLE_ARN, ~/.aws/credentials or "
+                          "AWS_SHARED_CREDENTIALS_FILE with AWS_PROFILE, the container and the instance metadata "
+                          "endpoints); set one of them",
                           where));
 }
 

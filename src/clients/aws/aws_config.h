@@ -1,6 +1,7 @@
 // Where an AWS service is and who calls it, resolved the way the AWS SDKs and CLI do, so a machine that runs `aws`
-// runs skipprd: explicit parameters first, then the environment, the shared credentials file, then the container
-// and instance metadata endpoints. Endpoints: AWS_ENDPOINT_URL_<SERVICE>, then AWS_ENDPOINT_URL, then AWS's own.
+// runs skipprd: explicit parameters first, then the environment, web identity (a token file and a role, exchanged at
+// STS), the shared credentials file, then the container and instance metadata endpoints. Endpoints:
+// AWS_ENDPOINT_URL_<SERVICE>, then AWS_ENDPOINT_URL, then AWS's own.
 #pragma once
 
 #include <string>

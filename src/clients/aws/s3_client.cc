@@ -1,8 +1,8 @@
 #include "clients/aws/s3_client.h"
 
+#include "clients/aws/aws_xml.h"
+
 #include <fmt/format.h>
-#include <libxml/parser.h>
-#include <libxml/tree.h>
 #include <openssl/evp.h>
 
 #include <memory>
@@ -26,24 +26,7 @@ bool is_credentials_problem(const std::string& code) {
 
 }  // namespace
 
-std::string s3_xml_field(std::string_view body, const char* name) {
-  if (body.empty()) return "";
-  std::unique_ptr<xmlDoc, decltype(&xmlFreeDoc)> doc(
-      xmlReadMemory(body.data(), static_cast<int>(body.size()), nullptr, nullptr,
-                    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING),
-      xmlFreeDoc);
-  if (!doc) return "";
-  const xmlNode* root = xmlDocGetRootElement(doc.get());
-  for (const xmlNode* n = root ? root->children : nullptr; n; n = n->next) {
-    if (n->type == XML_ELEMENT_NODE && xmlStrEqual(n->name, BAD_CAST name)) {
-      std::unique_ptr<xmlChar, decltype(xmlFree)> text(xmlNodeGetContent(n), xmlFree);
-      return text ? reinterpret_cast<const char*>(text.get()) : "";
-    }
-  }
-  return "";
-}
-
-std::string s3_error_code(std::string_view body) { return s3_xml_field(body, "Code"); }
+std::string s3_error_code(std::string_view body) { return aws_xml_text(body, "Code"); }
 
 std::string S3Client::url(const std::string& bucket, const std::string& key) const {
   const std::string path = key.empty() ? "" : "/" + url_encode(key, /*keep_slash=*/true);
@@ -132,7 +115,7 @@ Result<PutOutcome> S3Client::put_large_object_if_absent(const std::string& bucke
   create.headers.push_back(fmt::format("Content-Type: {}", content_type));
   auto created = send(create, what);
   if (!created) return std::unexpected(created.error());
-  const std::string upload_id = s3_xml_field(created->body, "UploadId");
+  const std::string upload_id = aws_xml_text(created->body, "UploadId");
   if (upload_id.empty()) return fail(ErrorKind::kUnavailable, what + ": no UploadId in the answer");
   auto outcome = upload_parts(bucket, key, upload_id, body, part_bytes);
   if (!outcome || *outcome == PutOutcome::kAlreadyExists) {

@@ -53,7 +53,5 @@ class S3Client {
 
 // The <Code> of an S3 XML error body ("NoSuchBucket", "AccessDenied", ...), empty when there is none.
 std::string s3_error_code(std::string_view body);
-// The text of the first child element `name` of an S3 XML answer's root, empty when there is none.
-std::string s3_xml_field(std::string_view body, const char* name);
 
 }  // namespace skippr

@@ -1,0 +1,14 @@
+// The few values skipprd reads out of AWS's XML answers (S3 errors and upload ids, STS credentials), through
+// libxml2: no XML parsing of our own.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace skippr {
+
+// The text of the first element named `name` anywhere in `body` (depth first), empty when there is none or the body
+// is not XML.
+std::string aws_xml_text(std::string_view body, const char* name);
+
+}  // namespace skippr
