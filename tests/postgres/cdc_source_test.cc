@@ -665,6 +665,28 @@ TEST(PostgresCdc, ATableWithoutAPrimaryKeyUnderDefaultIdentityNamesTheMissingKey
   EXPECT_NE(r.err.find("REPLICA IDENTITY FULL"), std::string::npos) << r.err;
 }
 
+// Issue 23 item 11: a column's type changed in the source (ALTER COLUMN ... TYPE text) while the mirror keeps its
+// BIGINT column. The run must not answer "retry later" forever: values that convert land, the others go to the
+// rejects table with their reason, and the pipeline goes on.
+TEST(PostgresCdc, AColumnTypeChangeInTheSourceLandsWhatConvertsAndRejectsTheRest) {
+  const CdcDatabases dbs;
+  dbs.pg.execute(dbs.src,
+                 "CREATE SCHEMA shop; CREATE TABLE shop.items (id int PRIMARY KEY, name bigint); INSERT INTO "
+                 "shop.items VALUES (1, 10), (2, 20), (3, 30)");
+  PipelineFixture fx(pipelines_config(dbs.pg.uri(dbs.src), dbs.pg.uri(dbs.dst), {{"retyped", ""}}));
+  auto r = fx.skipprd(sync_of("retyped"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  dbs.pg.execute(dbs.src,
+                 "ALTER TABLE shop.items ALTER COLUMN name TYPE text; UPDATE shop.items SET name = '21' "
+                 "WHERE id = 2; UPDATE shop.items SET name = 'thirty' WHERE id = 3; INSERT INTO shop.items "
+                 "VALUES (4, '40')");
+  r = fx.skipprd(sync_of("retyped"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(dbs.pg.value(dbs.dst, "SELECT string_agg(id || ':' || name, ',' ORDER BY id) FROM mirror.p0"),
+            "1:10,2:21,3:30,4:40");
+  EXPECT_EQ(dbs.pg.value(dbs.dst, "SELECT count(*) FROM mirror.p0__skippr_rejected WHERE record LIKE '%thirty%'"), "1");
+}
+
 // A table whose `big` values are stored out of line (TOASTed, uncompressed): an update that does not change them
 // leaves them out of the stream under REPLICA IDENTITY DEFAULT.
 constexpr const char* kCreateDocs =
