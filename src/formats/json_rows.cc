@@ -110,16 +110,26 @@ void append_value(const Column& column, size_t row, std::string& out) {
 
 void append_json_string(std::string_view text, std::string& out) {
   out.push_back('"');
-  const bool valid = simdjson::validate_utf8(text.data(), text.size());
+  if (simdjson::validate_utf8(text.data(), text.size())) {
+    // The common case. Only '"', '\\' and control characters need escaping: the runs between them are copied whole
+    // (a byte at a time, this was the largest cost of writing JSON lines, ~15% of a Sample -> S3 profile).
+    size_t run = 0;
+    for (size_t i = 0; i < text.size(); ++i) {
+      const auto c = static_cast<unsigned char>(text[i]);
+      if (c >= 0x20 && c != '"' && c != '\\') continue;
+      out.append(text.data() + run, i - run);
+      append_escaped_ascii(text[i], out);
+      run = i + 1;
+    }
+    out.append(text.data() + run, text.size() - run);
+    out.push_back('"');
+    return;
+  }
   for (size_t i = 0; i < text.size();) {
     const auto c = static_cast<unsigned char>(text[i]);
     if (c < 0x80) {
       append_escaped_ascii(text[i], out);
       ++i;
-      continue;
-    }
-    if (valid) {
-      out.push_back(text[i++]);
       continue;
     }
     if (const size_t length = utf8_sequence_length(text, i); length > 0) {
