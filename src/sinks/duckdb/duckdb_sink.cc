@@ -8,11 +8,11 @@
 #include <optional>
 #include <system_error>
 
+#include "clients/duckdb/duckdb_client.h"
 #include "core/failpoint.h"
 #include "sinks/batch_ledger.h"
 #include "sinks/change_fields.h"
 #include "sinks/conform_batch.h"
-#include "clients/duckdb/duckdb_client.h"
 #include "sinks/duckdb/duckdb_memory_probe.h"
 #include "sinks/duckdb/duckdb_merge.h"
 #include "sinks/duckdb/duckdb_types.h"
@@ -214,12 +214,8 @@ Status DuckDbSink::append_rows(const Batch& batch, const std::string& table, con
     }
   }
   if (row_numbers) source.back() = -1;
-  for (size_t f = 0; f < batch.columns.size(); ++f) {
-    if (auto row = first_invalid_utf8_row(batch.columns[f])) {
-      return fail(ErrorKind::kBadInput, fmt::format("field {} has invalid UTF-8 in row {}",
-                                                    quote_identifier(batch.schema.fields[f].name), *row));
-    }
-  }
+  // Every string is valid UTF-8 here: conform_batch rejected the rows that were not (duckdb_text_problem), and the
+  // change fields were checked to be insert/update/delete/truncate and digits.
 
   auto appender = DuckDbAppender::create(*conn_, table);
   if (!appender) return std::unexpected(appender.error());
