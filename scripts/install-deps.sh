@@ -14,6 +14,7 @@ DEBIAN_PACKAGES+=(time)  # walperf: /usr/bin/time -v measures peak RSS in bench/
 DEBIAN_PACKAGES+=(postgresql-15 postgresql-client-15 libpq-dev)  # Postgres sink/source: libpq, and the server the tests start
 DEBIAN_PACKAGES+=(libcpp-httplib-dev librdkafka-dev libcurl4-openssl-dev)  # streaming sources: HttpServer, Kafka, HttpClient
 DEBIAN_PACKAGES+=(libssl-dev libxml2-dev)  # object stores: SigV4 payload hashes, S3's XML answers
+DEBIAN_PACKAGES+=(libssh-dev openssh-server)  # SFTP sink: libssh, and the private sshd the tests start
 # npm fetches DuckDB; the machine may already have Node.js from elsewhere, which Debian's npm would conflict with.
 command -v npm >/dev/null || DEBIAN_PACKAGES+=(nodejs npm)
 missing=()
@@ -45,4 +46,12 @@ if [ ! -f "$DEST/lib/libduckdb.so" ] || [ ! -f "$DEST/include/duckdb.h" ] || \
   tar -xzf "$tmp/duckdb-$DUCKDB_VERSION.tgz" -C "$tmp" package/src/duckdb/src/include/duckdb.h
   mv "$tmp/package/src/duckdb/src/include/duckdb.h" "$DEST/include/"
   echo "$DUCKDB_BINDINGS" > "$DEST/VERSION"
+fi
+
+# Azurite (the Azure Storage emulator) for the AzureBlob sink's tests: 3.35.0 is the last release that runs on Node 20.
+AZURITE_VERSION=3.35.0
+if [ "$(node -p "require('./third_party/azurite/node_modules/azurite/package.json').version" 2>/dev/null)" != \
+     "$AZURITE_VERSION" ]; then
+  echo "install-deps: fetching azurite $AZURITE_VERSION from the npm registry"
+  npm install --silent --no-audit --no-fund --prefix third_party/azurite "azurite@$AZURITE_VERSION" >/dev/null
 fi

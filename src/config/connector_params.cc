@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <regex>
 
 #include <fmt/format.h>
 
@@ -13,6 +14,9 @@ namespace skippr::config_detail {
 namespace {
 
 std::filesystem::path absolute_against(const std::filesystem::path& base_dir, const std::string& text) {
+  // A URL (s3://bucket/key, sftp://host/folder) names a place elsewhere: it is kept as written.
+  static const std::regex url(R"(^[A-Za-z][A-Za-z0-9+.-]*://.*)");
+  if (std::regex_match(text, url)) return std::filesystem::path(text);
   std::filesystem::path p(text);
   if (p.is_relative()) p = base_dir / p;
   return p.lexically_normal();

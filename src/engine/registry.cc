@@ -1,4 +1,5 @@
 // Every connector this build has: adding one is its own folder plus one line here.
+#include "sinks/azure_blob/azure_blob_sink.h"
 #include "sinks/duckdb/duckdb_sink.h"
 #include "sinks/file/file_sink.h"
 #include "sinks/postgres/postgres_sink.h"
@@ -26,6 +27,7 @@ const std::vector<ConnectorSpec>& connector_registry() {
       stdout_sink_spec(),
       file_sink_spec(),
       s3_sink_spec(),
+      azure_blob_sink_spec(),
   };
   return registry;
 }

@@ -84,6 +84,9 @@ class SyncRun {
                   fmt::format("pipeline '{}' is disabled; enable it with: skipprd query --sql \"ENABLE PIPELINE {}\"",
                               pipe_->name, pipe_->name));
     }
+    // The source first: a source that cannot be read (a missing bucket, refused credentials) stops the run before
+    // the destination is touched, even on a first run, where the sink is opened early to read its ledger.
+    SKIPPR_TRY(source_->open());
     auto wal_epoch = Wal::epoch_on_disk(paths_.wal, options_.wal_env);
     if (!wal_epoch) return std::unexpected(wal_epoch.error());
     if (state_.lineage.empty() && !*wal_epoch) {
@@ -125,7 +128,6 @@ class SyncRun {
       spdlog::info("dropped {} dead-letter line(s) of batches that were never committed; they are read again", dropped);
     }
 
-    SKIPPR_TRY(source_->open());
     SKIPPR_TRY(source_->seek(wal_->last_position()));
     // A sink that is misconfigured (wrong password, a table it cannot merge into) stops the run here, before
     // anything is committed; one that is merely unreachable is retried by the land stage.

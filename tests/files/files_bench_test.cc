@@ -8,7 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 
-#include "files/jsonl_data.h"
+#include "support/jsonl_data.h"
 #include "clients/duckdb/duckdb_client.h"
 #include "support/pipeline_fixture.h"
 

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "files/jsonl_data.h"
+#include "support/jsonl_data.h"
 #include "support/chaos_loop.h"
 #include "support/pipeline_fixture.h"
 

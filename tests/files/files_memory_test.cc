@@ -6,7 +6,7 @@
 
 #include <regex>
 
-#include "files/jsonl_data.h"
+#include "support/jsonl_data.h"
 #include "support/pipeline_fixture.h"
 
 namespace skippr::test {

@@ -86,6 +86,14 @@ std::vector<std::string> MotoServer::download(const std::string& bucket, const s
   return keys(bucket, prefix);
 }
 
+void MotoServer::upload(const std::filesystem::path& dir, const std::string& bucket, const std::string& prefix) const {
+  auto r = run_process({program_path("aws"), "s3", "cp", "--recursive", "--only-show-errors", dir.string(),
+                        fmt::format("s3://{}/{}", bucket, prefix)},
+                       dir_.path(), env(), 300);
+  if (r.exit_code != 0)
+    throw std::runtime_error(fmt::format("aws s3 cp failed (exit {}): {}{}", r.exit_code, r.out, r.err));
+}
+
 MotoServer::User MotoServer::create_user_and_bucket() const {
   // boto3 (in the image beside moto) signs the set-up calls; the server counts them as unauthenticated actions.
   const std::string script = R"(

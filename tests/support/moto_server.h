@@ -26,6 +26,8 @@ class MotoServer {
   // Every object under `prefix` downloaded into `dir` (aws s3 cp --recursive); returns the keys, sorted.
   std::vector<std::string> download(const std::string& bucket, const std::string& prefix,
                                     const std::filesystem::path& dir) const;
+  // Every file under `dir` uploaded under `prefix` (aws s3 cp --recursive): keys are prefix + the relative path.
+  void upload(const std::filesystem::path& dir, const std::string& bucket, const std::string& prefix) const;
   std::vector<std::string> keys(const std::string& bucket, const std::string& prefix = "") const;
   // The object's ETag as S3 reports it (a multipart upload's ends in -<parts>).
   std::string etag(const std::string& bucket, const std::string& key) const;

@@ -17,19 +17,48 @@ const xmlNode* find_element(const xmlNode* node, const char* name) {
   return nullptr;
 }
 
+using XmlDoc = std::unique_ptr<xmlDoc, decltype(&xmlFreeDoc)>;
+
+XmlDoc parse(std::string_view body) {
+  if (body.empty()) return XmlDoc(nullptr, xmlFreeDoc);
+  return XmlDoc(xmlReadMemory(body.data(), static_cast<int>(body.size()), nullptr, nullptr,
+                              XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_HUGE),
+                xmlFreeDoc);
+}
+
+std::string text_of(const xmlNode* node) {
+  std::unique_ptr<xmlChar, decltype(xmlFree)> text(xmlNodeGetContent(node), xmlFree);
+  return text ? reinterpret_cast<const char*>(text.get()) : "";
+}
+
+void collect(const xmlNode* node, const char* name, std::vector<std::map<std::string, std::string>>& out) {
+  for (; node; node = node->next) {
+    if (node->type != XML_ELEMENT_NODE) continue;
+    if (!xmlStrEqual(node->name, BAD_CAST name)) {
+      collect(node->children, name, out);
+      continue;
+    }
+    auto& record = out.emplace_back();
+    for (const xmlNode* child = node->children; child; child = child->next) {
+      if (child->type == XML_ELEMENT_NODE) record[reinterpret_cast<const char*>(child->name)] = text_of(child);
+    }
+  }
+}
+
 }  // namespace
 
 std::string aws_xml_text(std::string_view body, const char* name) {
-  if (body.empty()) return "";
-  std::unique_ptr<xmlDoc, decltype(&xmlFreeDoc)> doc(
-      xmlReadMemory(body.data(), static_cast<int>(body.size()), nullptr, nullptr,
-                    XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING),
-      xmlFreeDoc);
+  XmlDoc doc = parse(body);
   if (!doc) return "";
   const xmlNode* found = find_element(xmlDocGetRootElement(doc.get()), name);
-  if (!found) return "";
-  std::unique_ptr<xmlChar, decltype(xmlFree)> text(xmlNodeGetContent(found), xmlFree);
-  return text ? reinterpret_cast<const char*>(text.get()) : "";
+  return found ? text_of(found) : "";
+}
+
+std::vector<std::map<std::string, std::string>> aws_xml_records(std::string_view body, const char* name) {
+  std::vector<std::map<std::string, std::string>> out;
+  XmlDoc doc = parse(body);
+  if (doc) collect(xmlDocGetRootElement(doc.get()), name, out);
+  return out;
 }
 
 }  // namespace skippr

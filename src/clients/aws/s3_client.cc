@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <openssl/evp.h>
 
+#include <cstdlib>
 #include <memory>
 
 namespace skippr {
@@ -150,6 +151,57 @@ Result<PutOutcome> S3Client::upload_parts(const std::string& bucket, const std::
   if (finished->status == 200 && s3_error_code(finished->body).empty()) return PutOutcome::kCreated;
   if (finished->status == 200) finished->status = 500;
   return std::unexpected(error_of(*finished, what));
+}
+
+Result<std::vector<S3Object>> S3Client::list_objects(const std::string& bucket, const std::string& prefix) {
+  std::vector<S3Object> out;
+  std::string token;
+  do {
+    std::string query = "list-type=2&prefix=" + url_encode(prefix);
+    if (!token.empty()) query += "&continuation-token=" + url_encode(token);
+    const std::string what = fmt::format("S3 ListObjectsV2 s3://{}/{}", bucket, prefix);
+    auto response = http_send(signed_request("GET", bucket, "", "", query));
+    if (!response) return fail(ErrorKind::kUnavailable, fmt::format("{}: {}", what, response.error().message));
+    if (response->status != 200) return std::unexpected(error_of(*response, what));
+    for (auto& record : aws_xml_records(response->body, "Contents")) {
+      S3Object object{std::move(record["Key"]), 0, std::move(record["ETag"])};
+      object.size = std::strtoull(record["Size"].c_str(), nullptr, 10);
+      out.push_back(std::move(object));
+    }
+    token = aws_xml_text(response->body, "IsTruncated") == "true"
+                ? aws_xml_text(response->body, "NextContinuationToken")
+                : "";
+  } while (!token.empty());
+  return out;
+}
+
+Result<std::optional<S3Object>> S3Client::head_object(const std::string& bucket, const std::string& key) {
+  auto response = http_send(signed_request("HEAD", bucket, key, ""));
+  const std::string what = fmt::format("S3 HeadObject s3://{}/{}", bucket, key);
+  if (!response) return fail(ErrorKind::kUnavailable, fmt::format("{}: {}", what, response.error().message));
+  if (response->status == 404) return std::optional<S3Object>();
+  if (response->status != 200) return std::unexpected(error_of(*response, what));
+  S3Object object{key, 0, response->headers["etag"]};
+  object.size = std::strtoull(response->headers["content-length"].c_str(), nullptr, 10);
+  return std::optional<S3Object>(std::move(object));
+}
+
+Status S3Client::download_object(const std::string& bucket, const std::string& key, const std::string& etag,
+                                 std::FILE* file) {
+  HttpRequest r = signed_request("GET", bucket, key, "");
+  r.headers.push_back("If-Match: " + etag);
+  r.body_file = file;
+  r.timeout_seconds = 24 * 3600;  // a large object: the stall limit catches a dead server
+  r.stall_seconds = 60;
+  auto response = http_send(r);
+  const std::string what = fmt::format("S3 GetObject s3://{}/{}", bucket, key);
+  if (!response) return fail(ErrorKind::kUnavailable, fmt::format("{}: {}", what, response.error().message));
+  if (response->status == 200) return ok();
+  if (response->status == 412 || (response->status == 404 && s3_error_code(response->body) == "NoSuchKey")) {
+    return fail(ErrorKind::kBadInput, fmt::format("s3://{}/{} was {} while it was being read (its ETag was {})", bucket,
+                                                  key, response->status == 412 ? "replaced" : "deleted", etag));
+  }
+  return std::unexpected(error_of(*response, what));
 }
 
 Result<std::string> S3Client::get_object(const std::string& bucket, const std::string& key) {

@@ -4,8 +4,12 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "clients/aws/aws_config.h"
 #include "clients/http/http_request.h"
@@ -14,6 +18,14 @@
 namespace skippr {
 
 enum class PutOutcome { kCreated, kAlreadyExists };
+
+// An object as a listing or HEAD reports it. The ETag names one version of its content: a replaced object has
+// another, which is how the File source tells a new object under an old key from the one it read.
+struct S3Object {
+  std::string key;
+  uint64_t size = 0;
+  std::string etag;  // as S3 sends it, quotes included
+};
 
 class S3Client {
  public:
@@ -33,6 +45,13 @@ class S3Client {
   // true when an object of that key exists.
   Result<bool> object_exists(const std::string& bucket, const std::string& key);
   Result<std::string> get_object(const std::string& bucket, const std::string& key);
+  // Every object whose key starts with `prefix`, in key order (ListObjectsV2, all pages).
+  Result<std::vector<S3Object>> list_objects(const std::string& bucket, const std::string& prefix);
+  // nullopt when there is no object of that key.
+  Result<std::optional<S3Object>> head_object(const std::string& bucket, const std::string& key);
+  // Writes the object's content to `file` if its ETag is still `etag` (If-Match). kBadInput when the object was
+  // replaced or deleted meanwhile: the caller names it; it is never read in its new version silently.
+  Status download_object(const std::string& bucket, const std::string& key, const std::string& etag, std::FILE* file);
   // kConfig when the bucket does not exist or these credentials may not use it.
   Status check_bucket(const std::string& bucket);
 

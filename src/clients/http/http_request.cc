@@ -11,8 +11,20 @@
 namespace skippr {
 namespace {
 
+struct BodySink {
+  CURL* curl = nullptr;
+  std::string* memory = nullptr;
+  std::FILE* file = nullptr;
+};
+
 size_t on_body(char* data, size_t size, size_t n, void* out) {
-  static_cast<std::string*>(out)->append(data, size * n);
+  auto* sink = static_cast<BodySink*>(out);
+  if (sink->file) {
+    long status = 0;
+    curl_easy_getinfo(sink->curl, CURLINFO_RESPONSE_CODE, &status);
+    if (status >= 200 && status < 300) return std::fwrite(data, 1, size * n, sink->file);  // short: curl fails
+  }
+  sink->memory->append(data, size * n);
   return size * n;
 }
 
@@ -81,9 +93,14 @@ Result<HttpResponse> http_send(const HttpRequest& request) {
   if (request.follow_redirects) curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
   curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout_seconds * 1000));
+  if (request.stall_seconds > 0) {
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, static_cast<long>(request.stall_seconds));
+  }
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(request.connect_timeout_seconds * 1000));
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &r.body);
+  BodySink body{c, &r.body, request.body_file};
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &r.headers);
   if (request.stop) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <string_view>
@@ -30,7 +31,12 @@ struct HttpRequest {
   std::string aws_secret = {};
   double timeout_seconds = 60;
   double connect_timeout_seconds = 10;
+  // Set: a transfer that moves no byte for this long is abandoned (a long download without a whole-request limit).
+  double stall_seconds = 0;
   bool follow_redirects = false;
+  // Set: a 2xx answer's body is written to this file instead of HttpResponse::body (a download of any size in bounded
+  // memory); other answers' bodies (errors) stay in memory.
+  std::FILE* body_file = nullptr;
   const std::atomic<bool>* stop = nullptr;  // set: the transfer is abandoned within a tenth of a second
 };
 

@@ -4,6 +4,7 @@
 
 #include <optional>
 
+#include "clients/aws/aws_params.h"
 #include "clients/aws/s3_client.h"
 #include "formats/object_encoding.h"
 #include "sinks/object_partitions.h"
@@ -81,16 +82,12 @@ ConnectorSpec s3_sink_spec() {
   spec.params = {
       {"bucket", ParamType::kString, true, nullptr, "the bucket"},
       {"prefix", ParamType::kString, false, "", "key prefix, e.g. landing/orders/"},
-      {"region", ParamType::kString, false, nullptr, "default: AWS_REGION, AWS_DEFAULT_REGION, us-east-1"},
-      {"endpoint", ParamType::kString, false, nullptr,
-       "an S3-compatible server, e.g. http://127.0.0.1:9000 (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL)"},
-      {"access_key_id", ParamType::kString, false, nullptr, "default: the AWS credential chain; use ${VAR}"},
-      {"secret_access_key", ParamType::kString, false, nullptr, "use ${VAR} to keep it out of the file"},
       {"partition_by", ParamType::kStringList, false, nullptr, "fields whose values make Hive-style folders"},
       {"multipart_threshold_bytes", ParamType::kInt, false, 64 << 20,
        "an object from this size on is a multipart upload"},
       {"multipart_part_bytes", ParamType::kInt, false, 16 << 20, "the size of each part (at least 5 MiB)"},
   };
+  for (auto& param : aws_connection_params()) spec.params.push_back(std::move(param));
   for (auto& param : object_encoding_params()) spec.params.push_back(std::move(param));
   spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
     const std::string what = fmt::format("S3 sink '{}'", ctx.name);
@@ -113,15 +110,9 @@ ConnectorSpec s3_sink_spec() {
     if (!encoding) return std::unexpected(encoding.error());
     o.encoding = std::move(*encoding);
     o.partition_by = p.value("partition_by", std::vector<std::string>{});
-    o.aws.region = p.value("region", std::string());
-    o.aws.endpoint = p.value("endpoint", std::string());
-    o.aws.access_key_id = p.value("access_key_id", std::string());
-    o.aws.secret_access_key = p.value("secret_access_key", std::string());
-    if (o.aws.access_key_id.empty() != o.aws.secret_access_key.empty()) {
-      return fail(ErrorKind::kConfig, fmt::format("{}: give both access_key_id and secret_access_key, or neither (then "
-                                                  "the AWS credential chain is used)",
-                                                  what));
-    }
+    auto aws = read_aws_options(p, what);
+    if (!aws) return std::unexpected(aws.error());
+    o.aws = std::move(*aws);
     const int64_t threshold = p.value("multipart_threshold_bytes", int64_t{64 << 20});
     const int64_t part = p.value("multipart_part_bytes", int64_t{16 << 20});
     if (threshold <= 0 || part < (5 << 20)) {

@@ -10,12 +10,14 @@ Position encode_file_position(const FilePosition& p) {
   nlohmann::json types = nlohmann::json::object();
   for (const auto& [name, type] : p.types) types[name] = to_string(type);
   j["types"] = std::move(types);
+  if (!p.done_versions.empty()) j["versions"] = p.done_versions;
   if (p.current) {
     j["file"] = p.current->name;
     j["offset"] = p.current->offset;
     j["line"] = p.current->line;
     j["size"] = p.current->identity.size;
     j["mtime_ns"] = p.current->identity.mtime_ns;
+    if (!p.current->identity.version.empty()) j["version"] = p.current->identity.version;
   }
   return Position{j.dump()};
 }
@@ -35,6 +37,13 @@ std::optional<FilePosition> decode_file_position(const Position& position) {
       p.types.emplace(name, *t);
     }
   }
+  if (j.contains("versions")) {
+    if (!j["versions"].is_object()) return std::nullopt;
+    for (const auto& [name, version] : j["versions"].items()) {
+      if (!version.is_string()) return std::nullopt;
+      p.done_versions.emplace(name, version.get<std::string>());
+    }
+  }
   if (j.contains("file")) {
     if (!j["file"].is_string() || !j["offset"].is_number_unsigned() || !j["line"].is_number_unsigned() ||
         !j["size"].is_number_unsigned() || !j["mtime_ns"].is_number_integer()) {
@@ -43,7 +52,7 @@ std::optional<FilePosition> decode_file_position(const Position& position) {
     p.current = CurrentFile{j["file"].get<std::string>(),
                             j["offset"].get<uint64_t>(),
                             j["line"].get<uint64_t>(),
-                            {j["size"].get<uint64_t>(), j["mtime_ns"].get<int64_t>()}};
+                            {j["size"].get<uint64_t>(), j["mtime_ns"].get<int64_t>(), j.value("version", "")}};
   }
   return p;
 }

@@ -3,7 +3,8 @@
 // exactly where the committed batch ended and refuses a file that changed in between.
 // It also carries the field types inferred so far, so a resumed run infers exactly what an uninterrupted one would.
 // JSON: {"done":["a.jsonl",...],"file":"b.jsonl","offset":123,"line":4,"size":999,"mtime_ns":...,
-// "types":{"id":"int64",...}}; names are relative to the glob's base folder.
+// "types":{"id":"int64",...}}; names are relative to the glob's base folder. An object store adds the version
+// (ETag) of the current object ("version") and of each finished one ("versions": {"a.jsonl": "\"etag\""}).
 #pragma once
 
 #include <cstdint>
@@ -17,9 +18,11 @@
 
 namespace skippr {
 
+// A local file's size and mtime; an object's size and version (its ETag), which names its content.
 struct FileIdentity {
   uint64_t size = 0;
   int64_t mtime_ns = 0;
+  std::string version = {};
   bool operator==(const FileIdentity&) const = default;
 };
 
@@ -32,6 +35,7 @@ struct CurrentFile {
 
 struct FilePosition {
   std::set<std::string> done;
+  std::map<std::string, std::string, std::less<>> done_versions;  // objects only: the version each was read in
   std::optional<CurrentFile> current;
   std::map<std::string, Type, std::less<>> types;
 };

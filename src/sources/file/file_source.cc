@@ -2,19 +2,20 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/stat.h>
-
-#include <cerrno>
-#include <cstring>
+#include <deque>
+#include <map>
 #include <optional>
 
+#include "clients/aws/aws_params.h"
 #include "formats/compression.h"
 #include "formats/csv_reader.h"
 #include "formats/jsonl_reader.h"
 #include "formats/parquet_reader.h"
 #include "formats/record_buffer.h"
 #include "sources/file/file_position.h"
+#include "sources/file/file_store.h"
 #include "sources/file/glob.h"
+#include "sources/file/s3_file_store.h"
 
 namespace skippr {
 
@@ -40,19 +41,11 @@ std::optional<FileFormat> format_from_extension(const std::filesystem::path& pat
   return std::nullopt;
 }
 
-Result<FileIdentity> identity_of(const std::filesystem::path& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    return fail(ErrorKind::kBadInput, fmt::format("{} can no longer be read: {}", path.string(), std::strerror(errno)));
-  }
-  return FileIdentity{static_cast<uint64_t>(st.st_size),
-                      static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
-}
-
 struct FileSourceOptions {
   std::string name;  // the source's name in skippr.yml
   GlobPattern pattern;
   std::string pattern_text;
+  bool remote = false;
   std::optional<FileFormat> format;        // nullopt: from each file's extension
   std::optional<Compression> compression;  // nullopt (auto): from each file's extension
   CsvOptions csv;
@@ -61,7 +54,7 @@ struct FileSourceOptions {
 // One file being read: its reader for the format, and where it is.
 struct OpenFile {
   CurrentFile where;
-  std::filesystem::path path;
+  std::string display;  // its path or URL, for messages and dead letters
   FileFormat format = FileFormat::kJsonl;
   std::unique_ptr<RecordBuffer> buffer;  // jsonl, csv
   std::unique_ptr<CsvReader> csv;
@@ -70,11 +63,13 @@ struct OpenFile {
 
 class FileSource final : public Source {
  public:
-  explicit FileSource(FileSourceOptions options) : options_(std::move(options)) {}
+  FileSource(FileSourceOptions options, std::unique_ptr<FileStore> store)
+      : options_(std::move(options)), store_(std::move(store)) {}
 
   Status open() override {
+    SKIPPR_TRY(store_->open());
     std::error_code ec;
-    if (!std::filesystem::is_directory(options_.pattern.base, ec)) {
+    if (!options_.remote && !std::filesystem::is_directory(options_.pattern.base, ec)) {
       spdlog::warn("File source '{}': folder {} does not exist (yet); no file matches {}", options_.name,
                    options_.pattern.base.string(), options_.pattern_text);
     }
@@ -85,7 +80,10 @@ class FileSource final : public Source {
   bool resumes_from_destination() const override { return true; }
   Status seek(const Position& position) override {
     current_.reset();
+    store_->release();
     done_.clear();
+    done_versions_.clear();
+    pending_.clear();
     resume_.reset();
     rows_ = RowBuilder{};
     if (position.empty()) return ok();
@@ -95,6 +93,7 @@ class FileSource final : public Source {
                   fmt::format("File source '{}': unreadable resume position '{}'", options_.name, position.token));
     }
     done_ = std::move(decoded->done);
+    done_versions_ = std::move(decoded->done_versions);
     resume_ = std::move(decoded->current);
     rows_.restore_types(std::move(decoded->types));
     return ok();
@@ -117,73 +116,106 @@ class FileSource final : public Source {
       if (!finished && skip_damaged_rest(finished.error(), out.dead_letters)) continue;
       if (!finished) return std::unexpected(finished.error());
       if (*finished) {
-        done_.insert(current_->where.name);
-        current_.reset();
+        finish_current();
       } else {
         current_->where.offset = current_->parquet ? current_->parquet->next_row() : current_->buffer->offset();
         current_->where.line = current_->parquet ? current_->parquet->next_row() + 1 : current_->buffer->next_line();
       }
     }
     out.records = rows_.take();
-    FilePosition p{done_, std::nullopt, rows_.types()};
+    FilePosition p{done_, done_versions_, std::nullopt, rows_.types()};
     if (current_) p.current = current_->where;
     out.position_after = encode_file_position(p);
     return out;
   }
 
  private:
-  // Opens the file to resume, else the first matching file not read yet. false: nothing to read right now.
+  // Opens the file to resume, else the next matching file not read yet. false: nothing to read right now.
+  // The store is listed again only when the files of the last listing are used up: once per pass, not per file.
   Result<bool> open_next() {
     if (resume_) {
       CurrentFile where = *resume_;
       resume_.reset();
       return open_file(where);
     }
-    auto files = expand_glob(options_.pattern);
-    if (!files) return std::unexpected(files.error());
-    for (const auto& path : *files) {
-      std::string name = path.lexically_relative(options_.pattern.base).generic_string();
-      if (done_.contains(name)) continue;
-      auto identity = identity_of(path);
-      if (!identity) return std::unexpected(identity.error());
-      return open_file(CurrentFile{std::move(name), 0, 1, *identity});
+    if (pending_.empty()) {
+      auto files = store_->list();
+      if (!files) return std::unexpected(files.error());
+      for (auto& file : *files) {
+        if (!done_.contains(file.name)) {
+          pending_.push_back(std::move(file));
+        } else if (store_->versions_are_content()) {
+          SKIPPR_TRY(check_not_replaced(file));
+        }
+      }
     }
-    return false;
+    if (pending_.empty()) return false;
+    StoredFile next = std::move(pending_.front());
+    pending_.pop_front();
+    return open_file(CurrentFile{std::move(next.name), 0, 1, std::move(next.identity)});
   }
 
-  Result<bool> open_file(const CurrentFile& where) {
-    const std::filesystem::path path = options_.pattern.base / where.name;
-    auto identity = identity_of(path);
-    if (!identity) return std::unexpected(identity.error());
-    if (*identity != where.identity) {
-      return fail(ErrorKind::kBadInput,
-                  fmt::format("File source '{}': {} changed after it was partly read (size {} -> {} bytes, mtime "
-                              "changed: {}); a changed file is never re-read silently. Put the original back, or "
-                              "RESET PIPELINE to read every file again",
-                              options_.name, path.string(), where.identity.size, identity->size,
-                              where.identity.mtime_ns != identity->mtime_ns ? "yes" : "no"));
+  // An object read to its end and then replaced under the same key: its new content would be skipped without a
+  // word, so it is an error naming it instead.
+  Status check_not_replaced(const StoredFile& file) const {
+    auto read = done_versions_.find(file.name);
+    if (read == done_versions_.end() || read->second == file.identity.version) return ok();
+    return fail(ErrorKind::kBadInput,
+                fmt::format("File source '{}': {} was replaced after it was read (version {} was read, {} is there "
+                            "now); its new content is never read silently. Write new data under new names, or "
+                            "RESET PIPELINE to read every object again",
+                            options_.name, store_->display(file.name), read->second, file.identity.version));
+  }
+
+  Result<bool> open_file(const CurrentFile& where_listed) {
+    CurrentFile where = where_listed;
+    const std::string display = store_->display(where.name);
+    auto now = store_->identity(where.name);
+    if (!now) return std::unexpected(now.error());
+    const bool started = where.offset > 0;
+    if (!*now && !started) return true;  // listed, then gone before reading began: nothing of it was read
+    if (!*now) {
+      return fail(ErrorKind::kBadInput, fmt::format("File source '{}': {} is gone after it was partly read; put it "
+                                                    "back, or RESET PIPELINE to read every file again",
+                                                    options_.name, display));
     }
-    auto format = options_.format ? options_.format : format_from_extension(path);
+    if (started && **now != where.identity) {
+      return fail(ErrorKind::kBadInput,
+                  fmt::format("File source '{}': {} changed after it was partly read (size {} -> {} bytes, {} "
+                              "changed); a changed file is never re-read silently. Put the original back, or "
+                              "RESET PIPELINE to read every file again",
+                              options_.name, display, where.identity.size, (*now)->size,
+                              where.identity.version.empty() ? "mtime" : "version"));
+    }
+    if (!started) where.identity = std::move(**now);  // still being written when listed: read what is there now
+    auto format = options_.format ? options_.format : format_from_extension(where.name);
     if (!format) {
       return fail(ErrorKind::kConfig, fmt::format("File source '{}': cannot tell the format of {} from its name; set "
                                                   "format: jsonl, csv or parquet",
-                                                  options_.name, path.string()));
+                                                  options_.name, display));
+    }
+    auto path = store_->fetch(where.name, where.identity);
+    if (!path) {
+      if (path.error().kind != ErrorKind::kBadInput) return std::unexpected(path.error());
+      return fail(ErrorKind::kBadInput, fmt::format("File source '{}': {}; it is never read in a version other "
+                                                    "than the one listed. RESET PIPELINE to read every file again",
+                                                    options_.name, path.error().message));
     }
     auto file = std::make_unique<OpenFile>();
     file->where = where;
-    file->path = path;
+    file->display = display;
     file->format = *format;
     if (*format == FileFormat::kParquet) {
-      auto reader = ParquetReader::open(path, where.offset);
+      auto reader = ParquetReader::open(*path, where.offset);
       if (!reader) return std::unexpected(reader.error());
       file->parquet = std::move(*reader);
     } else {
-      auto stream = open_byte_stream(path, options_.compression.value_or(compression_from_extension(path)));
+      auto stream = open_byte_stream(*path, options_.compression.value_or(compression_from_extension(where.name)));
       if (!stream) return std::unexpected(stream.error());
       file->buffer = std::make_unique<RecordBuffer>(std::move(*stream));
       if (*format == FileFormat::kCsv) {
         file->csv = std::make_unique<CsvReader>(options_.csv);
-        SKIPPR_TRY(file->csv->read_header(*file->buffer, path.string()));
+        SKIPPR_TRY(file->csv->read_header(*file->buffer, display));
       }
       // Compressed input cannot seek: the stream is decompressed from the start and skipped up to the offset.
       const uint64_t skip = where.offset > file->buffer->offset() ? where.offset - file->buffer->offset() : 0;
@@ -192,12 +224,19 @@ class FileSource final : public Source {
         return fail(ErrorKind::kBadInput,
                     fmt::format("File source '{}': {} has different content before the saved position (line {} "
                                 "expected at byte {}, found line {}); it changed after it was partly read",
-                                options_.name, path.string(), where.line, where.offset, file->buffer->next_line()));
+                                options_.name, display, where.line, where.offset, file->buffer->next_line()));
       }
     }
-    if (where.offset == 0) spdlog::debug("File source '{}': reading {}", options_.name, path.string());
+    if (where.offset == 0) spdlog::debug("File source '{}': reading {}", options_.name, display);
     current_ = std::move(file);
     return true;
+  }
+
+  void finish_current() {
+    done_.insert(current_->where.name);
+    if (store_->versions_are_content()) done_versions_[current_->where.name] = current_->where.identity.version;
+    current_.reset();
+    store_->release();
   }
 
   // A compressed file that is damaged or cut short: what could be read of it is kept (the rows before the damage are
@@ -209,7 +248,7 @@ class FileSource final : public Source {
     }
     const RecordBuffer& buffer = *current_->buffer;
     const uint64_t at = *buffer.damaged_at();
-    dead.push_back({current_->path.string(), buffer.next_line(),
+    dead.push_back({current_->display, buffer.next_line(),
                     fmt::format("{}; the file is readable up to byte {} of its decompressed content: the records "
                                 "before it were read, the rest of the file is skipped",
                                 error.message, at),
@@ -217,9 +256,8 @@ class FileSource final : public Source {
     spdlog::warn(
         "File source '{}': {} is damaged at decompressed byte {}; its readable part is read, the rest goes "
         "to the dead letters ({})",
-        options_.name, current_->path.string(), at, error.message);
-    done_.insert(current_->where.name);
-    current_.reset();
+        options_.name, current_->display, at, error.message);
+    finish_current();
     return true;
   }
 
@@ -228,9 +266,9 @@ class FileSource final : public Source {
     OpenFile& f = *current_;
     switch (f.format) {
       case FileFormat::kJsonl:
-        return jsonl_.read(*f.buffer, rows_, dead, limits, progress, f.path.string());
+        return jsonl_.read(*f.buffer, rows_, dead, limits, progress, f.display);
       case FileFormat::kCsv:
-        return f.csv->read(*f.buffer, rows_, dead, limits, progress, f.path.string());
+        return f.csv->read(*f.buffer, rows_, dead, limits, progress, f.display);
       case FileFormat::kParquet:
         return f.parquet->read(rows_, limits, progress);
     }
@@ -238,7 +276,10 @@ class FileSource final : public Source {
   }
 
   FileSourceOptions options_;
+  std::unique_ptr<FileStore> store_;
   std::set<std::string> done_;
+  std::map<std::string, std::string, std::less<>> done_versions_;
+  std::deque<StoredFile> pending_;  // listed, not read yet
   std::optional<CurrentFile> resume_;
   std::unique_ptr<OpenFile> current_;
   RowBuilder rows_;
@@ -294,23 +335,31 @@ ConnectorSpec file_source_spec() {
   ConnectorSpec spec;
   spec.type_name = "File";
   spec.is_source = true;
-  spec.summary = "local JSON lines, CSV or Parquet files (glob, gzip/zstd, new files picked up)";
+  spec.summary = "JSON lines, CSV or Parquet files, local or in S3 (glob, gzip/zstd, new files picked up)";
   spec.params = {
       {"path", ParamType::kPath, true, nullptr,
-       "a file or a glob such as in/**/*.jsonl.gz (relative to skippr.yml's folder); files are read in sorted order"},
+       "a file or a glob such as in/**/*.jsonl.gz (relative to skippr.yml's folder) or s3://bucket/in/*.jsonl.gz; "
+       "files are read in sorted order"},
       {"format", ParamType::kString, false, nullptr, "jsonl, csv or parquet; from each file's extension when absent"},
       {"compression", ParamType::kString, false, "auto", "auto (from the extension: .gz, .zst), gzip, zstd or none"},
       {"csv", ParamType::kStringMap, false, nullptr,
        "delimiter (default ','), quote ('\"'), header (true), null_string (an unquoted field equal to it is NULL; "
        "default the empty field)"},
   };
+  for (auto& param : aws_connection_params()) spec.params.push_back(std::move(param));  // s3:// paths
   spec.make_source = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Source>> {
     const auto& p = ctx.params;
     FileSourceOptions o;
     o.name = ctx.name;
     o.pattern_text = p.value("path", std::string());
-    o.pattern = parse_glob(o.pattern_text);
-    if (std::error_code ec; std::filesystem::is_directory(o.pattern_text, ec)) {
+    o.remote = o.pattern_text.find("://") != std::string::npos;
+    if (o.remote && !is_s3_url(o.pattern_text)) {
+      return fail(ErrorKind::kConfig, fmt::format("File source '{}': path '{}': only local paths and s3:// URLs are "
+                                                  "read so far",
+                                                  ctx.name, o.pattern_text));
+    }
+    if (!o.remote) o.pattern = parse_glob(o.pattern_text);
+    if (std::error_code ec; !o.remote && std::filesystem::is_directory(o.pattern_text, ec)) {
       return fail(ErrorKind::kConfig, fmt::format("File source '{}': path '{}' names a folder; add a file pattern "
                                                   "such as {}/*.jsonl",
                                                   ctx.name, o.pattern_text, o.pattern_text));
@@ -335,7 +384,20 @@ ConnectorSpec file_source_spec() {
     auto csv = csv_options(ctx.name, p.value("csv", nlohmann::json::object()));
     if (!csv) return std::unexpected(csv.error());
     o.csv = std::move(*csv);
-    return std::make_unique<FileSource>(std::move(o));
+    std::unique_ptr<FileStore> store;
+    if (o.remote) {
+      const std::string where = fmt::format("File source '{}'", ctx.name);
+      auto aws = read_aws_options(p, where);
+      if (!aws) return std::unexpected(aws.error());
+      const auto cache = ctx.pipeline_dir.empty() ? std::filesystem::temp_directory_path() / "skippr-file-cache"
+                                                  : ctx.pipeline_dir / "file-cache";
+      auto s3 = s3_file_store(o.pattern_text, std::move(*aws), cache, where);
+      if (!s3) return std::unexpected(s3.error());
+      store = std::move(*s3);
+    } else {
+      store = local_file_store(o.pattern);
+    }
+    return std::make_unique<FileSource>(std::move(o), std::move(store));
   };
   return spec;
 }

@@ -1,4 +1,4 @@
-#include "files/jsonl_data.h"
+#include "support/jsonl_data.h"
 
 #include <fmt/format.h>
 #include <zlib.h>
