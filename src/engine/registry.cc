@@ -4,6 +4,7 @@
 #include "sinks/file/file_sink.h"
 #include "sinks/postgres/postgres_sink.h"
 #include "sinks/s3/s3_sink.h"
+#include "sinks/sftp/sftp_sink.h"
 #include "sinks/stdout/stdout_sink.h"
 #include "sources/file/file_source.h"
 #include "sources/http_client/http_client_source.h"
@@ -28,6 +29,7 @@ const std::vector<ConnectorSpec>& connector_registry() {
       file_sink_spec(),
       s3_sink_spec(),
       azure_blob_sink_spec(),
+      sftp_sink_spec(),
   };
   return registry;
 }

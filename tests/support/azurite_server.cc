@@ -102,6 +102,25 @@ BlobClient AzuriteServer::client() const {
   return BlobClient(must(resolve_azure_account(o, "azurite")));
 }
 
+void AzuriteServer::upload(const std::filesystem::path& dir, const std::string& container,
+                           const std::string& prefix) const {
+  const AzureAccount account = client().account();
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    const std::string body = read_text(entry.path());
+    AzureRequest put;
+    put.method = "PUT";
+    put.path = "/" + container + "/" +
+               url_encode(prefix + entry.path().lexically_relative(dir).generic_string(), /*keep_slash=*/true);
+    put.headers = {{"Content-Type", "application/octet-stream"}, {"x-ms-blob-type", "BlockBlob"}};
+    put.body = body;
+    auto r = http_send(azure_authorize(account, put));
+    if (!r || r->status != 201) {
+      throw std::runtime_error(fmt::format("Put Blob {} failed: {}", put.path, r ? r->body : r.error().message));
+    }
+  }
+}
+
 std::string AzuriteServer::create_container(const std::string& prefix, bool public_read) {
   const std::string name = fmt::format("{}-{}", prefix, ++containers_);
   if (auto r = client().create_container(name, public_read); !r) throw std::runtime_error(r.error().message);

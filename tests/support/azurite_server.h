@@ -41,6 +41,8 @@ class AzuriteServer {
   // A blob's bytes by a plain unauthenticated GET (its container must be public_read): proof that does not go
   // through skipprd's signing.
   std::string public_get(const std::string& container, const std::string& name) const;
+  // Every file under `dir` stored as blob prefix + its relative path, replacing what is there (a plain Put Blob).
+  void upload(const std::filesystem::path& dir, const std::string& container, const std::string& prefix) const;
   // A client with the account key (for listings and reads).
   BlobClient client() const;
 

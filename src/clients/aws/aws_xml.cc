@@ -40,7 +40,14 @@ void collect(const xmlNode* node, const char* name, std::vector<std::map<std::st
     }
     auto& record = out.emplace_back();
     for (const xmlNode* child = node->children; child; child = child->next) {
-      if (child->type == XML_ELEMENT_NODE) record[reinterpret_cast<const char*>(child->name)] = text_of(child);
+      if (child->type != XML_ELEMENT_NODE) continue;
+      record[reinterpret_cast<const char*>(child->name)] = text_of(child);
+      // One level down too: Azure's <Blob> keeps Content-Length and Etag inside <Properties>.
+      for (const xmlNode* grandchild = child->children; grandchild; grandchild = grandchild->next) {
+        if (grandchild->type == XML_ELEMENT_NODE) {
+          record.try_emplace(reinterpret_cast<const char*>(grandchild->name), text_of(grandchild));
+        }
+      }
     }
   }
 }

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 #include "clients/aws/aws_xml.h"  // libxml2 lookups; Azure's error and list bodies are plain XML as S3's are
 #include "core/redact.h"
 
@@ -38,9 +40,15 @@ std::string BlobClient::what(const char* operation, const std::string& container
   return fmt::format("Azure {} {}/{}{}", operation, account_.name, container, name.empty() ? "" : "/" + name);
 }
 
-Result<HttpResponse> BlobClient::send(const AzureRequest& request, const std::string& what, bool is_write) const {
+Result<HttpResponse> BlobClient::send(const AzureRequest& request, const std::string& what, bool is_write,
+                                      std::FILE* body_file) const {
   HttpRequest http = azure_authorize(account_, request);
   http.stop = stop_;
+  if (body_file) {
+    http.body_file = body_file;
+    http.timeout_seconds = 24 * 3600;  // a large blob: the stall limit catches a dead server
+    http.stall_seconds = 60;
+  }
   auto response = http_send(http);
   if (response) return response;
   // http_send names the URL, whose query may hold the SAS: only the path is shown, and no secret in any case.
@@ -128,15 +136,9 @@ Result<BlobPutOutcome> BlobClient::put_blocks_if_absent(const std::string& conta
 }
 
 Result<bool> BlobClient::blob_exists(const std::string& container, const std::string& name) {
-  AzureRequest r;
-  r.method = "HEAD";
-  r.path = blob_path(container, name);
-  const std::string w = what("Get Blob Properties", container, name);
-  auto response = send(r, w, /*is_write=*/false);
-  if (!response) return std::unexpected(response.error());
-  if (response->status == 200) return true;
-  if (response->status == 404 && error_code(*response) != "ContainerNotFound") return false;
-  return std::unexpected(error_of(*response, w));
+  auto properties = blob_properties(container, name);
+  if (!properties) return std::unexpected(properties.error());
+  return properties->has_value();
 }
 
 Result<std::string> BlobClient::get_blob(const std::string& container, const std::string& name) {
@@ -151,7 +153,16 @@ Result<std::string> BlobClient::get_blob(const std::string& container, const std
 
 Result<std::vector<std::string>> BlobClient::list_blobs(const std::string& container, const std::string& prefix,
                                                         bool uncommitted) {
+  auto items = list_blob_items(container, prefix, uncommitted);
+  if (!items) return std::unexpected(items.error());
   std::vector<std::string> names;
+  for (auto& item : *items) names.push_back(std::move(item.name));
+  return names;
+}
+
+Result<std::vector<BlobItem>> BlobClient::list_blob_items(const std::string& container, const std::string& prefix,
+                                                          bool uncommitted) {
+  std::vector<BlobItem> items;
   const std::string w = what("List Blobs", container);
   for (std::string marker;;) {
     AzureRequest r;
@@ -163,10 +174,43 @@ Result<std::vector<std::string>> BlobClient::list_blobs(const std::string& conta
     auto response = send(r, w, /*is_write=*/false);
     if (!response) return std::unexpected(response.error());
     if (response->status != 200) return std::unexpected(error_of(*response, w));
-    for (auto& blob : aws_xml_records(response->body, "Blob")) names.push_back(std::move(blob["Name"]));
+    for (auto& blob : aws_xml_records(response->body, "Blob")) {
+      items.push_back({std::move(blob["Name"]), std::strtoull(blob["Content-Length"].c_str(), nullptr, 10),
+                       std::move(blob["Etag"])});
+    }
     marker = aws_xml_text(response->body, "NextMarker");
-    if (marker.empty()) return names;
+    if (marker.empty()) return items;
   }
+}
+
+Result<std::optional<BlobItem>> BlobClient::blob_properties(const std::string& container, const std::string& name) {
+  AzureRequest r;
+  r.method = "HEAD";
+  r.path = blob_path(container, name);
+  const std::string w = what("Get Blob Properties", container, name);
+  auto response = send(r, w, /*is_write=*/false);
+  if (!response) return std::unexpected(response.error());
+  if (response->status == 404 && error_code(*response) != "ContainerNotFound") return std::optional<BlobItem>();
+  if (response->status != 200) return std::unexpected(error_of(*response, w));
+  return std::optional<BlobItem>(BlobItem{name, std::strtoull(response->headers["content-length"].c_str(), nullptr, 10),
+                                          response->headers["etag"]});
+}
+
+Status BlobClient::download_blob(const std::string& container, const std::string& name, const std::string& etag,
+                                 std::FILE* file) {
+  AzureRequest r;
+  r.path = blob_path(container, name);
+  r.headers = {{"If-Match", etag}};
+  const std::string w = what("Get Blob", container, name);
+  auto response = send(r, w, /*is_write=*/false, file);
+  if (!response) return std::unexpected(response.error());
+  if (response->status == 200) return ok();
+  if (response->status == 412 || (response->status == 404 && error_code(*response) == "BlobNotFound")) {
+    return fail(ErrorKind::kBadInput,
+                fmt::format("az://{}/{} was {} while it was being read (its ETag was {})", container, name,
+                            response->status == 412 ? "replaced" : "deleted", etag));
+  }
+  return std::unexpected(error_of(*response, w));
 }
 
 Result<std::vector<std::string>> BlobClient::committed_blocks(const std::string& container, const std::string& name) {

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +18,13 @@
 namespace skippr {
 
 enum class BlobPutOutcome { kCreated, kAlreadyExists };
+
+// A blob as a listing or Get Blob Properties reports it; the ETag names one version of its content.
+struct BlobItem {
+  std::string name;
+  uint64_t size = 0;
+  std::string etag;
+};
 
 class BlobClient {
  public:
@@ -37,6 +47,14 @@ class BlobClient {
   // names that hold only staged blocks (an upload that was never committed).
   Result<std::vector<std::string>> list_blobs(const std::string& container, const std::string& prefix = "",
                                               bool uncommitted = false);
+  // The same with each blob's size and ETag (committed blobs only, unless `uncommitted`).
+  Result<std::vector<BlobItem>> list_blob_items(const std::string& container, const std::string& prefix = "",
+                                                bool uncommitted = false);
+  // nullopt when there is no such blob.
+  Result<std::optional<BlobItem>> blob_properties(const std::string& container, const std::string& name);
+  // Writes the blob's content to `file` if its ETag is still `etag` (If-Match). kBadInput when it was replaced or
+  // deleted meanwhile.
+  Status download_blob(const std::string& container, const std::string& name, const std::string& etag, std::FILE* file);
   // The ids of a blob's committed blocks, in order (as azure_block_id makes them).
   Result<std::vector<std::string>> committed_blocks(const std::string& container, const std::string& name);
   // kConfig when the container does not exist or these credentials may not use it (Get Container Properties).
@@ -50,7 +68,9 @@ class BlobClient {
  private:
   // The answer whatever its status; a failure without one keeps http_send's kind for a write (kUnknownOutcome:
   // the write may have happened) and is kUnavailable for a read, which has no outcome to doubt.
-  Result<HttpResponse> send(const AzureRequest& request, const std::string& what, bool is_write) const;
+  // `body_file`: a 2xx answer's body is written there (see HttpRequest::body_file).
+  Result<HttpResponse> send(const AzureRequest& request, const std::string& what, bool is_write,
+                            std::FILE* body_file = nullptr) const;
   Error error_of(const HttpResponse& response, const std::string& what) const;
   std::string what(const char* operation, const std::string& container, const std::string& name = "") const;
 

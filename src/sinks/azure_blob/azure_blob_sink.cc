@@ -4,6 +4,7 @@
 
 #include <optional>
 
+#include "clients/azure/azure_params.h"
 #include "clients/azure/blob_client.h"
 #include "formats/object_encoding.h"
 #include "sinks/object_partitions.h"
@@ -86,11 +87,6 @@ ConnectorSpec azure_blob_sink_spec() {
       {"account", ParamType::kString, true, nullptr, "the storage account"},
       {"container", ParamType::kString, true, nullptr, "the container"},
       {"prefix", ParamType::kString, false, "", "blob name prefix, e.g. landing/orders/"},
-      {"account_key", ParamType::kString, false, nullptr, "secret: the account key; use ${VAR}"},
-      {"sas_token", ParamType::kString, false, nullptr, "secret: a SAS token (sv=...&sig=...); use ${VAR}"},
-      {"connection_string", ParamType::kString, false, nullptr,
-       "secret: AccountName=...;AccountKey=... or SharedAccessSignature=...;BlobEndpoint=...; use ${VAR}. Without "
-       "any of the three: AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY, AZURE_STORAGE_SAS_TOKEN"},
       {"endpoint", ParamType::kString, false, nullptr,
        "the account's blob endpoint, e.g. http://127.0.0.1:10000/devstoreaccount1 for Azurite (default: "
        "https://<account>.blob.core.windows.net)"},
@@ -99,6 +95,7 @@ ConnectorSpec azure_blob_sink_spec() {
        "a blob from this size on is uploaded as blocks and one Put Block List"},
       {"block_bytes", ParamType::kInt, false, 16 << 20, "the size of each block"},
   };
+  for (auto& param : azure_credential_params()) spec.params.push_back(std::move(param));
   for (auto& param : object_encoding_params()) spec.params.push_back(std::move(param));
   spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
     const std::string what = fmt::format("AzureBlob sink '{}'", ctx.name);
@@ -122,11 +119,7 @@ ConnectorSpec azure_blob_sink_spec() {
     if (!encoding) return std::unexpected(encoding.error());
     o.encoding = std::move(*encoding);
     o.partition_by = p.value("partition_by", std::vector<std::string>{});
-    o.azure.account = p.value("account", std::string());
-    o.azure.account_key = p.value("account_key", std::string());
-    o.azure.sas_token = p.value("sas_token", std::string());
-    o.azure.connection_string = p.value("connection_string", std::string());
-    o.azure.endpoint = p.value("endpoint", std::string());
+    o.azure = read_azure_options(p);
     const int64_t threshold = p.value("block_threshold_bytes", int64_t{64 << 20});
     const int64_t block = p.value("block_bytes", int64_t{16 << 20});
     // 4000 MiB is the service's largest block.

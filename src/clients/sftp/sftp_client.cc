@@ -1,0 +1,254 @@
+#include "clients/sftp/sftp_client.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <libssh/libssh.h>
+#include <libssh/sftp.h>
+
+#include <algorithm>
+
+namespace skippr {
+
+struct SftpClient::Handles {
+  ssh_session session = nullptr;
+  sftp_session sftp = nullptr;
+  std::string where;  // "user@host:port", for messages
+  bool fsync = false;
+  ~Handles() {
+    if (sftp) sftp_free(sftp);
+    if (session) {
+      if (ssh_is_connected(session)) ssh_disconnect(session);
+      ssh_free(session);
+    }
+  }
+};
+
+namespace {
+
+// sftp_write sends one request per call and waits for its status; 64 KiB stays well inside what OpenSSH's server
+// takes in one message (256 KiB) and needs few round trips.
+constexpr size_t kWriteChunk = 64 << 10;
+
+struct KeyFree {
+  void operator()(ssh_key key) const { ssh_key_free(key); }
+};
+using KeyPtr = std::unique_ptr<std::remove_pointer_t<ssh_key>, KeyFree>;
+
+struct AttributesFree {
+  void operator()(sftp_attributes a) const { sftp_attributes_free(a); }
+};
+using AttributesPtr = std::unique_ptr<std::remove_pointer_t<sftp_attributes>, AttributesFree>;
+
+Status check_host_key(ssh_session session, const SftpOptions& o, const std::string& where) {
+  if (!o.strict_host_key_checking) return ok();
+  const std::string file = o.known_hosts_file.string();
+  switch (ssh_session_is_known_server(session)) {
+    case SSH_KNOWN_HOSTS_OK:
+      return ok();
+    case SSH_KNOWN_HOSTS_CHANGED:
+    case SSH_KNOWN_HOSTS_OTHER:
+      return fail(ErrorKind::kConfig,
+                  fmt::format("the host key of {}:{} does not match the one in known_hosts_file {} (someone may be "
+                              "intercepting the connection; if the server's key was changed on purpose, update that "
+                              "file)",
+                              o.host, o.port, file));
+    case SSH_KNOWN_HOSTS_NOT_FOUND:
+    case SSH_KNOWN_HOSTS_UNKNOWN:
+      return fail(ErrorKind::kConfig,
+                  fmt::format("{}:{} is not in known_hosts_file {}; add its host key (ssh-keyscan -p {} {} >> {}) or "
+                              "set strict_host_key_checking: false",
+                              o.host, o.port, file, o.port, o.host, file));
+    case SSH_KNOWN_HOSTS_ERROR:
+      break;
+  }
+  return fail(ErrorKind::kConfig, fmt::format("cannot check the host key of {} against known_hosts_file {}: {}", where,
+                                              file, ssh_get_error(session)));
+}
+
+Status log_in(ssh_session session, const SftpOptions& o, const std::string& where) {
+  int rc = SSH_AUTH_ERROR;
+  std::string credential;
+  if (!o.private_key_file.empty()) {
+    ssh_key raw = nullptr;
+    if (ssh_pki_import_privkey_file(o.private_key_file.c_str(), nullptr, nullptr, nullptr, &raw) != SSH_OK) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("cannot read the private key in {} (missing, unreadable, not a key, or protected by a "
+                              "passphrase)",
+                              o.private_key_file.string()));
+    }
+    KeyPtr key(raw);
+    rc = ssh_userauth_publickey(session, nullptr, key.get());
+    credential = fmt::format("the key in {}", o.private_key_file.string());
+  } else {
+    rc = ssh_userauth_password(session, nullptr, o.password.c_str());
+    credential = "the password";
+  }
+  if (rc == SSH_AUTH_SUCCESS) return ok();
+  if (rc == SSH_AUTH_ERROR && !ssh_is_connected(session)) {
+    return fail(ErrorKind::kUnavailable, fmt::format("the connection to {} broke while logging in", where));
+  }
+  // DENIED and PARTIAL (the server wants a second factor) alike: these credentials alone do not let us in.
+  return fail(ErrorKind::kConfig, fmt::format("{}:{} refused {} for user '{}'", o.host, o.port, credential, o.user));
+}
+
+}  // namespace
+
+SftpClient::SftpClient(std::unique_ptr<Handles> handles) : h_(std::move(handles)) {}
+SftpClient::SftpClient(SftpClient&&) noexcept = default;
+SftpClient& SftpClient::operator=(SftpClient&&) noexcept = default;
+SftpClient::~SftpClient() = default;
+
+Result<SftpClient> SftpClient::connect(const SftpOptions& o) {
+  auto h = std::make_unique<Handles>();
+  h->where = fmt::format("{}@{}:{}", o.user, o.host, o.port);
+  h->session = ssh_new();
+  if (!h->session) return fail(ErrorKind::kInternal, "cannot create an SSH session");
+  ssh_session s = h->session;
+  const long timeout = o.timeout_seconds;
+  const bool no = false;
+  const std::string known_hosts = o.known_hosts_file.string();
+  // Only what the options say: no ~/.ssh/config, and the given known_hosts file is the one host keys are checked in.
+  if (ssh_options_set(s, SSH_OPTIONS_PROCESS_CONFIG, &no) != SSH_OK ||
+      ssh_options_set(s, SSH_OPTIONS_HOST, o.host.c_str()) != SSH_OK ||
+      ssh_options_set(s, SSH_OPTIONS_PORT, &o.port) != SSH_OK ||
+      ssh_options_set(s, SSH_OPTIONS_USER, o.user.c_str()) != SSH_OK ||
+      ssh_options_set(s, SSH_OPTIONS_TIMEOUT, &timeout) != SSH_OK ||
+      ssh_options_set(s, SSH_OPTIONS_KNOWNHOSTS, known_hosts.c_str()) != SSH_OK ||
+      ssh_options_set(s, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, known_hosts.c_str()) != SSH_OK) {
+    return fail(ErrorKind::kConfig, fmt::format("invalid SSH options for {}: {}", h->where, ssh_get_error(s)));
+  }
+  if (ssh_connect(s) != SSH_OK) {
+    return fail(ErrorKind::kUnavailable, fmt::format("cannot reach {}: {}", h->where, ssh_get_error(s)));
+  }
+  SKIPPR_TRY(check_host_key(s, o, h->where));
+  SKIPPR_TRY(log_in(s, o, h->where));
+  h->sftp = sftp_new(s);
+  if (!h->sftp || sftp_init(h->sftp) != SSH_OK) {
+    if (!ssh_is_connected(s)) {
+      return fail(ErrorKind::kUnavailable, fmt::format("the connection to {} broke while starting SFTP", h->where));
+    }
+    return fail(ErrorKind::kConfig, fmt::format("{} does not offer SFTP: {}", h->where, ssh_get_error(s)));
+  }
+  h->fsync = sftp_extension_supported(h->sftp, "fsync@openssh.com", "1") == 1;
+  return SftpClient(std::move(h));
+}
+
+bool SftpClient::fsync_supported() const { return h_->fsync; }
+bool SftpClient::connected() const { return h_ && h_->session && ssh_is_connected(h_->session); }
+
+Error SftpClient::error_of(const std::string& what, ErrorKind broken_connection) const {
+  if (!connected()) {
+    return Error{broken_connection, fmt::format("{}: the connection to {} broke", what, h_->where)};
+  }
+  switch (sftp_get_error(h_->sftp)) {
+    case SSH_FX_NO_SUCH_FILE:
+    case SSH_FX_NO_SUCH_PATH:
+      return Error{ErrorKind::kConfig, fmt::format("{}: no such file or folder", what)};
+    case SSH_FX_PERMISSION_DENIED:
+    case SSH_FX_WRITE_PROTECT:
+      return Error{ErrorKind::kConfig, fmt::format("{}: permission denied for {}", what, h_->where)};
+    default:
+      // SSH_FX_FAILURE covers a full disk and other passing trouble on the server: worth retrying.
+      return Error{ErrorKind::kUnavailable, fmt::format("{}: {}", what, ssh_get_error(h_->session))};
+  }
+}
+
+Result<bool> SftpClient::exists(const std::string& path) {
+  AttributesPtr attributes(sftp_stat(h_->sftp, path.c_str()));
+  if (attributes) return true;
+  if (connected() && sftp_get_error(h_->sftp) == SSH_FX_NO_SUCH_FILE) return false;
+  return std::unexpected(error_of(fmt::format("cannot look up {}", path)));
+}
+
+Status SftpClient::check_directory(const std::string& path) {
+  AttributesPtr attributes(sftp_stat(h_->sftp, path.c_str()));
+  if (!attributes) {
+    Error e = error_of(fmt::format("the remote folder {} on {}", path, h_->where));
+    if (e.kind == ErrorKind::kConfig && sftp_get_error(h_->sftp) != SSH_FX_PERMISSION_DENIED) {
+      e.message = fmt::format("the remote folder {} does not exist on {}; create it", path, h_->where);
+    }
+    return std::unexpected(std::move(e));
+  }
+  if (attributes->type != SSH_FILEXFER_TYPE_DIRECTORY) {
+    return fail(ErrorKind::kConfig, fmt::format("{} on {} is not a folder", path, h_->where));
+  }
+  return ok();
+}
+
+Status SftpClient::check_writable(const std::string& file) {
+  sftp_file handle = sftp_open(h_->sftp, file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (!handle) {
+    Error e = error_of(fmt::format("cannot create files like {}", file));
+    if (e.kind == ErrorKind::kConfig) {
+      e.message = fmt::format("{} may not create files in {} (permission denied)", h_->where,
+                              file.substr(0, file.rfind('/') + 1));
+    }
+    return std::unexpected(std::move(e));
+  }
+  if (sftp_close(handle) != 0) return std::unexpected(error_of(fmt::format("cannot close {}", file)));
+  return remove(file);
+}
+
+Status SftpClient::mkdir_p(const std::string& existing_base, const std::string& path) {
+  if (path.size() <= existing_base.size()) return ok();
+  // Each component below the base, shortest first; one that exists already (made by an earlier batch or another
+  // writer) is fine.
+  for (size_t end = path.find('/', existing_base.size() + 1);; end = path.find('/', end + 1)) {
+    const std::string folder = path.substr(0, end);
+    if (sftp_mkdir(h_->sftp, folder.c_str(), 0755) != 0) {
+      const int code = connected() ? sftp_get_error(h_->sftp) : SSH_FX_CONNECTION_LOST;
+      if (code != SSH_FX_FILE_ALREADY_EXISTS && code != SSH_FX_FAILURE) {
+        return std::unexpected(error_of(fmt::format("cannot make the folder {}", folder)));
+      }
+      SKIPPR_TRY(check_directory(folder));  // OpenSSH says FAILURE for EEXIST: make sure it is a folder
+    }
+    if (end == std::string::npos) return ok();
+  }
+}
+
+Result<SftpPutOutcome> SftpClient::write_file_atomically(const std::string& tmp, const std::string& final_path,
+                                                         std::string_view bytes,
+                                                         const std::function<void()>& before_rename) {
+  auto there = exists(final_path);
+  if (!there) return std::unexpected(there.error());
+  if (*there) return SftpPutOutcome::kAlreadyExists;
+
+  sftp_file file = sftp_open(h_->sftp, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (!file) return std::unexpected(error_of(fmt::format("cannot create {}", tmp)));
+  for (size_t done = 0; done < bytes.size();) {
+    const size_t n = std::min(kWriteChunk, bytes.size() - done);
+    const ssize_t wrote = sftp_write(file, bytes.data() + done, n);
+    if (wrote <= 0) {
+      Error e = error_of(fmt::format("cannot write {}", tmp));
+      sftp_close(file);
+      return std::unexpected(std::move(e));
+    }
+    done += static_cast<size_t>(wrote);
+  }
+  if (h_->fsync && sftp_fsync(file) != 0) {
+    Error e = error_of(fmt::format("cannot fsync {}", tmp));
+    sftp_close(file);
+    return std::unexpected(std::move(e));
+  }
+  if (sftp_close(file) != 0) return std::unexpected(error_of(fmt::format("cannot close {}", tmp)));
+  if (before_rename) before_rename();
+
+  if (sftp_rename(h_->sftp, tmp.c_str(), final_path.c_str()) == 0) return SftpPutOutcome::kCreated;
+  // The rename may have happened if the connection broke: only a retry under the same names can tell.
+  Error rename_error = error_of(fmt::format("cannot rename {} to {}", tmp, final_path), ErrorKind::kUnknownOutcome);
+  auto landed = exists(final_path);
+  if (landed && *landed) {
+    // SFTP v3 refuses a rename onto an existing name: another attempt of this batch landed it first.
+    (void)remove(tmp);
+    return SftpPutOutcome::kAlreadyExists;
+  }
+  return std::unexpected(std::move(rename_error));
+}
+
+Status SftpClient::remove(const std::string& path) {
+  if (sftp_unlink(h_->sftp, path.c_str()) == 0) return ok();
+  if (connected() && sftp_get_error(h_->sftp) == SSH_FX_NO_SUCH_FILE) return ok();
+  return std::unexpected(error_of(fmt::format("cannot remove {}", path)));
+}
+
+}  // namespace skippr
