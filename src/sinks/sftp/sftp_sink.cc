@@ -9,28 +9,22 @@
 
 #include "clients/sftp/sftp_client.h"
 #include "core/failpoint.h"
-#include "formats/object_encoding.h"
-#include "sinks/object_partitions.h"
+#include "sinks/object_sink.h"
 
 namespace skippr {
 namespace {
 
 struct SftpSinkOptions {
-  std::string name;
-  std::string folder;  // the remote base folder, without a trailing '/'
-  ObjectEncoding encoding;
-  std::vector<std::string> partition_by;
+  std::string name;          // the sink's name in skippr.yml
+  ObjectSinkOptions object;  // its prefix is the remote base folder, with a trailing '/'
+  std::string folder;        // the remote base folder, without it
   bool create_dirs = true;
   SftpOptions sftp;
-  std::filesystem::path scratch_dir;
 };
 
-class SftpSink final : public Sink {
+class SftpSink final : public ObjectSink {
  public:
-  explicit SftpSink(SftpSinkOptions options)
-      : options_(std::move(options)), encoder_(options_.encoding, options_.scratch_dir) {}
-
-  Guarantee guarantee() const override { return Guarantee::kOverwriteOnRetry; }
+  explicit SftpSink(SftpSinkOptions options) : ObjectSink(std::move(options.object)), options_(std::move(options)) {}
 
   Status open() override {
     if (client_ && client_->connected()) return ok();
@@ -51,52 +45,32 @@ class SftpSink final : public Sink {
       spdlog::warn("{}: the server has no fsync@openssh.com; files are renamed into place without a flush", what());
       warned_no_fsync_ = true;
     }
-    std::error_code ec;
-    std::filesystem::create_directories(options_.scratch_dir, ec);
+    make_scratch_dir();
     client_.emplace(std::move(*client));
     return ok();
   }
 
-  using Sink::write;
-  Result<WriteOutcome> write(const Batch& batch, const BatchId& id, const Position&) override {
-    if (batch.rows == 0) return WriteOutcome::kApplied;  // dead letters only: no file
-    SKIPPR_TRY(open());
-    auto outcome = write_partitions(batch, id);
-    // A broken connection does not heal: the engine's retry calls open(), which connects again.
-    if (!outcome && !client_->connected()) client_.reset();
-    return outcome;
+ private:
+  Result<ObjectPut> put_if_absent(const std::string& file, std::string_view bytes, const char*) override {
+    const std::string dir = file.substr(0, file.rfind('/'));
+    const bool partition_folder = dir.size() > options_.folder.size();  // below the base folder
+    if (partition_folder && options_.create_dirs && !made_folders_.contains(dir)) {
+      SKIPPR_TRY(client_->mkdir_p(options_.folder, dir));
+      made_folders_.insert(dir);
+    }
+    // A crash here leaves a whole temp that was never renamed: the retry must overwrite it.
+    auto put = client_->write_file_atomically(file + ".tmp", file, bytes,
+                                              [] { failpoint::hit(failpoint::kSinkInTransaction); });
+    if (!put) return std::unexpected(put.error());
+    return *put == SftpPutOutcome::kCreated ? ObjectPut::kCreated : ObjectPut::kAlreadyExists;
   }
 
- private:
-  std::string what() const { return fmt::format("SFTP sink '{}'", options_.name); }
-
-  Result<WriteOutcome> write_partitions(const Batch& batch, const BatchId& id) {
-    bool created = false;
-    for (const auto& [folder, rows] : hive_partitions(batch, options_.partition_by)) {
-      std::string dir = options_.folder;
-      if (!folder.empty()) {
-        dir += "/" + folder.substr(0, folder.size() - 1);  // hive folders end in '/'
-        if (options_.create_dirs && !made_folders_.contains(dir)) {
-          if (auto made = client_->mkdir_p(options_.folder, dir); !made) {
-            return fail(made.error().kind, fmt::format("{}: {}", what(), made.error().message));
-          }
-          made_folders_.insert(dir);
-        }
-      }
-      const std::string file = dir + "/" + batch_object_name(id, options_.encoding);
-      auto bytes = rows ? encoder_.encode(rows_of(batch, *rows)) : encoder_.encode(batch);
-      if (!bytes) return std::unexpected(bytes.error());
-      // A crash here leaves a whole temp that was never renamed: the retry must overwrite it.
-      auto put = client_->write_file_atomically(file + ".tmp", file, *bytes,
-                                                [] { failpoint::hit(failpoint::kSinkInTransaction); });
-      if (!put) return fail(put.error().kind, fmt::format("{}: batch {}: {}", what(), id.str(), put.error().message));
-      created = created || *put == SftpPutOutcome::kCreated;
-    }
-    return created ? WriteOutcome::kApplied : WriteOutcome::kAlreadyApplied;
+  // A broken connection does not heal: the engine's retry calls open(), which connects again.
+  void write_failed() override {
+    if (client_ && !client_->connected()) client_.reset();
   }
 
   SftpSinkOptions options_;
-  ObjectEncoder encoder_;
   std::optional<SftpClient> client_;
   std::set<std::string> made_folders_;  // partition folders this connection made or found: no mkdir per batch
   bool warned_no_fsync_ = false;
@@ -128,26 +102,21 @@ ConnectorSpec sftp_sink_spec() {
        "false accepts any host key without checking: only for a trusted network"},
       {"path", ParamType::kString, true, nullptr, "the remote folder the files go to; it must exist"},
       {"create_dirs", ParamType::kBool, false, true, "make the partition_by folders under path as needed"},
-      {"partition_by", ParamType::kStringList, false, nullptr, "fields whose values make Hive-style folders"},
       {"timeout_seconds", ParamType::kInt, false, 30, "for connecting and for every call to the server"},
   };
-  for (auto& param : object_encoding_params()) spec.params.push_back(std::move(param));
+  for (auto& param : object_sink_params()) spec.params.push_back(std::move(param));
   spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
-    const std::string what = fmt::format("SFTP sink '{}'", ctx.name);
-    if (ctx.landing != Landing::kAppend) {
-      return fail(ErrorKind::kConfig, fmt::format("sink '{}': landing {} is not supported by SFTP; use append",
-                                                  ctx.name, to_string(ctx.landing)));
-    }
     const auto& p = ctx.params;
+    auto object = read_object_sink_options(ctx, "SFTP", "");
+    if (!object) return std::unexpected(object.error());
     SftpSinkOptions o;
     o.name = ctx.name;
+    o.object = std::move(*object);
+    const std::string& what = o.object.what;
     o.folder = p.value("path", std::string());
     while (o.folder.size() > 1 && o.folder.back() == '/') o.folder.pop_back();
     if (o.folder.empty()) return fail(ErrorKind::kConfig, fmt::format("{}: path must name a remote folder", what));
-    auto encoding = read_object_encoding(p, what);
-    if (!encoding) return std::unexpected(encoding.error());
-    o.encoding = std::move(*encoding);
-    o.partition_by = p.value("partition_by", std::vector<std::string>{});
+    o.object.prefix = o.folder == "/" ? "/" : o.folder + "/";
     o.create_dirs = p.value("create_dirs", true);
     o.sftp.host = p.value("host", std::string());
     o.sftp.user = p.value("user", std::string());
@@ -167,8 +136,6 @@ ConnectorSpec sftp_sink_spec() {
     const std::string known_hosts = p.value("known_hosts_file", std::string());
     o.sftp.known_hosts_file = known_hosts.empty() ? default_known_hosts() : std::filesystem::path(known_hosts);
     o.sftp.strict_host_key_checking = p.value("strict_host_key_checking", true);
-    o.scratch_dir = ctx.pipeline_dir.empty() ? std::filesystem::temp_directory_path() / "skippr-sftp"
-                                             : ctx.pipeline_dir / "sftp-scratch";
     return std::make_unique<SftpSink>(std::move(o));
   };
   return spec;
