@@ -2,6 +2,7 @@
 #include "sinks/azure_blob/azure_blob_sink.h"
 #include "sinks/duckdb/duckdb_sink.h"
 #include "sinks/file/file_sink.h"
+#include "sinks/gcs/gcs_sink.h"
 #include "sinks/postgres/postgres_sink.h"
 #include "sinks/s3/s3_sink.h"
 #include "sinks/sftp/sftp_sink.h"
@@ -29,6 +30,7 @@ const std::vector<ConnectorSpec>& connector_registry() {
       file_sink_spec(),
       s3_sink_spec(),
       azure_blob_sink_spec(),
+      gcs_sink_spec(),
       sftp_sink_spec(),
   };
   return registry;

@@ -32,6 +32,12 @@ bool already_exists(const HttpResponse& response) {
   return response.status == 412 || (response.status == 409 && error_code(response) == "BlobAlreadyExists");
 }
 
+// An ETag as HTTP quotes it: Get Blob Properties sends "0x8D...", a listing's <Etag> may come without the quotes.
+std::string quoted_etag(std::string etag) {
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') return etag;
+  return '"' + etag + '"';
+}
+
 }  // namespace
 
 std::string azure_block_id(int number) { return azure_base64(fmt::format("skippr{:06d}", number)); }
@@ -176,7 +182,7 @@ Result<std::vector<BlobItem>> BlobClient::list_blob_items(const std::string& con
     if (response->status != 200) return std::unexpected(error_of(*response, w));
     for (auto& blob : aws_xml_records(response->body, "Blob")) {
       items.push_back({std::move(blob["Name"]), std::strtoull(blob["Content-Length"].c_str(), nullptr, 10),
-                       std::move(blob["Etag"])});
+                       quoted_etag(std::move(blob["Etag"]))});
     }
     marker = aws_xml_text(response->body, "NextMarker");
     if (marker.empty()) return items;
@@ -193,7 +199,7 @@ Result<std::optional<BlobItem>> BlobClient::blob_properties(const std::string& c
   if (response->status == 404 && error_code(*response) != "ContainerNotFound") return std::optional<BlobItem>();
   if (response->status != 200) return std::unexpected(error_of(*response, w));
   return std::optional<BlobItem>(BlobItem{name, std::strtoull(response->headers["content-length"].c_str(), nullptr, 10),
-                                          response->headers["etag"]});
+                                          quoted_etag(response->headers["etag"])});
 }
 
 Status BlobClient::download_blob(const std::string& container, const std::string& name, const std::string& etag,

@@ -6,7 +6,6 @@
 #include <map>
 #include <optional>
 
-#include "clients/aws/aws_params.h"
 #include "formats/compression.h"
 #include "formats/csv_reader.h"
 #include "formats/jsonl_reader.h"
@@ -14,8 +13,8 @@
 #include "formats/record_buffer.h"
 #include "sources/file/file_position.h"
 #include "sources/file/file_store.h"
+#include "sources/file/file_stores.h"
 #include "sources/file/glob.h"
-#include "sources/file/s3_file_store.h"
 
 namespace skippr {
 
@@ -197,9 +196,9 @@ class FileSource final : public Source {
     auto path = store_->fetch(where.name, where.identity);
     if (!path) {
       if (path.error().kind != ErrorKind::kBadInput) return std::unexpected(path.error());
-      return fail(ErrorKind::kBadInput, fmt::format("File source '{}': {}; it is never read in a version other "
-                                                    "than the one listed. RESET PIPELINE to read every file again",
-                                                    options_.name, path.error().message));
+      return fail(ErrorKind::kBadInput, fmt::format("{}; it is never read in a version other than the one listed. "
+                                                    "RESET PIPELINE to read every file again",
+                                                    path.error().message));
     }
     auto file = std::make_unique<OpenFile>();
     file->where = where;
@@ -335,29 +334,26 @@ ConnectorSpec file_source_spec() {
   ConnectorSpec spec;
   spec.type_name = "File";
   spec.is_source = true;
-  spec.summary = "JSON lines, CSV or Parquet files, local or in S3 (glob, gzip/zstd, new files picked up)";
+  spec.summary =
+      "JSON lines, CSV or Parquet files, local or in S3, Azure Blob or GCS (glob, gzip/zstd, new files picked up)";
   spec.params = {
       {"path", ParamType::kPath, true, nullptr,
-       "a file or a glob such as in/**/*.jsonl.gz (relative to skippr.yml's folder) or s3://bucket/in/*.jsonl.gz; "
-       "files are read in sorted order"},
+       "a file or a glob such as in/**/*.jsonl.gz (relative to skippr.yml's folder), or the same in a bucket: "
+       "s3://bucket/in/*.jsonl.gz, az://container/in/*.jsonl.gz, gs://bucket/in/*.jsonl.gz; files are read in "
+       "sorted order"},
       {"format", ParamType::kString, false, nullptr, "jsonl, csv or parquet; from each file's extension when absent"},
       {"compression", ParamType::kString, false, "auto", "auto (from the extension: .gz, .zst), gzip, zstd or none"},
       {"csv", ParamType::kStringMap, false, nullptr,
        "delimiter (default ','), quote ('\"'), header (true), null_string (an unquoted field equal to it is NULL; "
        "default the empty field)"},
   };
-  for (auto& param : aws_connection_params()) spec.params.push_back(std::move(param));  // s3:// paths
+  for (auto& param : file_store_params()) spec.params.push_back(std::move(param));
   spec.make_source = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Source>> {
     const auto& p = ctx.params;
     FileSourceOptions o;
     o.name = ctx.name;
     o.pattern_text = p.value("path", std::string());
-    o.remote = o.pattern_text.find("://") != std::string::npos;
-    if (o.remote && !is_s3_url(o.pattern_text)) {
-      return fail(ErrorKind::kConfig, fmt::format("File source '{}': path '{}': only local paths and s3:// URLs are "
-                                                  "read so far",
-                                                  ctx.name, o.pattern_text));
-    }
+    o.remote = is_remote_path(o.pattern_text);
     if (!o.remote) o.pattern = parse_glob(o.pattern_text);
     if (std::error_code ec; !o.remote && std::filesystem::is_directory(o.pattern_text, ec)) {
       return fail(ErrorKind::kConfig, fmt::format("File source '{}': path '{}' names a folder; add a file pattern "
@@ -384,18 +380,13 @@ ConnectorSpec file_source_spec() {
     auto csv = csv_options(ctx.name, p.value("csv", nlohmann::json::object()));
     if (!csv) return std::unexpected(csv.error());
     o.csv = std::move(*csv);
-    std::unique_ptr<FileStore> store;
+    std::unique_ptr<FileStore> store = local_file_store(o.pattern);
     if (o.remote) {
-      const std::string where = fmt::format("File source '{}'", ctx.name);
-      auto aws = read_aws_options(p, where);
-      if (!aws) return std::unexpected(aws.error());
       const auto cache = ctx.pipeline_dir.empty() ? std::filesystem::temp_directory_path() / "skippr-file-cache"
                                                   : ctx.pipeline_dir / "file-cache";
-      auto s3 = s3_file_store(o.pattern_text, std::move(*aws), cache, where);
-      if (!s3) return std::unexpected(s3.error());
-      store = std::move(*s3);
-    } else {
-      store = local_file_store(o.pattern);
+      auto remote = remote_file_store(o.pattern_text, p, cache, fmt::format("File source '{}'", ctx.name));
+      if (!remote) return std::unexpected(remote.error());
+      store = std::move(*remote);
     }
     return std::make_unique<FileSource>(std::move(o), std::move(store));
   };

@@ -69,8 +69,6 @@ class S3FileStore final : public RemoteFileStore {
 
 }  // namespace
 
-bool is_s3_url(std::string_view path) { return path.starts_with("s3://"); }
-
 Result<std::unique_ptr<FileStore>> s3_file_store(const std::string& url, AwsOptions aws,
                                                  std::filesystem::path cache_dir, std::string where) {
   auto location = parse_remote_location(url, where);

@@ -13,7 +13,6 @@
 
 namespace skippr {
 
-bool is_s3_url(std::string_view path);
 // kConfig naming `where` for a URL without a bucket.
 Result<std::unique_ptr<FileStore>> s3_file_store(const std::string& url, AwsOptions aws,
                                                  std::filesystem::path cache_dir, std::string where);
