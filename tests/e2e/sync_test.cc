@@ -302,7 +302,10 @@ TEST(Sync, AnInterruptedOnceRunExits143AndARerunReadsTheRest) {
 
   const int killed = spawn_process({SKIPPRD_BINARY, "sync", "--pipeline", "bikehire", "--once"}, f.root(),
                                    {{"DATA_DIR", (f.root() / "data").string()}});
-  std::this_thread::sleep_for(300ms);
+  // Killed as soon as it has started (counted once its preparation is done: that takes longer on a loaded machine).
+  const std::filesystem::path stats_file = f.path("data/pipelines/bikehire/stats.json");
+  const std::string before = read_text(stats_file);
+  for (int i = 0; i < 400 && read_text(stats_file) == before; ++i) std::this_thread::sleep_for(25ms);
   kill(killed, SIGKILL);
   EXPECT_EQ(wait_process(killed), 137);
   auto stats = f.skipprd({"query", "--sql", "SHOW STATS FOR bikehire", "--output", "json"});

@@ -60,23 +60,23 @@ void expect_no_secret(const ProcessResult& r, const PipelineFixture& f, const st
   EXPECT_TRUE(files_containing(f.path("data"), secret).empty());
 }
 
-// Blocks of 16 KiB from 32 KiB on: the batches (~8k rows, ~100 KiB of Parquet) are Put Block + Put Block List, so kills
-// land between blocks and between the last block and the commit; none of that may ever be visible as a blob.
+// Blocks of 4 KiB from 8 KiB on: the batches (~1k rows, some 12 KiB of Parquet) are Put Block + Put Block List, so
+// kills land between blocks and between the last block and the commit; none of that may ever be visible as a blob.
 TEST(AzureBlobSink, EveryRowLandsOnceUnderKillsWithTheContentOfAnUnkilledRun) {
   auto& azurite = SharedAzurite();
   const std::string container = azurite.create_container("chaos");
   constexpr uint64_t kRows = 300000;
-  const std::string blocks = ", block_threshold_bytes: 32768, block_bytes: 16384";
+  const std::string blocks = ", block_threshold_bytes: 8192, block_bytes: 4096";
   auto env = key_env();
-  env["BUFFER_THRESHOLD_BYTES"] = "1MiB";
+  env["BUFFER_THRESHOLD_BYTES"] = "128KiB";
 
   PipelineFixture unkilled(sample_to_azure_config(kRows, azurite.endpoint(), container, "unkilled", blocks));
   auto clean = unkilled.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 300);
   ASSERT_EQ(clean.exit_code, 0) << clean.err;
 
   PipelineFixture f(sample_to_azure_config(kRows, azurite.endpoint(), container, "killed", blocks));
-  env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.1";
-  env["SKIPPR_CHAOS_MAX_SECONDS"] = "0.4";
+  env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.2";
+  env["SKIPPR_CHAOS_MAX_SECONDS"] = "0.8";
   const auto started = std::chrono::steady_clock::now();
   const ChaosRuns runs = sync_until_done_under_chaos(f, "bikehire", env, 1700, 300);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -80,15 +80,15 @@ ChaosOutcome run_with_and_without_kills(const std::string& bucket, uint64_t rows
                                         const std::string& format, int seed) {
   auto& gcs = SharedGcs();
   auto env = gcs.env();
-  env["BUFFER_THRESHOLD_BYTES"] = "1MiB";
+  env["BUFFER_THRESHOLD_BYTES"] = "128KiB";
   PipelineFixture unkilled(sample_to_gcs_config(rows, bucket, "unkilled", more, format));
   auto clean = unkilled.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 300);
   EXPECT_EQ(clean.exit_code, 0) << clean.err;
 
   PipelineFixture f(sample_to_gcs_config(rows, bucket, "killed", more, format));
   // The emulator on loopback lands a run's batches within a second or two: kills come soon enough to hit it often.
-  env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.05";
-  env["SKIPPR_CHAOS_MAX_SECONDS"] = "0.25";
+  env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.2";
+  env["SKIPPR_CHAOS_MAX_SECONDS"] = "0.8";
   ChaosOutcome out;
   const auto started = std::chrono::steady_clock::now();
   out.runs = sync_until_done_under_chaos(f, "bikehire", env, seed, 300);

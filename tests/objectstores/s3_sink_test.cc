@@ -48,15 +48,15 @@ TEST(S3Sink, EveryRowLandsOnceUnderKillsWithTheContentOfAnUnkilledRun) {
   const std::string bucket = moto.create_bucket("chaos");
   constexpr uint64_t kRows = 300000;
   std::map<std::string, std::string> env = moto.env();
-  env["BUFFER_THRESHOLD_BYTES"] = "1MiB";
+  env["BUFFER_THRESHOLD_BYTES"] = "128KiB";
 
   PipelineFixture unkilled(sample_to_s3_config(kRows, bucket, "unkilled"));
   auto clean = unkilled.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 300);
   ASSERT_EQ(clean.exit_code, 0) << clean.err;
 
   PipelineFixture f(sample_to_s3_config(kRows, bucket, "killed"));
-  env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.1";
-  env["SKIPPR_CHAOS_MAX_SECONDS"] = "0.4";
+  env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.2";
+  env["SKIPPR_CHAOS_MAX_SECONDS"] = "0.8";
   const ChaosRuns runs = sync_until_done_under_chaos(f, "bikehire", env, 1300, 300);
   ASSERT_TRUE(runs.finished) << runs.failure;
   EXPECT_GE(runs.kills, 10) << runs.summary();

@@ -76,7 +76,7 @@ TEST(SftpSink, EveryRowLandsOnceUnderKillsWithTheContentOfAnUnkilledRun) {
   constexpr uint64_t kRows = 300000;
   const auto unkilled_dir = sshd.upload_folder("unkilled");
   const auto killed_dir = sshd.upload_folder("killed");
-  std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "1MiB"}};
+  std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "128KiB"}};
 
   PipelineFixture unkilled(sample_to_sftp_config(kRows, unkilled_dir));
   const auto started = std::chrono::steady_clock::now();
@@ -85,8 +85,8 @@ TEST(SftpSink, EveryRowLandsOnceUnderKillsWithTheContentOfAnUnkilledRun) {
   ASSERT_EQ(clean.exit_code, 0) << clean.err;
 
   PipelineFixture f(sample_to_sftp_config(kRows, killed_dir));
-  env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.1";
-  env["SKIPPR_CHAOS_MAX_SECONDS"] = "0.4";
+  env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.2";
+  env["SKIPPR_CHAOS_MAX_SECONDS"] = "0.8";
   const auto chaos_started = std::chrono::steady_clock::now();
   const ChaosRuns runs = sync_until_done_under_chaos(f, "bikehire", env, 1700, 300);
   const double chaos_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - chaos_started).count();

@@ -51,6 +51,7 @@ HttpRequest S3Client::signed_request(std::string method, const std::string& buck
     r.headers.push_back("x-amz-security-token: " + service_.credentials.session_token);
   }
   r.stop = stop_;
+  if (!body.empty()) allow_long_transfer(r);
   return r;
 }
 
@@ -164,7 +165,7 @@ Result<std::vector<S3Object>> S3Client::list_objects(const std::string& bucket, 
     if (!response) return fail(ErrorKind::kUnavailable, fmt::format("{}: {}", what, response.error().message));
     if (response->status != 200) return std::unexpected(error_of(*response, what));
     for (auto& record : aws_xml_records(response->body, "Contents")) {
-      S3Object object{std::move(record["Key"]), 0, std::move(record["ETag"])};
+      S3Object object{std::move(record["Key"]), 0, quoted_etag(std::move(record["ETag"]))};
       object.size = std::strtoull(record["Size"].c_str(), nullptr, 10);
       out.push_back(std::move(object));
     }
@@ -181,7 +182,7 @@ Result<std::optional<S3Object>> S3Client::head_object(const std::string& bucket,
   if (!response) return fail(ErrorKind::kUnavailable, fmt::format("{}: {}", what, response.error().message));
   if (response->status == 404) return std::optional<S3Object>();
   if (response->status != 200) return std::unexpected(error_of(*response, what));
-  S3Object object{key, 0, response->headers["etag"]};
+  S3Object object{key, 0, quoted_etag(response->headers["etag"])};
   object.size = std::strtoull(response->headers["content-length"].c_str(), nullptr, 10);
   return std::optional<S3Object>(std::move(object));
 }
@@ -191,8 +192,7 @@ Status S3Client::download_object(const std::string& bucket, const std::string& k
   HttpRequest r = signed_request("GET", bucket, key, "");
   r.headers.push_back("If-Match: " + etag);
   r.body_file = file;
-  r.timeout_seconds = 24 * 3600;  // a large object: the stall limit catches a dead server
-  r.stall_seconds = 60;
+  allow_long_transfer(r);
   auto response = http_send(r);
   const std::string what = fmt::format("S3 GetObject s3://{}/{}", bucket, key);
   if (!response) return fail(ErrorKind::kUnavailable, fmt::format("{}: {}", what, response.error().message));

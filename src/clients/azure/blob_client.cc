@@ -32,12 +32,6 @@ bool already_exists(const HttpResponse& response) {
   return response.status == 412 || (response.status == 409 && error_code(response) == "BlobAlreadyExists");
 }
 
-// An ETag as HTTP quotes it: Get Blob Properties sends "0x8D...", a listing's <Etag> may come without the quotes.
-std::string quoted_etag(std::string etag) {
-  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') return etag;
-  return '"' + etag + '"';
-}
-
 }  // namespace
 
 std::string azure_block_id(int number) { return azure_base64(fmt::format("skippr{:06d}", number)); }
@@ -50,11 +44,8 @@ Result<HttpResponse> BlobClient::send(const AzureRequest& request, const std::st
                                       std::FILE* body_file) const {
   HttpRequest http = azure_authorize(account_, request);
   http.stop = stop_;
-  if (body_file) {
-    http.body_file = body_file;
-    http.timeout_seconds = 24 * 3600;  // a large blob: the stall limit catches a dead server
-    http.stall_seconds = 60;
-  }
+  http.body_file = body_file;
+  if (body_file || !request.body.empty()) allow_long_transfer(http);
   auto response = http_send(http);
   if (response) return response;
   // http_send names the URL, whose query may hold the SAS: only the path is shown, and no secret in any case.

@@ -32,12 +32,6 @@ GcsObject object_of(const nlohmann::json& item) {
   return o;
 }
 
-// Uploads are bounded by progress, not by a wall clock: a large body on a slow link may take long.
-void for_a_transfer(HttpRequest& r) {
-  r.timeout_seconds = 24 * 3600;
-  r.stall_seconds = 60;
-}
-
 }  // namespace
 
 std::string GcsClient::object_url(const std::string& bucket, const std::string& name) const {
@@ -96,7 +90,7 @@ Result<GcsPutOutcome> GcsClient::insert_object_if_absent(const std::string& buck
                       url_encode(bucket), url_encode(name));
   r.body = body;
   r.headers = {fmt::format("Content-Type: {}", content_type)};
-  for_a_transfer(r);
+  allow_long_transfer(r);
   const std::string what = fmt::format("GCS upload of gs://{}/{}", bucket, name);
   auto response = send(std::move(r), what, /*is_write=*/true);
   if (!response) return std::unexpected(response.error());
@@ -147,7 +141,7 @@ Result<GcsPutOutcome> GcsClient::upload_chunks(const std::string& session, const
     put.headers = {chunk.empty()
                        ? fmt::format("Content-Range: bytes */{}", total)
                        : fmt::format("Content-Range: bytes {}-{}/{}", offset, offset + chunk.size() - 1, total)};
-    for_a_transfer(put);
+    allow_long_transfer(put);
     // Only the last chunk can make the object visible; an earlier one lost in flight is simply sent again.
     const std::string chunk_what = fmt::format("{} (bytes {}-{})", what, offset, offset + chunk.size());
     auto sent = send(std::move(put), chunk_what, /*is_write=*/last);
@@ -210,7 +204,9 @@ Status GcsClient::download_object(const std::string& bucket, const std::string& 
   HttpRequest r;
   r.url = object_url(bucket, name) + "?alt=media&ifGenerationMatch=" + url_encode(generation);
   r.body_file = file;
-  for_a_transfer(r);
+  // The bytes as stored: without it GCS would decompress an object saved with Content-Encoding: gzip.
+  r.headers.push_back("Accept-Encoding: gzip");
+  allow_long_transfer(r);
   const std::string what = fmt::format("GCS download of gs://{}/{}", bucket, name);
   auto response = send(std::move(r), what, /*is_write=*/false);
   if (!response) return std::unexpected(response.error());

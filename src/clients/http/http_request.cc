@@ -91,7 +91,13 @@ Result<HttpResponse> http_send(const HttpRequest& request) {
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_EXPECT_100_TIMEOUT_MS, 200L);
   if (request.follow_redirects) curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+  if (request.body_file) {
+    // A download keeps the bytes as stored: an object saved with Content-Encoding: gzip stays gzip, and its size is
+    // the one its listing gave.
+    curl_easy_setopt(c, CURLOPT_HTTP_CONTENT_DECODING, 0L);
+  } else {
+    curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "");
+  }
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(request.timeout_seconds * 1000));
   if (request.stall_seconds > 0) {
     curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
@@ -113,10 +119,23 @@ Result<HttpResponse> http_send(const HttpRequest& request) {
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
     return r;
   }
-  const std::string what = fmt::format("{} {}: {}", request.method, request.url, curl_easy_strerror(code));
+  const std::string what = fmt::format("{} {}: {}", request.method, display_url(request.url), curl_easy_strerror(code));
   if (never_sent(code)) return fail(ErrorKind::kUnavailable, what + " (nothing was sent)");
   return fail(ErrorKind::kUnknownOutcome, what + " (the server may have acted on it)");
 }
+
+void allow_long_transfer(HttpRequest& request) {
+  request.timeout_seconds = 24 * 3600;
+  request.stall_seconds = 60;
+}
+
+std::string quoted_etag(std::string etag) {
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') return etag;
+  if (etag.starts_with("W/")) return etag;  // a weak tag keeps its own form
+  return '"' + etag + '"';
+}
+
+std::string display_url(std::string_view url) { return std::string(url.substr(0, url.find('?'))); }
 
 std::string url_encode(std::string_view text, bool keep_slash) {
   std::string out;

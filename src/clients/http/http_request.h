@@ -45,6 +45,16 @@ struct HttpRequest {
 // (a timeout or a connection lost after sending) — a retry then must reuse the same idempotency key.
 Result<HttpResponse> http_send(const HttpRequest& request);
 
+// A request that moves a large body (an object upload or download): bounded by progress, not by a wall clock, so a
+// large body on a slow link is not cut off and retried forever.
+void allow_long_transfer(HttpRequest& request);
+
+// An entity tag as HTTP quotes it ("abc"); servers differ in whether listings quote them, comparisons must not.
+std::string quoted_etag(std::string etag);
+
+// The URL as a message may show it: without its query, which can hold credentials (a SAS, an upload session id).
+std::string display_url(std::string_view url);
+
 // RFC 3986 percent-encoding of `text`; '/' kept when `keep_slash` (an object key in a URL path).
 std::string url_encode(std::string_view text, bool keep_slash = false);
 

@@ -6,6 +6,8 @@
 #include <libssh/sftp.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 namespace skippr {
 
@@ -28,6 +30,9 @@ namespace {
 // sftp_write sends one request per call and waits for its status; 64 KiB stays well inside what OpenSSH's server
 // takes in one message (256 KiB) and needs few round trips.
 constexpr size_t kWriteChunk = 64 << 10;
+// One read request per chunk: memory is bounded by it whatever the file's size. A server may answer with fewer bytes
+// (OpenSSH caps each answer); a short answer is simply followed by the next request.
+constexpr size_t kReadChunk = 256 << 10;
 
 struct KeyFree {
   void operator()(ssh_key key) const { ssh_key_free(key); }
@@ -38,6 +43,30 @@ struct AttributesFree {
   void operator()(sftp_attributes a) const { sftp_attributes_free(a); }
 };
 using AttributesPtr = std::unique_ptr<std::remove_pointer_t<sftp_attributes>, AttributesFree>;
+
+struct DirClose {
+  void operator()(sftp_dir dir) const { sftp_closedir(dir); }
+};
+using DirPtr = std::unique_ptr<std::remove_pointer_t<sftp_dir>, DirClose>;
+
+struct FileClose {
+  void operator()(sftp_file file) const { sftp_close(file); }
+};
+using FilePtr = std::unique_ptr<std::remove_pointer_t<sftp_file>, FileClose>;
+
+// Version 3 attributes carry mtime as 32-bit seconds; later versions as 64-bit seconds plus, when flagged, nanoseconds.
+int64_t mtime_ns_of(const sftp_session_struct& sftp, const sftp_attributes_struct& a) {
+  if (sftp.version <= 3) return static_cast<int64_t>(a.mtime) * 1'000'000'000;
+  const int64_t nanos = (a.flags & SSH_FILEXFER_ATTR_SUBSECOND_TIMES) ? a.mtime_nseconds : 0;
+  return static_cast<int64_t>(a.mtime64) * 1'000'000'000 + nanos;
+}
+
+std::string join(const std::string& folder, const std::string& name) {
+  if (folder.empty()) return name;
+  return folder.ends_with('/') ? folder + name : folder + "/" + name;
+}
+
+std::string describe(const SftpFileInfo& f) { return fmt::format("{} bytes, mtime {} ns", f.size, f.mtime_ns); }
 
 Status check_host_key(ssh_session session, const SftpOptions& o, const std::string& where) {
   if (!o.strict_host_key_checking) return ok();
@@ -249,6 +278,105 @@ Status SftpClient::remove(const std::string& path) {
   if (sftp_unlink(h_->sftp, path.c_str()) == 0) return ok();
   if (connected() && sftp_get_error(h_->sftp) == SSH_FX_NO_SUCH_FILE) return ok();
   return std::unexpected(error_of(fmt::format("cannot remove {}", path)));
+}
+
+Result<std::optional<SftpFileInfo>> SftpClient::stat(const std::string& path) {
+  AttributesPtr a(sftp_stat(h_->sftp, path.c_str()));
+  if (!a) {
+    const int code = connected() ? sftp_get_error(h_->sftp) : SSH_FX_CONNECTION_LOST;
+    if (code == SSH_FX_NO_SUCH_FILE || code == SSH_FX_NO_SUCH_PATH) return std::optional<SftpFileInfo>();
+    return std::unexpected(error_of(fmt::format("cannot look up {}", path)));
+  }
+  if (a->type != SSH_FILEXFER_TYPE_REGULAR) return std::optional<SftpFileInfo>();  // a folder now: the file is gone
+  return std::optional<SftpFileInfo>(SftpFileInfo{path, a->size, mtime_ns_of(*h_->sftp, *a)});
+}
+
+Status SftpClient::check_listable(const std::string& folder) {
+  const std::string path = folder.empty() ? "." : folder;
+  DirPtr dir(sftp_opendir(h_->sftp, path.c_str()));
+  if (dir) return ok();
+  const int code = connected() ? sftp_get_error(h_->sftp) : SSH_FX_CONNECTION_LOST;
+  // Missing (files may come later) or not a folder (FAILURE is OpenSSH's ENOTDIR): the listing finds no files.
+  if (code == SSH_FX_NO_SUCH_FILE || code == SSH_FX_NO_SUCH_PATH || code == SSH_FX_FAILURE) return ok();
+  return std::unexpected(error_of(fmt::format("cannot list the folder {}", path)));
+}
+
+Result<std::vector<SftpFileInfo>> SftpClient::list_files(const std::string& folder, bool recursive) {
+  std::vector<SftpFileInfo> out;
+  std::vector<std::string> pending = {""};  // folders still to read, relative to `folder`
+  while (!pending.empty()) {
+    const std::string relative = std::move(pending.back());
+    pending.pop_back();
+    const std::string path = relative.empty() ? (folder.empty() ? "." : folder) : join(folder, relative);
+    DirPtr dir(sftp_opendir(h_->sftp, path.c_str()));
+    if (!dir) {
+      const int code = connected() ? sftp_get_error(h_->sftp) : SSH_FX_CONNECTION_LOST;
+      // Not there (yet, or no longer: removed while the walk went on): no files in it.
+      if (code == SSH_FX_NO_SUCH_FILE || code == SSH_FX_NO_SUCH_PATH) continue;
+      if (code == SSH_FX_FAILURE) {
+        // OpenSSH says FAILURE for ENOTDIR too: a file where the folder should be holds no matches either.
+        AttributesPtr a(sftp_stat(h_->sftp, path.c_str()));
+        if (a && a->type != SSH_FILEXFER_TYPE_DIRECTORY) continue;
+      }
+      return std::unexpected(error_of(fmt::format("cannot list the folder {}", path)));
+    }
+    while (AttributesPtr a{sftp_readdir(h_->sftp, dir.get())}) {
+      const std::string name = a->name ? a->name : "";
+      if (name.empty() || name == "." || name == "..") continue;
+      const std::string child = relative.empty() ? name : relative + "/" + name;
+      if (a->type == SSH_FILEXFER_TYPE_REGULAR) {
+        out.push_back({child, a->size, mtime_ns_of(*h_->sftp, *a)});
+      } else if (a->type == SSH_FILEXFER_TYPE_DIRECTORY) {
+        if (recursive) pending.push_back(child);
+      } else if (a->type == SSH_FILEXFER_TYPE_SYMLINK) {
+        // A link to a file is read like the file; a link to a folder is not walked (it could lead back up).
+        auto target = stat(join(folder, child));
+        if (!target) return std::unexpected(target.error());
+        if (*target) out.push_back({child, (*target)->size, (*target)->mtime_ns});
+      }
+    }
+    if (!sftp_dir_eof(dir.get())) return std::unexpected(error_of(fmt::format("cannot list the folder {}", path)));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+  return out;
+}
+
+Status SftpClient::download(const std::string& path, const SftpFileInfo& expected, std::FILE* out) {
+  const auto changed = [&](const char* how, const std::string& now) {
+    return fail(ErrorKind::kBadInput, fmt::format("{} was {} while it was being read (listed with {}; {})", path, how,
+                                                  describe(expected), now));
+  };
+  // The attributes of the open handle, not of the name: a file renamed over it meanwhile is not what is read.
+  const auto check_version = [&](sftp_file file) -> Status {
+    AttributesPtr a(sftp_fstat(file));
+    if (!a) return std::unexpected(error_of(fmt::format("cannot look up {}", path)));
+    const SftpFileInfo now{expected.path, a->size, mtime_ns_of(*h_->sftp, *a)};
+    if (now != expected) return changed("replaced", "now " + describe(now));
+    return ok();
+  };
+  FilePtr file(sftp_open(h_->sftp, path.c_str(), O_RDONLY, 0));
+  if (!file) {
+    const int code = connected() ? sftp_get_error(h_->sftp) : SSH_FX_CONNECTION_LOST;
+    if (code == SSH_FX_NO_SUCH_FILE || code == SSH_FX_NO_SUCH_PATH) return changed("deleted", "now gone");
+    return std::unexpected(error_of(fmt::format("cannot open {}", path)));
+  }
+  SKIPPR_TRY(check_version(file.get()));
+  std::vector<char> buffer(kReadChunk);
+  uint64_t total = 0;
+  for (;;) {
+    const ssize_t got = sftp_read(file.get(), buffer.data(), buffer.size());
+    if (got < 0) return std::unexpected(error_of(fmt::format("cannot read {}", path)));
+    if (got == 0) break;
+    total += static_cast<uint64_t>(got);
+    // Grown within the second its mtime names: more bytes than the version listed has.
+    if (total > expected.size) return changed("replaced", fmt::format("now more than {} bytes", expected.size));
+    if (std::fwrite(buffer.data(), 1, static_cast<size_t>(got), out) != static_cast<size_t>(got)) {
+      const int e = errno;
+      return fail(e == ENOSPC ? ErrorKind::kDiskFull : ErrorKind::kFatalIo,
+                  fmt::format("cannot write the download of {}: {}", path, std::strerror(e)));
+    }
+  }
+  return check_version(file.get());
 }
 
 }  // namespace skippr

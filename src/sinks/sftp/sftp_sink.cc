@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <cstdlib>
 #include <optional>
 #include <set>
 
 #include "clients/sftp/sftp_client.h"
+#include "clients/sftp/sftp_params.h"
 #include "core/failpoint.h"
 #include "sinks/object_sink.h"
 
@@ -76,11 +76,6 @@ class SftpSink final : public ObjectSink {
   bool warned_no_fsync_ = false;
 };
 
-std::filesystem::path default_known_hosts() {
-  const char* home = std::getenv("HOME");
-  return std::filesystem::path(home && *home ? home : "/root") / ".ssh" / "known_hosts";
-}
-
 }  // namespace
 
 ConnectorSpec sftp_sink_spec() {
@@ -89,21 +84,15 @@ ConnectorSpec sftp_sink_spec() {
   spec.is_source = false;
   spec.summary = "one file per batch (Parquet, JSON lines or CSV) in a folder on an SFTP server (.tmp, fsync, rename)";
   spec.guarantee = Guarantee::kOverwriteOnRetry;
-  spec.params = {
-      {"host", ParamType::kString, true, nullptr, "the SFTP server"},
-      {"port", ParamType::kInt, false, 22, "its SSH port"},
-      {"user", ParamType::kString, true, nullptr, "the user to log in as"},
-      {"private_key_file", ParamType::kPath, false, nullptr,
-       "an unencrypted private key (OpenSSH or PEM) to log in with; or give password"},
-      {"password", ParamType::kString, false, nullptr, "use ${VAR} to keep it out of the file"},
-      {"known_hosts_file", ParamType::kPath, false, nullptr,
-       "the server's host key must be in it (default: ~/.ssh/known_hosts)"},
-      {"strict_host_key_checking", ParamType::kBool, false, true,
-       "false accepts any host key without checking: only for a trusted network"},
-      {"path", ParamType::kString, true, nullptr, "the remote folder the files go to; it must exist"},
-      {"create_dirs", ParamType::kBool, false, true, "make the partition_by folders under path as needed"},
-      {"timeout_seconds", ParamType::kInt, false, 30, "for connecting and for every call to the server"},
-  };
+  spec.params = {{"host", ParamType::kString, true, nullptr, "the SFTP server"}};
+  for (auto& param : sftp_connection_params()) {
+    param.required = param.required || param.name == "user";  // a File source's URL may name the user; not here
+    spec.params.push_back(std::move(param));
+  }
+  spec.params.push_back(
+      {"path", ParamType::kString, true, nullptr, "the remote folder the files go to; it must exist"});
+  spec.params.push_back(
+      {"create_dirs", ParamType::kBool, false, true, "make the partition_by folders under path as needed"});
   for (auto& param : object_sink_params()) spec.params.push_back(std::move(param));
   spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
     const auto& p = ctx.params;
@@ -118,24 +107,12 @@ ConnectorSpec sftp_sink_spec() {
     if (o.folder.empty()) return fail(ErrorKind::kConfig, fmt::format("{}: path must name a remote folder", what));
     o.object.prefix = o.folder == "/" ? "/" : o.folder + "/";
     o.create_dirs = p.value("create_dirs", true);
-    o.sftp.host = p.value("host", std::string());
-    o.sftp.user = p.value("user", std::string());
-    const int64_t port = p.value("port", int64_t{22});
-    const int64_t timeout = p.value("timeout_seconds", int64_t{30});
-    if (o.sftp.host.empty() || o.sftp.user.empty() || port <= 0 || port > 65535 || timeout <= 0) {
-      return fail(ErrorKind::kConfig,
-                  fmt::format("{}: host and user must be set, port be 1-65535 and timeout_seconds positive", what));
+    auto sftp = read_sftp_options(p, what);
+    if (!sftp) return std::unexpected(sftp.error());
+    o.sftp = std::move(*sftp);
+    if (o.sftp.host.empty() || o.sftp.user.empty()) {
+      return fail(ErrorKind::kConfig, fmt::format("{}: host and user must be set", what));
     }
-    o.sftp.port = static_cast<int>(port);
-    o.sftp.timeout_seconds = static_cast<long>(timeout);
-    o.sftp.private_key_file = p.value("private_key_file", std::string());
-    o.sftp.password = p.value("password", std::string());
-    if (o.sftp.private_key_file.empty() == o.sftp.password.empty()) {
-      return fail(ErrorKind::kConfig, fmt::format("{}: give private_key_file or password (one of them)", what));
-    }
-    const std::string known_hosts = p.value("known_hosts_file", std::string());
-    o.sftp.known_hosts_file = known_hosts.empty() ? default_known_hosts() : std::filesystem::path(known_hosts);
-    o.sftp.strict_host_key_checking = p.value("strict_host_key_checking", true);
     return std::make_unique<SftpSink>(std::move(o));
   };
   return spec;

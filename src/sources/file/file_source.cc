@@ -166,13 +166,15 @@ class FileSource final : public Source {
                             options_.name, store_->display(file.name), read->second, file.identity.version));
   }
 
-  Result<bool> open_file(const CurrentFile& where_listed) {
+  // `fetch_races_left`: how often an object that changes between its identity check and its download is looked at
+  // again before that is an error.
+  Result<bool> open_file(const CurrentFile& where_listed, int fetch_races_left = 2) {
     CurrentFile where = where_listed;
     const std::string display = store_->display(where.name);
     auto now = store_->identity(where.name);
     if (!now) return std::unexpected(now.error());
     const bool started = where.offset > 0;
-    if (!*now && !started) return true;  // listed, then gone before reading began: nothing of it was read
+    if (!*now && !started) return open_next();  // listed, then gone before reading began: nothing of it was read
     if (!*now) {
       return fail(ErrorKind::kBadInput, fmt::format("File source '{}': {} is gone after it was partly read; put it "
                                                     "back, or RESET PIPELINE to read every file again",
@@ -194,6 +196,10 @@ class FileSource final : public Source {
                                                   options_.name, display));
     }
     auto path = store_->fetch(where.name, where.identity);
+    if (!path && path.error().kind == ErrorKind::kBadInput && !started && fetch_races_left > 0) {
+      // Replaced or deleted between its HEAD and its GET, before any of it was read: look again.
+      return open_file(where_listed, fetch_races_left - 1);
+    }
     if (!path) {
       if (path.error().kind != ErrorKind::kBadInput) return std::unexpected(path.error());
       return fail(ErrorKind::kBadInput, fmt::format("{}; it is never read in a version other than the one listed. "
@@ -335,12 +341,12 @@ ConnectorSpec file_source_spec() {
   spec.type_name = "File";
   spec.is_source = true;
   spec.summary =
-      "JSON lines, CSV or Parquet files, local or in S3, Azure Blob or GCS (glob, gzip/zstd, new files picked up)";
+      "JSON lines, CSV or Parquet files, local or in S3, Azure Blob, GCS or SFTP (glob, gzip/zstd, new files picked up)";
   spec.params = {
       {"path", ParamType::kPath, true, nullptr,
        "a file or a glob such as in/**/*.jsonl.gz (relative to skippr.yml's folder), or the same in a bucket: "
-       "s3://bucket/in/*.jsonl.gz, az://container/in/*.jsonl.gz, gs://bucket/in/*.jsonl.gz; files are read in "
-       "sorted order"},
+       "s3://bucket/in/*.jsonl.gz, az://container/in/*.jsonl.gz, gs://bucket/in/*.jsonl.gz, "
+       "sftp://host/data/in/*.jsonl.gz; files are read in sorted order"},
       {"format", ParamType::kString, false, nullptr, "jsonl, csv or parquet; from each file's extension when absent"},
       {"compression", ParamType::kString, false, "auto", "auto (from the extension: .gz, .zst), gzip, zstd or none"},
       {"csv", ParamType::kStringMap, false, nullptr,

@@ -4,9 +4,11 @@
 
 #include "clients/aws/aws_params.h"
 #include "clients/azure/azure_params.h"
+#include "clients/sftp/sftp_params.h"
 #include "sources/file/azure_file_store.h"
 #include "sources/file/gcs_file_store.h"
 #include "sources/file/s3_file_store.h"
+#include "sources/file/sftp_file_store.h"
 
 namespace skippr {
 
@@ -29,6 +31,10 @@ std::vector<ParamSpec> file_store_params() {
   }
   params.push_back({"credentials_file", ParamType::kPath, false, nullptr,
                     "gs:// paths: a service-account JSON key file (default: GOOGLE_APPLICATION_CREDENTIALS)"});
+  for (auto& param : sftp_connection_params()) {
+    param.doc = "sftp:// paths: " + param.doc;
+    params.push_back(std::move(param));
+  }
   return params;
 }
 
@@ -46,8 +52,13 @@ Result<std::unique_ptr<FileStore>> remote_file_store(const std::string& path, co
     GcsOptions gcs{params.value("credentials_file", std::string()), params.value("endpoint", std::string())};
     return gcs_file_store(path, std::move(gcs), cache_dir, where);
   }
-  return fail(ErrorKind::kConfig, fmt::format("{}: path '{}': the URL schemes read are s3://, az:// and gs:// (or "
-                                              "give a local path)",
+  if (is_sftp_url(path)) {
+    auto sftp = read_sftp_options(params, where);
+    if (!sftp) return std::unexpected(sftp.error());
+    return sftp_file_store(path, std::move(*sftp), sftp_port_given(params), cache_dir, where);
+  }
+  return fail(ErrorKind::kConfig, fmt::format("{}: path '{}': the URL schemes read are s3://, az://, gs:// and "
+                                              "sftp:// (or give a local path)",
                                               where, path));
 }
 

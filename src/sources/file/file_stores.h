@@ -1,5 +1,5 @@
 // Which store a File source's `path` names: a local path, or a URL whose scheme picks the object store (s3://,
-// az://, gs://). One place knows the schemes and the parameters each store reads.
+// az://, gs://, sftp://). One place knows the schemes and the parameters each store reads.
 #pragma once
 
 #include <nlohmann/json.hpp>

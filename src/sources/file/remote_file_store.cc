@@ -48,12 +48,13 @@ Result<std::filesystem::path> RemoteFileStore::fetch(const std::string& name, co
   const bool written = std::fflush(file) == 0 && !std::ferror(file);
   const int write_errno = errno;
   std::fclose(file);
-  if (!downloaded) return fail(downloaded.error().kind, fmt::format("{}: {}", where_, downloaded.error().message));
+  // A local write that failed (a full disk) fails the transfer too: it is named as what it is, not as the network.
   if (!written) {
     return fail(
         write_errno == ENOSPC ? ErrorKind::kDiskFull : ErrorKind::kFatalIo,
         fmt::format("{}: writing the download cache {}: {}", where_, path.string(), std::strerror(write_errno)));
   }
+  if (!downloaded) return fail(downloaded.error().kind, fmt::format("{}: {}", where_, downloaded.error().message));
   if (const auto size = std::filesystem::file_size(path, ec); ec || size != identity.size) {
     return fail(ErrorKind::kUnavailable, fmt::format("{}: the download of {} stopped short ({} of {} bytes)", where_,
                                                      display(name), ec ? 0 : size, identity.size));
