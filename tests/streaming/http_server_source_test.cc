@@ -176,6 +176,30 @@ TEST(HttpServerSource, AckReceivedAnswersBeforeTheCommitAndStillLands) {
   EXPECT_EQ(duckdb_value(f.path("out.duckdb"), "SELECT count(DISTINCT id) || '/' || count(*) FROM events"), "20/20");
 }
 
+// A lost DATA_DIR with a source that cannot go back (what was pushed is gone once read): the next run says so in one
+// line, reads from now on, and nothing that landed is lost or landed again (issue 11, item 1).
+TEST(HttpServerSource, AFreshDataDirSaysTheSourceCannotGoBackAndLosesNothingThatLanded) {
+  const int port = free_loopback_port();
+  PipelineFixture f(http_server_config(port));
+  const std::string base = fmt::format("http://127.0.0.1:{}", port);
+  HttpClient c;
+  for (int run = 0; run < 2; ++run) {
+    const int pid = spawn_sync(f, "ingest");
+    ASSERT_TRUE(wait_for_http(base + "/healthz", 20)) << read_text(f.path("spawned.err"));
+    for (int i = 0; i < 10; ++i) {
+      ASSERT_EQ(c.request("POST", base + "/ingest", fmt::format(R"({{"id":{}}})", run * 100 + i), kAuth).status, 200);
+    }
+    EXPECT_EQ(stop_and_wait(pid), 0) << read_text(f.path("spawned.err"));
+    if (run == 1) {
+      EXPECT_NE(read_text(f.path("spawned.err")).find("cannot go back to a position committed elsewhere"),
+                std::string::npos)
+          << read_text(f.path("spawned.err"));
+    }
+    std::filesystem::remove_all(f.path("data"));
+  }
+  EXPECT_EQ(duckdb_value(f.path("out.duckdb"), "SELECT count(DISTINCT id) || '/' || count(*) FROM events"), "20/20");
+}
+
 // Backpressure: while the destination is locked by another process, batches pile up in the bounded queues, the
 // source's buffer fills, and requests get 503 with Retry-After instead of growing memory. Once the lock goes, requests
 // are taken again, and exactly the records of the requests answered 200 land.
