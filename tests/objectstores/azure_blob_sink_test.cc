@@ -68,7 +68,8 @@ TEST(AzureBlobSink, EveryRowLandsOnceUnderKillsWithTheContentOfAnUnkilledRun) {
   constexpr uint64_t kRows = 300000;
   const std::string blocks = ", block_threshold_bytes: 8192, block_bytes: 4096";
   auto env = key_env();
-  env["BUFFER_THRESHOLD_BYTES"] = "128KiB";
+  env["BUFFER_THRESHOLD_BYTES"] = "128KiB";  // small batches and WAL files: failpoints strike often
+  env["WAL_BYTES_PER_FILE"] = "500000";
 
   PipelineFixture unkilled(sample_to_azure_config(kRows, azurite.endpoint(), container, "unkilled", blocks));
   auto clean = unkilled.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 300);

@@ -75,11 +75,14 @@ struct ChaosOutcome {
   ChaosRuns runs;
   double seconds = 0;
 };
+// `batch_bytes`: small batches make many passes through every failpoint, so kills strike often on any machine.
 ChaosOutcome run_with_and_without_kills(const std::string& bucket, uint64_t rows, const std::string& more,
-                                        const std::string& format, int seed) {
+                                        const std::string& format, int seed,
+                                        const std::string& batch_bytes = "128KiB") {
   auto& gcs = SharedGcs();
   auto env = gcs.env();
-  env["BUFFER_THRESHOLD_BYTES"] = "128KiB";
+  env["BUFFER_THRESHOLD_BYTES"] = batch_bytes;
+  env["WAL_BYTES_PER_FILE"] = "500000";
   PipelineFixture unkilled(sample_to_gcs_config(rows, bucket, "unkilled", more, format));
   auto clean = unkilled.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 300);
   EXPECT_EQ(clean.exit_code, 0) << clean.err;
@@ -123,11 +126,11 @@ TEST(GcsSink, EveryRowLandsOnceUnderKillsWithTheContentOfAnUnkilledRun) {
 // start, its chunks and the last one; none of that is ever visible as an object.
 TEST(GcsSink, ResumableUploadsUnderKillsLandEveryRowOnce) {
   auto& gcs = SharedGcs();
-  constexpr uint64_t kRows = 200000;
+  constexpr uint64_t kRows = 400000;
   const auto before = gcs.stats();
-  const auto out =
-      run_with_and_without_kills(gcs.create_bucket("resumable"), kRows,
-                                 ", resumable_threshold_bytes: 262144, resumable_chunk_bytes: 262144", "jsonl", 2500);
+  const auto out = run_with_and_without_kills(gcs.create_bucket("resumable"), kRows,
+                                              ", resumable_threshold_bytes: 262144, resumable_chunk_bytes: 262144",
+                                              "jsonl", 2500, "320KiB");
   const auto after = gcs.stats();
   EXPECT_EQ(out.unkilled.substr(0, out.unkilled.find(' ', out.unkilled.find(' ') + 1)),
             fmt::format("{} {}", kRows, kRows));

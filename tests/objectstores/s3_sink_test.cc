@@ -48,7 +48,8 @@ TEST(S3Sink, EveryRowLandsOnceUnderKillsWithTheContentOfAnUnkilledRun) {
   const std::string bucket = moto.create_bucket("chaos");
   constexpr uint64_t kRows = 300000;
   std::map<std::string, std::string> env = moto.env();
-  env["BUFFER_THRESHOLD_BYTES"] = "128KiB";
+  env["BUFFER_THRESHOLD_BYTES"] = "128KiB";  // small batches and WAL files: failpoints strike often
+  env["WAL_BYTES_PER_FILE"] = "500000";
 
   PipelineFixture unkilled(sample_to_s3_config(kRows, bucket, "unkilled"));
   auto clean = unkilled.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 300);

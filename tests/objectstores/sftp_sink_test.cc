@@ -76,7 +76,8 @@ TEST(SftpSink, EveryRowLandsOnceUnderKillsWithTheContentOfAnUnkilledRun) {
   constexpr uint64_t kRows = 300000;
   const auto unkilled_dir = sshd.upload_folder("unkilled");
   const auto killed_dir = sshd.upload_folder("killed");
-  std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "128KiB"}};
+  // Small batches and WAL files: failpoints strike often.
+  std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "128KiB"}, {"WAL_BYTES_PER_FILE", "500000"}};
 
   PipelineFixture unkilled(sample_to_sftp_config(kRows, unkilled_dir));
   const auto started = std::chrono::steady_clock::now();
