@@ -45,6 +45,25 @@ TEST(S3FileSource, NewObjectsArePickedUpAndAReplacedObjectIsAnErrorNamingIt) {
   expect_new_objects_read_and_replaced_ones_refused(s3_inbox(SharedMoto().create_bucket("replace")));
 }
 
+// Keys with a space, a plus, a percent sign and non-ASCII letters are listed URL-encoded (encoding-type=url) and read
+// under their real names; the dead letter of a bad line names the real key.
+TEST(S3FileSource, KeysWithSpacesPercentSignsAndUnicodeAreReadUnderTheirRealNames) {
+  auto& moto = SharedMoto();
+  const std::string bucket = moto.create_bucket("names");
+  TempDir input;
+  write_text(input / "a b.jsonl", "{\"id\":1}\n");
+  write_text(input / "100%.jsonl", "{\"id\":2}\nnot json\n");
+  write_text(input / "\xc3\xa9t\xc3\xa9.jsonl", "{\"id\":3}\n");
+  moto.upload(input.path(), bucket, "in/");
+  PipelineFixture f(s3_files_to_duckdb_config(fmt::format("s3://{}/in/*.jsonl", bucket)));
+  auto r = f.skipprd({"sync", "--pipeline", "files", "--once"}, moto.env(), 120);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(duckdb_value(f.path("out.duckdb"), "SELECT string_agg(id::VARCHAR, ',' ORDER BY id) FROM events"), "1,2,3");
+  EXPECT_NE(
+      read_text(f.path("data/pipelines/files/deadletter.jsonl")).find(fmt::format("s3://{}/in/100%.jsonl", bucket)),
+      std::string::npos);
+}
+
 // A fresh DATA_DIR resumes from the destination's ledger: nothing is read twice, the objects added since are read.
 TEST(S3FileSource, AFreshDataDirResumesFromTheDestination) {
   auto& moto = SharedMoto();

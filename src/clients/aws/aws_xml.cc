@@ -54,6 +54,8 @@ void collect(const xmlNode* node, const char* name, std::vector<std::map<std::st
 
 }  // namespace
 
+bool aws_xml_is_document(std::string_view body) { return parse(body) != nullptr; }
+
 std::string aws_xml_text(std::string_view body, const char* name) {
   XmlDoc doc = parse(body);
   if (!doc) return "";

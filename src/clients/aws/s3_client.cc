@@ -158,20 +158,26 @@ Result<std::vector<S3Object>> S3Client::list_objects(const std::string& bucket, 
   std::vector<S3Object> out;
   std::string token;
   do {
-    std::string query = "list-type=2&prefix=" + url_encode(prefix);
+    // encoding-type=url: a key may hold characters XML 1.0 cannot carry; S3 then sends every key URL-encoded.
+    std::string query = "encoding-type=url&list-type=2&prefix=" + url_encode(prefix);
     if (!token.empty()) query += "&continuation-token=" + url_encode(token);
     const std::string what = fmt::format("S3 ListObjectsV2 s3://{}/{}", bucket, prefix);
     auto response = http_send(signed_request("GET", bucket, "", "", query));
     if (!response) return fail(ErrorKind::kUnavailable, fmt::format("{}: {}", what, response.error().message));
     if (response->status != 200) return std::unexpected(error_of(*response, what));
+    if (!aws_xml_is_document(response->body)) {
+      return fail(ErrorKind::kUnavailable, what + ": the answer is not a whole XML listing; retried");
+    }
     for (auto& record : aws_xml_records(response->body, "Contents")) {
-      S3Object object{std::move(record["Key"]), 0, quoted_etag(std::move(record["ETag"]))};
+      S3Object object{url_decode(record["Key"], /*plus_is_space=*/true), 0, quoted_etag(std::move(record["ETag"]))};
       object.size = std::strtoull(record["Size"].c_str(), nullptr, 10);
       out.push_back(std::move(object));
     }
-    token = aws_xml_text(response->body, "IsTruncated") == "true"
-                ? aws_xml_text(response->body, "NextContinuationToken")
-                : "";
+    const bool truncated = aws_xml_text(response->body, "IsTruncated") == "true";
+    token = truncated ? aws_xml_text(response->body, "NextContinuationToken") : "";
+    if (truncated && token.empty()) {
+      return fail(ErrorKind::kUnavailable, what + ": a truncated listing without a continuation token; retried");
+    }
   } while (!token.empty());
   return out;
 }

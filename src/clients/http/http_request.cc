@@ -137,6 +137,15 @@ std::string quoted_etag(std::string etag) {
 
 std::string display_url(std::string_view url) { return std::string(url.substr(0, url.find('?'))); }
 
+std::string url_decode(std::string_view text, bool plus_is_space) {
+  std::string in(text);
+  if (plus_is_space) std::ranges::replace(in, '+', ' ');
+  int length = 0;
+  std::unique_ptr<char, decltype(&curl_free)> out(
+      curl_easy_unescape(nullptr, in.data(), static_cast<int>(in.size()), &length), curl_free);
+  return out ? std::string(out.get(), static_cast<size_t>(length)) : in;
+}
+
 std::string url_encode(std::string_view text, bool keep_slash) {
   std::string out;
   for (unsigned char c : text) {

@@ -55,6 +55,9 @@ std::string quoted_etag(std::string etag);
 // The URL as a message may show it: without its query, which can hold credentials (a SAS, an upload session id).
 std::string display_url(std::string_view url);
 
+// The inverse of url_encode; `plus_is_space` for form-style encoding (S3's encoding-type=url listings).
+std::string url_decode(std::string_view text, bool plus_is_space = false);
+
 // RFC 3986 percent-encoding of `text`; '/' kept when `keep_slash` (an object key in a URL path).
 std::string url_encode(std::string_view text, bool keep_slash = false);
 
