@@ -50,7 +50,6 @@ HttpRequest S3Client::signed_request(std::string method, const std::string& buck
   if (!service_.credentials.session_token.empty()) {
     r.headers.push_back("x-amz-security-token: " + service_.credentials.session_token);
   }
-  r.stop = stop_;
   if (!body.empty()) allow_long_transfer(r);
   return r;
 }

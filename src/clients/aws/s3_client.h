@@ -56,7 +56,6 @@ class S3Client {
   Status check_bucket(const std::string& bucket);
 
   std::string url(const std::string& bucket, const std::string& key = "") const;
-  void set_stop(const std::atomic<bool>* stop) { stop_ = stop; }
 
  private:
   HttpRequest signed_request(std::string method, const std::string& bucket, const std::string& key,
@@ -67,7 +66,6 @@ class S3Client {
   Error error_of(const HttpResponse& response, const std::string& what) const;
 
   AwsService service_;
-  const std::atomic<bool>* stop_ = nullptr;
 };
 
 // The <Code> of an S3 XML error body ("NoSuchBucket", "AccessDenied", ...), empty when there is none.

@@ -43,7 +43,6 @@ std::string BlobClient::what(const char* operation, const std::string& container
 Result<HttpResponse> BlobClient::send(const AzureRequest& request, const std::string& what, bool is_write,
                                       std::FILE* body_file) const {
   HttpRequest http = azure_authorize(account_, request);
-  http.stop = stop_;
   http.body_file = body_file;
   if (body_file || !request.body.empty()) allow_long_transfer(http);
   auto response = http_send(http);

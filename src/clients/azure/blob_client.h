@@ -63,7 +63,6 @@ class BlobClient {
   Status create_container(const std::string& container, bool public_read = false);
 
   const AzureAccount& account() const { return account_; }
-  void set_stop(const std::atomic<bool>* stop) { stop_ = stop; }
 
  private:
   // The answer whatever its status; a failure without one keeps http_send's kind for a write (kUnknownOutcome:
@@ -75,7 +74,6 @@ class BlobClient {
   std::string what(const char* operation, const std::string& container, const std::string& name = "") const;
 
   AzureAccount account_;
-  const std::atomic<bool>* stop_ = nullptr;
 };
 
 // The block id of block `number` (1-based), base64 of a fixed-length name: one blob's ids must all be as long.

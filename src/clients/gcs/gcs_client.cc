@@ -40,7 +40,6 @@ std::string GcsClient::object_url(const std::string& bucket, const std::string& 
 }
 
 Result<HttpResponse> GcsClient::send(HttpRequest request, const std::string& what, bool is_write) {
-  request.stop = stop_;
   const size_t headers = request.headers.size();
   for (int attempt = 0;; ++attempt) {
     auto token = tokens_.token();

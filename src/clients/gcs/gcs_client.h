@@ -55,10 +55,6 @@ class GcsClient {
   Status check_bucket(const std::string& bucket);
 
   const std::string& endpoint() const { return endpoint_; }
-  void set_stop(const std::atomic<bool>* stop) {
-    stop_ = stop;
-    tokens_.set_stop(stop);
-  }
 
  private:
   // The answer whatever its status, sent with a bearer token (fetched again once when the service says it is no
@@ -72,7 +68,6 @@ class GcsClient {
 
   std::string endpoint_;
   GcsTokenSource tokens_;
-  const std::atomic<bool>* stop_ = nullptr;
 };
 
 }  // namespace skippr

@@ -135,7 +135,6 @@ Result<std::string> GcsTokenSource::token() {
   r.url = account_.token_uri;
   r.body = body;
   r.headers = {"Content-Type: application/x-www-form-urlencoded"};
-  r.stop = stop_;
   const std::string what =
       fmt::format("GCS token endpoint {} (for {} from {})", account_.token_uri, account_.client_email, account_.source);
   auto response = http_send(r);

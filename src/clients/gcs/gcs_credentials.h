@@ -53,13 +53,11 @@ class GcsTokenSource {
   // Forgets the cached token (the service said it is no longer valid).
   void invalidate() { token_.clear(); }
   const GcsServiceAccount& account() const { return account_; }
-  void set_stop(const std::atomic<bool>* stop) { stop_ = stop; }
 
  private:
   GcsServiceAccount account_;
   std::string token_;
   std::time_t expires_at_ = 0;
-  const std::atomic<bool>* stop_ = nullptr;
 };
 
 }  // namespace skippr
