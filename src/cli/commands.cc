@@ -12,6 +12,7 @@
 #include "core/connector.h"
 #include "engine/command_setup.h"
 #include "engine/control.h"
+#include "engine/pipeline_storage.h"
 #include "engine/sync.h"
 #include "state/pipeline_state.h"
 #include "wal/wal.h"
@@ -114,22 +115,25 @@ int run_wal_inspect_command(const std::string& pipeline, const std::string& outp
   if (!config) return report(config.error());
   auto settings = settings_for(*config);
   if (!settings) return report(settings.error());
-  const auto paths = PipelinePaths::of(settings->data_dir, pipeline);
-  if (!std::filesystem::exists(paths.wal)) {
-    fmt::print("pipeline '{}' has no WAL in {} (never run, or reset)\n", pipeline, paths.wal.string());
+  auto storage = PipelineStorage::open(*settings, pipeline);
+  if (!storage) return report(storage.error());
+  auto state = (*storage)->state().load();
+  if (!state) return report(state.error());
+  auto wal = (*storage)->inspect_wal(*state);
+  if (!wal) return report(wal.error());
+  const std::string where = (*storage)->wal_location();
+  if (wal->segments.empty() && wal->last_committed_seq == 0) {
+    fmt::print("pipeline '{}' has no WAL in {} (never run, or reset)\n", pipeline, where);
     return 0;
   }
-  auto wal = Wal::inspect(paths.wal);
-  if (!wal) return report(wal.error());
   std::vector<std::vector<std::string>> segments, batches;
   for (const auto& s : wal->segments) {
-    segments.push_back(
-        {s.path.filename().string(), std::to_string(s.first_seq), std::to_string(s.batches), std::to_string(s.bytes)});
+    segments.push_back({s.name, std::to_string(s.first_seq), std::to_string(s.batches), std::to_string(s.bytes)});
   }
   for (const auto& b : wal->batches) {
-    batches.push_back({b.id.str(), std::to_string(b.rows), b.segment.filename().string(), std::to_string(b.offset),
-                       std::to_string(b.record_bytes), fmt::format("{:08x}", b.crc), b.landed ? "landed" : "committed",
-                       b.position_after.token});
+    batches.push_back({b.id.str(), std::to_string(b.rows), std::filesystem::path(b.segment).filename().string(),
+                       std::to_string(b.offset), std::to_string(b.record_bytes), fmt::format("{:08x}", b.crc),
+                       b.landed ? "landed" : "committed", b.position_after.token});
   }
   if (output == "json") {
     fmt::print("{}", format_json_rows({"segment", "first_seq", "batches", "bytes"}, segments));
@@ -138,9 +142,9 @@ int run_wal_inspect_command(const std::string& pipeline, const std::string& outp
                                 batches));
     return 0;
   }
-  fmt::print("WAL of pipeline '{}' in {}: epoch {}, lineage {}, {} bytes, landed up to seq {}{}\n\n", pipeline,
-             paths.wal.string(), wal->epoch, wal->lineage.empty() ? "(none)" : wal->lineage, wal->bytes,
-             wal->landed_watermark, wal->torn_tail ? " (torn tail: the next sync truncates it)" : "");
+  fmt::print("WAL of pipeline '{}' in {}: epoch {}, lineage {}, {} bytes, landed up to seq {}{}\n\n", pipeline, where,
+             wal->epoch, wal->lineage.empty() ? "(none)" : wal->lineage, wal->bytes, wal->landed_watermark,
+             wal->torn_tail ? " (torn tail: the next sync truncates it)" : "");
   fmt::print("{}\n", format_table({"segment", "first_seq", "batches", "bytes"}, segments));
   fmt::print("{}", format_table({"batch_id", "rows", "segment", "offset", "bytes", "crc32c", "state", "position_after"},
                                 batches));

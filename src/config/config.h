@@ -71,8 +71,13 @@ Result<Config> parse_config(const std::filesystem::path& file, std::string text)
 
 // Process-wide settings from the environment (PRODUCT.md's table). A malformed number is a kConfig error.
 struct Settings {
-  std::filesystem::path data_dir;  // absolute
-  std::string wal_storage = "disk";
+  std::filesystem::path data_dir;     // absolute
+  std::string wal_storage = "disk";   // or "s3"
+  std::string wal_s3_bucket;          // SKIPPR_WAL_S3_BUCKET
+  std::string wal_s3_prefix;          // SKIPPR_WAL_S3_PREFIX: "" or ending in '/'
+  std::string state_store = "local";  // or "dynamodb"
+  std::string state_dynamodb_table;   // SKIPPR_STATE_DYNAMODB_TABLE
+  double lease_seconds = 30;          // SKIPPR_LEASE_SECONDS
   uint64_t buffer_threshold_bytes = 10ull << 20;
   double buffer_threshold_seconds = 60;
   uint64_t wal_bytes_per_file = 64ull << 20;

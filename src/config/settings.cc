@@ -78,16 +78,44 @@ Result<Settings> settings_from_env(const std::filesystem::path& relative_to) {
       (data_dir.is_absolute() ? data_dir : std::filesystem::absolute(relative_to) / data_dir).lexically_normal();
 
   if (auto storage = env.get("WAL_STORAGE")) {
-    if (*storage == "s3" || *storage == "clustered") {
+    if (*storage == "clustered") {
       env.problem(
-          fmt::format("WAL_STORAGE={} is not supported by this build, only disk is; unset WAL_STORAGE or set "
-                      "it to disk",
-                      *storage));
-    } else if (*storage != "disk") {
+          "WAL_STORAGE=clustered is not supported by this build, only disk and s3 are; unset WAL_STORAGE or "
+          "set it to disk or s3");
+    } else if (*storage != "disk" && *storage != "s3") {
       env.problem(fmt::format("WAL_STORAGE='{}' is not valid; it must be disk, s3 or clustered", *storage));
     } else {
       s.wal_storage = *storage;
     }
+  }
+  if (auto store = env.get("SKIPPR_STATE_STORE")) {
+    if (*store != "local" && *store != "dynamodb") {
+      env.problem(fmt::format("SKIPPR_STATE_STORE='{}' is not valid; it must be local or dynamodb", *store));
+    } else {
+      s.state_store = *store;
+    }
+  }
+  s.wal_s3_bucket = env.get("SKIPPR_WAL_S3_BUCKET").value_or("");
+  s.wal_s3_prefix = env.get("SKIPPR_WAL_S3_PREFIX").value_or("");
+  while (s.wal_s3_prefix.starts_with('/')) s.wal_s3_prefix.erase(0, 1);
+  if (!s.wal_s3_prefix.empty() && !s.wal_s3_prefix.ends_with('/')) s.wal_s3_prefix += '/';
+  s.state_dynamodb_table = env.get("SKIPPR_STATE_DYNAMODB_TABLE").value_or("");
+  env.seconds("SKIPPR_LEASE_SECONDS", s.lease_seconds);
+  if (s.wal_storage == "s3" && s.wal_s3_bucket.empty()) {
+    env.problem("WAL_STORAGE=s3 needs SKIPPR_WAL_S3_BUCKET, the bucket that keeps the WAL's batches");
+  }
+  if (s.state_store == "dynamodb" && s.state_dynamodb_table.empty()) {
+    env.problem(
+        "SKIPPR_STATE_STORE=dynamodb needs SKIPPR_STATE_DYNAMODB_TABLE, the table that keeps the pipelines' "
+        "state (created on first use when absent)");
+  }
+  // Each needs the other: a WAL that outlives the machine is useless with state that does not (the batch ids and
+  // the record of what is committed are in the state), and state that outlives it would point at a lost WAL.
+  if ((s.wal_storage == "s3") != (s.state_store == "dynamodb")) {
+    env.problem(
+        fmt::format("WAL_STORAGE={} with SKIPPR_STATE_STORE={} does not work: use WAL_STORAGE=s3 with "
+                    "SKIPPR_STATE_STORE=dynamodb (machines that can be lost), or neither (DATA_DIR)",
+                    s.wal_storage, s.state_store));
   }
 
   env.bytes("BUFFER_THRESHOLD_BYTES", s.buffer_threshold_bytes);

@@ -10,6 +10,7 @@ int exit_code_for(ErrorKind kind) {
     case ErrorKind::kUnavailable:
     case ErrorKind::kUnknownOutcome:
     case ErrorKind::kFatalIo:
+    case ErrorKind::kFenced:
     case ErrorKind::kDiskFull: return exit_code::kRetryLater;
     case ErrorKind::kBadInput:
     case ErrorKind::kInternal: return 1;
@@ -26,6 +27,7 @@ const char* to_string(ErrorKind kind) {
     case ErrorKind::kUnknownOutcome: return "unknown-outcome";
     case ErrorKind::kFatalIo: return "fatal-io";
     case ErrorKind::kDiskFull: return "disk-full";
+    case ErrorKind::kFenced: return "fenced";
     case ErrorKind::kBadInput: return "bad-input";
     case ErrorKind::kInternal: return "internal";
   }

@@ -15,6 +15,7 @@ enum class ErrorKind {
   kUnavailable,  // a definite, retryable failure (server down, file locked): safe to retry
   kUnknownOutcome,  // the write may or may not have happened: retry only with the same BatchId
   kFatalIo,      // fsync or another durability step failed: stop the process at once, never retry
+  kFenced,       // another process took the pipeline's lease over: stop at once, commit and land nothing more (75)
   kDiskFull,     // ENOSPC: stop intake, exit 75, nothing committed is lost
   kBadInput,     // a record cannot be read; goes to the dead-letter file
   kInternal,     // a bug

@@ -7,9 +7,8 @@
 #include <set>
 #include <sstream>
 
-#include "core/env.h"
-#include "engine/reset.h"
-#include "state/pipeline_state.h"
+#include "engine/pipeline_storage.h"
+#include "state/state_store.h"
 #include "wal/wal.h"
 
 namespace skippr {
@@ -58,18 +57,25 @@ std::string batch_label(const PipelineState& state, const WalInspection& wal, ui
   return BatchId{pipeline, state.epoch, seq, state.lineage}.str();
 }
 
-Status ensure_known(const std::string& pipeline, const Config* config, const PipelinePaths& paths) {
-  if (config && config->pipelines.count(pipeline)) return ok();
-  if (std::filesystem::exists(paths.root)) return ok();
+// The pipeline's storage, once it is known: named in skippr.yml, or holding state.
+Result<std::unique_ptr<PipelineStorage>> known_storage(const std::string& pipeline, const Config* config,
+                                                       const Settings& settings) {
+  auto storage = PipelineStorage::open(settings, pipeline);
+  if (!storage) return std::unexpected(storage.error());
+  if (config && config->pipelines.count(pipeline)) return storage;
+  auto known = (*storage)->state().known();
+  if (!known) return std::unexpected(known.error());
+  if (*known) return storage;
   if (config) return std::unexpected(config->pipeline(pipeline).error());
   return fail(ErrorKind::kConfig, fmt::format("pipeline '{}' is unknown: it is in no skippr.yml and has no state in {}",
-                                              pipeline, paths.root.parent_path().string()));
+                                              pipeline, (*storage)->state().where()));
 }
 
 Result<QueryResult> show_pipeline(const std::string& name, const Config* config, const Settings& settings) {
-  const auto paths = PipelinePaths::of(settings.data_dir, name);
-  SKIPPR_TRY(ensure_known(name, config, paths));
-  auto state = load_state(paths);
+  auto storage = known_storage(name, config, settings);
+  if (!storage) return std::unexpected(storage.error());
+  StateStore& store = (*storage)->state();
+  auto state = store.load();
   if (!state) return std::unexpected(state.error());
   QueryResult r;
   r.columns = {"property", "value"};
@@ -82,33 +88,31 @@ Result<QueryResult> show_pipeline(const std::string& name, const Config* config,
     add("landing", to_string(p.landing));
   }
   add("enabled", state->enabled ? "yes" : "no");
-  add("running", PipelineLock::holder(paths).value_or("no"));
+  add("running", store.holder().value_or("no"));
   add("epoch", std::to_string(state->epoch));
   add("lineage", state->lineage.empty() ? "(none yet)" : state->lineage);
-  WalInspection wal;
-  if (std::filesystem::exists(paths.wal)) {
-    auto inspected = Wal::inspect(paths.wal);
-    if (!inspected) return std::unexpected(inspected.error());
-    wal = *inspected;
-  }
-  const Position& position = wal.segments.empty() ? state->resume_position : wal.last_position;
+  auto wal = (*storage)->inspect_wal(*state);
+  if (!wal) return std::unexpected(wal.error());
+  const Position& position = wal->last_committed_seq > 0 ? wal->last_position : state->resume_position;
   add("source_position", position.empty() ? "start" : position.token);
   if (!state->resumed_after.empty()) add("resumed_after", state->resumed_after + " (from the destination's ledger)");
-  add("last_committed_batch", batch_label(*state, wal, wal.last_committed_seq, name));
-  add("last_landed_batch", batch_label(*state, wal, std::min(wal.landed_watermark, wal.last_committed_seq), name));
+  add("last_committed_batch", batch_label(*state, *wal, wal->last_committed_seq, name));
+  add("last_landed_batch", batch_label(*state, *wal, std::min(wal->landed_watermark, wal->last_committed_seq), name));
   add("batches_waiting",
-      std::to_string(wal.last_committed_seq > wal.landed_watermark ? wal.last_committed_seq - wal.landed_watermark
-                                                                   : 0));
-  add("wal_bytes", std::to_string(wal.bytes));
-  add("wal_segments", std::to_string(wal.segments.size()));
-  add("data_dir", paths.root.string());
+      std::to_string(wal->last_committed_seq > wal->landed_watermark ? wal->last_committed_seq - wal->landed_watermark
+                                                                     : 0));
+  add("wal_bytes", std::to_string(wal->bytes));
+  add("wal_segments", std::to_string(wal->segments.size()));
+  add("wal", (*storage)->wal_location());
+  add("state", store.where());
+  add("data_dir", (*storage)->paths().root.string());
   return r;
 }
 
 Result<QueryResult> show_stats(const std::string& name, const Config* config, const Settings& settings) {
-  const auto paths = PipelinePaths::of(settings.data_dir, name);
-  SKIPPR_TRY(ensure_known(name, config, paths));
-  const PipelineStats s = load_stats(paths);
+  auto storage = known_storage(name, config, settings);
+  if (!storage) return std::unexpected(storage.error());
+  const PipelineStats s = (*storage)->state().load_stats();
   QueryResult r;
   r.columns = {"stat", "value"};
   auto add = [&](std::string k, auto v) { r.rows.push_back({std::move(k), fmt::format("{}", v)}); };
@@ -133,34 +137,36 @@ Result<QueryResult> show_pipelines(const Config* config, const Settings& setting
   QueryResult r;
   r.columns = {"pipeline", "source", "sink", "enabled", "epoch", "running", "batches_waiting"};
   for (const auto& name : names) {
-    const auto paths = PipelinePaths::of(settings.data_dir, name);
-    auto state = load_state(paths);
+    auto storage = PipelineStorage::open(settings, name);
+    if (!storage) return std::unexpected(storage.error());
+    StateStore& store = (*storage)->state();
+    auto state = store.load();
     std::string source = "-", sink = "-";
     if (config && config->pipelines.count(name)) {
       source = config->pipelines.at(name).data_source;
       sink = config->pipelines.at(name).data_sink;
     }
-    std::string waiting = "0";
-    if (std::filesystem::exists(paths.wal)) {
-      auto wal = Wal::inspect(paths.wal);
+    std::string waiting = "?";
+    if (state) {
+      auto wal = (*storage)->inspect_wal(*state);
       waiting = wal ? std::to_string(wal->last_committed_seq > wal->landed_watermark
                                          ? wal->last_committed_seq - wal->landed_watermark
                                          : 0)
                     : "unreadable";
     }
     r.rows.push_back({name, source, sink, state && state->enabled ? "yes" : (state ? "no" : "?"),
-                      state ? std::to_string(state->epoch) : "?", PipelineLock::holder(paths) ? "yes" : "no", waiting});
+                      state ? std::to_string(state->epoch) : "?", store.holder() ? "yes" : "no", waiting});
   }
   return r;
 }
 
 // See engine/reset.h for why the epoch is bumped before the WAL is deleted.
 Result<QueryResult> reset_pipeline(const std::string& name, const Config* config, const Settings& settings) {
-  const auto paths = PipelinePaths::of(settings.data_dir, name);
-  SKIPPR_TRY(ensure_known(name, config, paths));
-  auto lock = PipelineLock::acquire(paths, name);
-  if (!lock) return std::unexpected(lock.error());
-  auto epoch = reset_pipeline_files(paths);
+  auto storage = known_storage(name, config, settings);
+  if (!storage) return std::unexpected(storage.error());
+  auto lease = (*storage)->state().acquire();
+  if (!lease) return std::unexpected(lease.error());
+  auto epoch = (*storage)->reset();
   if (!epoch) return std::unexpected(epoch.error());
   QueryResult r;
   r.message = fmt::format(
@@ -171,13 +177,9 @@ Result<QueryResult> reset_pipeline(const std::string& name, const Config* config
 }
 
 Result<QueryResult> set_enabled(const std::string& name, bool enabled, const Config* config, const Settings& settings) {
-  const auto paths = PipelinePaths::of(settings.data_dir, name);
-  SKIPPR_TRY(ensure_known(name, config, paths));
-  auto state = load_state(paths);
-  if (!state) return std::unexpected(state.error());
-  state->enabled = enabled;
-  SKIPPR_TRY(default_env().create_dirs(paths.root));  // private, like all of DATA_DIR
-  SKIPPR_TRY(save_state(paths, *state));
+  auto storage = known_storage(name, config, settings);
+  if (!storage) return std::unexpected(storage.error());
+  SKIPPR_TRY((*storage)->state().set_enabled(enabled));
   QueryResult r;
   r.message = fmt::format("pipeline '{}' {}", name, enabled ? "enabled" : "disabled");
   return r;

@@ -4,12 +4,13 @@
 #include <spdlog/spdlog.h>
 
 #include "core/env.h"
+#include "state/state_store.h"
 #include "wal/wal.h"
 
 namespace skippr {
 
-Result<uint64_t> reset_pipeline_files(const PipelinePaths& paths, Env* env) {
-  auto state = load_state(paths, env);
+Result<uint64_t> reset_state_then_wal(StateStore& store, const std::function<Status()>& destroy_wal) {
+  auto state = store.load();
   if (!state) return std::unexpected(state.error());
   // A new lineage and a new epoch: the first keeps new BatchIds apart from every earlier one, the second keeps the
   // merge order tokens of new batches above the old ones'. Reading starts over: no resume position.
@@ -17,9 +18,14 @@ Result<uint64_t> reset_pipeline_files(const PipelinePaths& paths, Env* env) {
   state->lineage = new_lineage();
   state->resume_position = {};
   state->resumed_after.clear();
-  SKIPPR_TRY(save_state(paths, *state, env));
-  SKIPPR_TRY(Wal::destroy(paths.wal, env));
+  SKIPPR_TRY(store.save(*state));
+  SKIPPR_TRY(destroy_wal());
   return state->epoch;
+}
+
+Result<uint64_t> reset_pipeline_files(const PipelinePaths& paths, Env* env) {
+  auto store = local_state_store(paths, paths.root.filename().string(), env);
+  return reset_state_then_wal(*store, [&] { return Wal::destroy(paths.wal, env); });
 }
 
 Status finish_interrupted_reset(const PipelinePaths& paths, uint64_t epoch, std::string_view pipeline, Env* env) {
@@ -31,15 +37,22 @@ Status finish_interrupted_reset(const PipelinePaths& paths, uint64_t epoch, std:
 
 Status finish_interrupted_reset(const PipelinePaths& paths, uint64_t epoch, std::optional<uint64_t> on_disk,
                                 std::string_view pipeline, Env* env) {
+  return finish_interrupted_reset_with(epoch, on_disk, pipeline, paths.wal.string(), paths.state.string(),
+                                       [&] { return Wal::destroy(paths.wal, env); });
+}
+
+Status finish_interrupted_reset_with(uint64_t epoch, std::optional<uint64_t> on_disk, std::string_view pipeline,
+                                     const std::string& wal_where, const std::string& state_where,
+                                     const std::function<Status()>& destroy_wal) {
   if (!on_disk || *on_disk == epoch) return ok();
   if (*on_disk > epoch) {
     return fail(ErrorKind::kCorruption,
                 fmt::format("the WAL in {} is from epoch {} but {} says epoch {}; nothing was changed. Restore "
                             "DATA_DIR from a backup or run RESET PIPELINE {}",
-                            paths.wal.string(), *on_disk, paths.state.string(), epoch, pipeline));
+                            wal_where, *on_disk, state_where, epoch, pipeline));
   }
   spdlog::warn("finishing an interrupted RESET PIPELINE {}: removing the WAL of epoch {}", pipeline, *on_disk);
-  return Wal::destroy(paths.wal, env);
+  return destroy_wal();
 }
 
 }  // namespace skippr

@@ -4,9 +4,10 @@
 // power after every single operation of them).
 #pragma once
 
-#include <optional>
-
 #include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "core/result.h"
@@ -15,6 +16,15 @@
 namespace skippr {
 
 class Env;
+class StateStore;
+
+// The order itself, for any store: a new epoch and lineage saved in `state`, then `destroy_wal`. Returns the epoch.
+Result<uint64_t> reset_state_then_wal(StateStore& state, const std::function<Status()>& destroy_wal);
+// Decides what a WAL of epoch `epoch_on_disk` means for a state at `epoch`: nothing (same, or none), deleted with
+// `destroy_wal` (older: an interrupted RESET), or kCorruption naming both places (newer).
+Status finish_interrupted_reset_with(uint64_t epoch, std::optional<uint64_t> epoch_on_disk, std::string_view pipeline,
+                                     const std::string& wal_where, const std::string& state_where,
+                                     const std::function<Status()>& destroy_wal);
 
 // Returns the new epoch. The caller holds the pipeline lock.
 Result<uint64_t> reset_pipeline_files(const PipelinePaths& paths, Env* env = nullptr);

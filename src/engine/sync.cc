@@ -13,8 +13,8 @@
 #include "engine/bounded_queue.h"
 #include "engine/chaos.h"
 #include "engine/dead_letters.h"
-#include "engine/reset.h"
-#include "state/pipeline_state.h"
+#include "engine/pipeline_storage.h"
+#include "state/state_store.h"
 #include "wal/wal.h"
 
 namespace skippr {
@@ -60,7 +60,10 @@ class SyncRun {
     auto pipeline = config_.pipeline(options_.pipeline);
     if (!pipeline) return std::unexpected(pipeline.error());
     pipe_ = *pipeline;
-    paths_ = PipelinePaths::of(settings_.data_dir, pipe_->name);
+    auto storage = PipelineStorage::open(settings_, pipe_->name, options_.wal_env);
+    if (!storage) return std::unexpected(storage.error());
+    storage_ = std::move(*storage);
+    paths_ = storage_->paths();
 
     const ConnectorConfig& source_cfg = config_.sources.at(pipe_->data_source);
     const ConnectorConfig& sink_cfg = config_.sinks.at(pipe_->data_sink);
@@ -71,14 +74,22 @@ class SyncRun {
     if (!sink) return std::unexpected(sink.error());
     sink_ = std::move(*sink);
 
-    auto lock = PipelineLock::acquire(paths_, pipe_->name);
-    if (!lock) return std::unexpected(lock.error());
-    lock_.emplace(std::move(*lock));
+    StateStore& store = storage_->state();
+    auto lease = store.acquire();
+    if (!lease) return std::unexpected(lease.error());
+    lease_ = std::move(*lease);
+    // Taken over (this process was paused or cut off past its lease): stop at once, commit and land nothing more.
+    lease_->on_lost([this](const Error& e) {
+      record_error(e);
+      stopping_ = true;
+      to_commit_.close_and_clear();
+      to_land_.close_and_clear();
+    });
 
-    auto state = load_state(paths_);
+    auto state = store.load();
     if (!state) return std::unexpected(state.error());
     state_ = *state;
-    stats_before_ = load_stats(paths_);
+    stats_before_ = store.load_stats();
     if (!state_.enabled) {
       return fail(ErrorKind::kConfig,
                   fmt::format("pipeline '{}' is disabled; enable it with: skipprd query --sql \"ENABLE PIPELINE {}\"",
@@ -87,36 +98,27 @@ class SyncRun {
     // The source first: a source that cannot be read (a missing bucket, refused credentials) stops the run before
     // the destination is touched, even on a first run, where the sink is opened early to read its ledger.
     SKIPPR_TRY(source_->open());
-    auto wal_epoch = Wal::epoch_on_disk(paths_.wal, options_.wal_env);
+    auto wal_epoch = storage_->wal_epoch();
     if (!wal_epoch) return std::unexpected(wal_epoch.error());
     if (state_.lineage.empty() && !*wal_epoch) {
       // No lineage and no WAL: a first run here, or DATA_DIR was lost. The destination decides where to start
       // (before the lineage is saved, so a run killed in between asks again).
       SKIPPR_TRY(start_from_destination());
-      SKIPPR_TRY(save_state(paths_, state_));
+      SKIPPR_TRY(store.save(state_));
     } else if (state_.lineage.empty()) {
       state_.lineage = new_lineage();
       spdlog::info("pipeline '{}': its state now has a lineage ({}); batches already in the WAL keep their ids",
                    pipe_->name, state_.lineage);
-      SKIPPR_TRY(save_state(paths_, state_));
+      SKIPPR_TRY(store.save(state_));
     }
-    SKIPPR_TRY(finish_interrupted_reset(paths_, state_.epoch, *wal_epoch, pipe_->name, options_.wal_env));
+    SKIPPR_TRY(storage_->finish_interrupted_reset(state_.epoch, *wal_epoch));
 
     if (settings_.chaos_mode.value_or(pipe_->chaos_mode)) {
       start_chaos({settings_.chaos_min_seconds, settings_.chaos_max_seconds,
                    settings_.chaos_seed.value_or(random_chaos_seed()), paths_.chaos_log});
     }
 
-    WalOptions wal_options;
-    wal_options.dir = paths_.wal;
-    wal_options.pipeline = pipe_->name;
-    wal_options.epoch = state_.epoch;
-    wal_options.lineage = state_.lineage;
-    wal_options.initial_position = state_.resume_position;
-    wal_options.bytes_per_file = settings_.wal_bytes_per_file;
-    wal_options.wait_for_landing_when_full = true;  // the land stage runs beside the committer
-    wal_options.env = options_.wal_env;
-    auto wal = Wal::open(wal_options);
+    auto wal = storage_->open_wal(state_, *lease_);
     if (!wal) return std::unexpected(wal.error());
     wal_ = std::move(*wal);
 
@@ -162,25 +164,30 @@ class SyncRun {
     const std::string sink_name = fmt::format("sink '{}'", pipe_->data_sink);
     if (held.position_after.empty()) {
       spdlog::warn(
-          "pipeline '{}' has no state in DATA_DIR {}, and {} holds its batches up to {} without a source position "
+          "pipeline '{}' has no state in {}, and {} holds its batches up to {} without a source position "
           "(written by an older version): the source is read from the start, so an append table receives those rows "
           "again (merge_by_key converges)",
-          pipe_->name, settings_.data_dir.string(), sink_name, held.batch_id);
+          pipe_->name, state_where(), sink_name, held.batch_id);
     } else if (!source_->resumes_from_destination()) {
       spdlog::warn(
-          "pipeline '{}' has no state in DATA_DIR {}, and {} holds its batches up to {}; source '{}' cannot go back "
+          "pipeline '{}' has no state in {}, and {} holds its batches up to {}; source '{}' cannot go back "
           "to a position committed elsewhere, so it is read from the start: nothing is lost, an append table may "
           "receive rows again (merge_by_key converges)",
-          pipe_->name, settings_.data_dir.string(), sink_name, held.batch_id, pipe_->data_source);
+          pipe_->name, state_where(), sink_name, held.batch_id, pipe_->data_source);
     } else {
       state_.resume_position = held.position_after;
       state_.resumed_after = held.batch_id;
       spdlog::warn(
-          "pipeline '{}' has no state in DATA_DIR {}, but {} holds its batches up to {}: the source resumes after "
+          "pipeline '{}' has no state in {}, but {} holds its batches up to {}: the source resumes after "
           "that batch, at epoch {}",
-          pipe_->name, settings_.data_dir.string(), sink_name, held.batch_id, state_.epoch);
+          pipe_->name, state_where(), sink_name, held.batch_id, state_.epoch);
     }
     return ok();
+  }
+
+  // Where the state lives, as the "has no state in ..." sentences name it.
+  std::string state_where() const {
+    return settings_.state_store == "local" ? "DATA_DIR " + settings_.data_dir.string() : storage_->state().where();
   }
 
   // Opens the sink, retrying while it is unreachable: with --once for SINK_RETRY_SECONDS, else until stopped.
@@ -195,7 +202,7 @@ class SyncRun {
       }
       if (!is_transient(st.error()) || give_up_retrying(started)) {
         return fail(st.error().kind,
-                    fmt::format("pipeline '{}' has no state in DATA_DIR yet, and what the destination already holds "
+                    fmt::format("pipeline '{}' has no state yet, and what the destination already holds "
                                 "could not be read, so nothing was read from the source; run again once it is "
                                 "reachable: {}",
                                 pipe_->name, st.error().message));
@@ -364,6 +371,11 @@ class SyncRun {
     std::optional<Clock::time_point> failing_since;
     auto backoff = std::chrono::milliseconds(100);
     while (true) {
+      // Nothing lands once another process holds the pipeline (a lease in a remote state store can be taken over).
+      if (auto held = lease_->check(); !held) {
+        record_error(held.error());
+        return false;
+      }
       Result<WriteOutcome> outcome = WriteOutcome::kApplied;
       if (!sink_open_) {
         if (auto st = sink_->open(); st) {
@@ -494,7 +506,7 @@ class SyncRun {
     return fmt::format(
         "{} committed batch{} ({} rows) wait in the WAL ({}): {}. Nothing is lost: run the same "
         "command again to deliver them",
-        batches, batches == 1 ? "" : "es", rows, paths_.wal.string(), why);
+        batches, batches == 1 ? "" : "es", rows, wal_->location(), why);
   }
 
   SyncResult finish_with(const Error& e) {
@@ -515,7 +527,9 @@ class SyncRun {
     s.last_run_finished = exit_code >= 0 ? format_iso8601_micros(now_micros()) : std::string();
     s.last_exit_code = exit_code;
     s.last_rows_per_second = t.rows_per_second();
-    if (auto st = save_stats(paths_, s); !st) spdlog::warn("could not save statistics: {}", st.error().message);
+    if (auto st = storage_->state().save_stats(s); !st) {
+      spdlog::warn("could not save statistics: {}", st.error().message);
+    }
   }
 
   // Every few seconds while the stages run, when the counts changed: a killed run (or a daemon that runs for days)
@@ -541,9 +555,9 @@ class SyncRun {
   const SyncOptions& options_;
   Reporter& reporter_;
   const PipelineConfig* pipe_ = nullptr;
+  std::unique_ptr<PipelineStorage> storage_;
   PipelinePaths paths_;
   PipelineState state_;
-  std::optional<PipelineLock> lock_;
   std::unique_ptr<Source> source_;
   std::unique_ptr<Sink> sink_;
   bool sink_open_ = false;
@@ -561,6 +575,8 @@ class SyncRun {
   std::atomic<uint64_t> batches_cut_{0};  // handed to the committer by the reader
   std::optional<Error> error_;
   Clock::time_point started_;
+  // Last: released (and its renewal thread stopped) before anything its callback touches goes.
+  std::unique_ptr<PipelineLease> lease_;
 };
 
 }  // namespace

@@ -64,11 +64,9 @@ std::string new_lineage() {
   return out;
 }
 
-PipelineStats load_stats(const PipelinePaths& paths) {
+PipelineStats stats_from_json(std::string_view text) {
   PipelineStats s;
-  auto text = default_env().read_file(paths.stats);
-  if (!text) return s;
-  auto j = nlohmann::json::parse(*text, nullptr, false);
+  auto j = nlohmann::json::parse(text, nullptr, false);
   if (!j.is_object()) return s;
   s.runs = j.value("runs", uint64_t{0});
   for (const auto& [name, member] : DeliveryCounts::fields()) s.*member = j.value(name, uint64_t{0});
@@ -79,14 +77,29 @@ PipelineStats load_stats(const PipelinePaths& paths) {
   return s;
 }
 
-Status save_stats(const PipelinePaths& paths, const PipelineStats& s) {
+std::string stats_to_json(const PipelineStats& s) {
   nlohmann::json j = {{"runs", s.runs}};
   for (const auto& [name, member] : DeliveryCounts::fields()) j[name] = s.*member;
   j.update({{"last_run_started", s.last_run_started},
             {"last_run_finished", s.last_run_finished},
             {"last_exit_code", s.last_exit_code},
             {"last_rows_per_second", s.last_rows_per_second}});
-  return write_file_atomically(default_env(), paths.stats, j.dump(2) + "\n");
+  return j.dump(2) + "\n";
+}
+
+PipelineStats load_stats(const PipelinePaths& paths) {
+  auto text = default_env().read_file(paths.stats);
+  return text ? stats_from_json(*text) : PipelineStats{};
+}
+
+Status save_stats(const PipelinePaths& paths, const PipelineStats& s) {
+  return write_file_atomically(default_env(), paths.stats, stats_to_json(s));
+}
+
+std::string lease_holder_description() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return fmt::format("pid {} on host {} since {}", getpid(), host, format_iso8601_micros(now_micros()));
 }
 
 Result<PipelineLock> PipelineLock::acquire(const PipelinePaths& paths, const std::string& pipeline) {
@@ -107,10 +120,7 @@ Result<PipelineLock> PipelineLock::acquire(const PipelinePaths& paths, const std
         fmt::format("pipeline '{}' is already running ({}); run one sync per pipeline, or wait for it to finish",
                     pipeline, who.value_or("holder unknown")));
   }
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  const std::string who =
-      fmt::format("pid {} on host {} since {}", getpid(), host, format_iso8601_micros(now_micros()));
+  const std::string who = lease_holder_description();
   if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, who.data(), who.size(), 0) != static_cast<ssize_t>(who.size())) {
     // The lock itself is held; only the holder's description is missing, which is cosmetic.
   }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/batch.h"
 #include "core/result.h"
@@ -60,6 +61,12 @@ struct PipelineStats : DeliveryCounts {
 };
 PipelineStats load_stats(const PipelinePaths& paths);  // absent or unreadable = zeros
 Status save_stats(const PipelinePaths& paths, const PipelineStats& stats);
+// The stats as a JSON document (what stats.json holds, and the DynamoDB store's stats item); unreadable = zeros.
+std::string stats_to_json(const PipelineStats& stats);
+PipelineStats stats_from_json(std::string_view text);
+
+// "pid N on host H since T": who holds a pipeline, as a second copy is told.
+std::string lease_holder_description();
 
 // One process per pipeline: an exclusive flock() on the lock file, released by the kernel when the process dies
 // (kill -9 included), so there is no stale lock to clean up.

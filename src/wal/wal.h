@@ -11,7 +11,6 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -49,7 +48,7 @@ struct WalBatchInfo {
   BatchId id;
   Position position_after;
   uint64_t rows = 0;
-  std::filesystem::path segment;
+  std::string segment;        // opaque to everything outside wal/: a segment file's path, or an object's key
   uint64_t offset = 0;        // of the record header in the segment
   uint64_t record_bytes = 0;  // header + payload
   uint32_t crc = 0;
@@ -57,7 +56,7 @@ struct WalBatchInfo {
 };
 
 struct WalSegmentInfo {
-  std::filesystem::path path;
+  std::string name;  // a segment file's name, or an object's key
   uint64_t first_seq = 0;
   uint64_t bytes = 0;
   uint64_t batches = 0;
@@ -76,73 +75,69 @@ struct WalInspection {
   bool torn_tail = false;  // the newest segment ends in an incomplete record (a sync would truncate it)
 };
 
+// The WAL of one pipeline, whatever stores it: `disk` (segment files in DATA_DIR, Wal::open) or `s3` (one object per
+// batch, S3Wal in wal/s3_wal.h). The engine sees only this interface; framing and checksums are shared by both
+// (wal/record_format.h, wal/segment.h), group commit and fsync poisoning belong to the disk store.
 class Wal {
  public:
-  // Opens the WAL in `options.dir`, creating it if absent, and recovers it: a record that fails its checksum or is
-  // cut short at the tail of the newest segment is a torn write and is truncated; damage anywhere else is
-  // kCorruption with a message naming the file and the byte offset. Checksums every record of the newest segment
-  // (the only one a crash can tear); of older ones it reads record headers, small records and the metadata at the
-  // front of each batch, never the columns, so start-up does not grow with the WAL (read_batch checks those).
+  // The disk WAL in `options.dir`, created if absent, and recovered: a record that fails its checksum or is cut
+  // short at the tail of the newest segment is a torn write and is truncated; damage anywhere else is kCorruption
+  // with a message naming the file and the byte offset. Checksums every record of the newest segment (the only one a
+  // crash can tear); of older ones it reads record headers, small records and the metadata at the front of each
+  // batch, never the columns, so start-up does not grow with the WAL (read_batch checks those).
   static Result<std::unique_ptr<Wal>> open(const WalOptions& options);
 
-  // Read-only scan; the same checks as open() but truncates nothing (a torn tail is reported, not an error).
+  // Read-only scan of a disk WAL; the same checks as open() but truncates nothing (a torn tail is reported).
   static Result<WalInspection> inspect(const std::filesystem::path& dir, Env* env = nullptr);
 
-  // The epoch the WAL in `dir` belongs to, from the header of its oldest segment alone (cheap at any WAL size);
+  // The epoch the disk WAL in `dir` belongs to, from the header of its oldest segment alone (cheap at any WAL size);
   // nullopt when there is no WAL or no complete header yet.
   static Result<std::optional<uint64_t>> epoch_on_disk(const std::filesystem::path& dir, Env* env = nullptr);
 
-  // Deletes the WAL directory (RESET PIPELINE): its segments oldest first, so a power cut half-way leaves a valid,
-  // shorter WAL of the old epoch (which the next sync finishes deleting), then the directory, then fsyncs the
+  // Deletes the disk WAL directory (RESET PIPELINE): its segments oldest first, so a power cut half-way leaves a
+  // valid, shorter WAL of the old epoch (which the next sync finishes deleting), then the directory, then fsyncs the
   // parent. Absent = nothing to do. Must not run while a Wal is open on `dir`.
   static Status destroy(const std::filesystem::path& dir, Env* env = nullptr);
 
-  ~Wal();
-  Wal(const Wal&) = delete;
-  Wal& operator=(const Wal&) = delete;
+  virtual ~Wal() = default;
 
   // Encodes a batch for commit(). Pure CPU work touching no WAL state: call it from any thread, e.g. the stage
   // before the committer. kInternal when the batch's columns do not match its row count.
-  Result<EncodedBatch> encode(const Batch& batch) const;
+  virtual Result<EncodedBatch> encode(const Batch& batch) const = 0;
 
-  // Appends a BATCH record and makes it durable (fdatasync; directory fsync when a new segment was created).
-  // When this returns, the batch is committed. Thread-safe; concurrent committers share one fdatasync (group commit).
-  // An fsync failure is kFatalIo and poisons the WAL: every later call fails (never retry fsync on the same
-  // descriptor). ENOSPC is kDiskFull, after one more try when the newest segment's batches had all landed (or landed
-  // meanwhile): it is then replaced by a new segment and deleted, so a WAL that filled its disk recovers. Calls
-  // failpoint::hit(kWalBeforeFsync) and (kWalAfterFsync) around the sync.
-  Result<BatchId> commit(const EncodedBatch& batch, const Position& position_after);
+  // Makes the batch durable; when this returns, it is committed. Thread-safe. On disk: appends a BATCH record and
+  // fdatasyncs it (concurrent committers share one fdatasync); a failed fsync is kFatalIo and poisons the WAL, ENOSPC
+  // is kDiskFull after one more try when the newest segment's batches had all landed (it is then replaced). Calls
+  // failpoint::hit(kWalBeforeFsync) and (kWalAfterFsync) around the step that makes the commit durable.
+  virtual Result<BatchId> commit(const EncodedBatch& batch, const Position& position_after) = 0;
   // encode() then commit(), for callers with nothing to overlap the encoding with.
   Result<BatchId> commit(const Batch& batch, const Position& position_after);
 
-  // Records that every batch up to and including `seq` has landed (a LANDED record; made durable by the next
-  // commit or by sync(), which is enough: a lost mark only means an idempotent re-write). Then deletes every segment,
-  // other than the newest, whose batches have all landed (failpoint kWalSegmentDelete before each unlink).
-  Status mark_landed(uint64_t seq);
+  // Records that every batch up to and including `seq` has landed (durable by the next commit or sync(), which is
+  // enough: a lost mark only means an idempotent re-write), then frees what only landed batches used (failpoint
+  // kWalSegmentDelete before each deletion).
+  virtual Status mark_landed(uint64_t seq) = 0;
 
   // A commit that meets a full disk waits for the batches of the newest segment to land, then replaces that segment
   // and tries again (see commit). This ends such waits (the landing stage stopped): the commit returns kDiskFull.
-  void stop_waiting();
+  virtual void stop_waiting() {}
 
   // Makes everything written so far durable (used at clean shutdown).
-  Status sync();
+  virtual Status sync() = 0;
 
   // Committed batches that have not landed, in seq order.
-  std::vector<WalBatchInfo> pending() const;
+  virtual std::vector<WalBatchInfo> pending() const = 0;
   // Reads and decompresses one batch; verifies its checksum again.
-  Result<Batch> read_batch(const WalBatchInfo& info) const;
+  virtual Result<Batch> read_batch(const WalBatchInfo& info) const = 0;
 
-  Position last_position() const;  // position_after of the last committed batch (or of the segment header)
-  uint64_t last_committed_seq() const;
+  virtual Position last_position() const = 0;  // position_after of the last committed batch
+  virtual uint64_t last_committed_seq() const = 0;
   // The seq the next commit() will get (last_committed_seq() + 1); stable while the caller is the only committer.
-  uint64_t next_seq() const;
-  uint64_t landed_watermark() const;
-  uint64_t bytes_on_disk() const;
-
- private:
-  struct Impl;
-  explicit Wal(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  virtual uint64_t next_seq() const = 0;
+  virtual uint64_t landed_watermark() const = 0;
+  virtual uint64_t bytes_on_disk() const = 0;  // of batches still held (disk: segment bytes; s3: object bytes)
+  // Where it is, for messages: a folder, or s3://bucket/prefix/.
+  virtual std::string location() const = 0;
 };
 
 }  // namespace skippr

@@ -17,9 +17,11 @@ using ::testing::HasSubstr;
 class SettingsTest : public ::testing::Test {
  protected:
   SettingsTest() {
-    for (const char* name : {"DATA_DIR", "WAL_STORAGE", "BUFFER_THRESHOLD_BYTES", "BUFFER_THRESHOLD_SECONDS",
-                             "WAL_BYTES_PER_FILE", "SYNC_FREQUENCY", "SINK_RETRY_SECONDS", "SKIPPR_CHAOS_MODE",
-                             "SKIPPR_CHAOS_MIN_SECONDS", "SKIPPR_CHAOS_MAX_SECONDS", "SKIPPR_CHAOS_SEED"}) {
+    for (const char* name :
+         {"DATA_DIR", "WAL_STORAGE", "BUFFER_THRESHOLD_BYTES", "BUFFER_THRESHOLD_SECONDS", "WAL_BYTES_PER_FILE",
+          "SYNC_FREQUENCY", "SINK_RETRY_SECONDS", "SKIPPR_CHAOS_MODE", "SKIPPR_CHAOS_MIN_SECONDS",
+          "SKIPPR_CHAOS_MAX_SECONDS", "SKIPPR_CHAOS_SEED", "SKIPPR_STATE_STORE", "SKIPPR_WAL_S3_BUCKET",
+          "SKIPPR_WAL_S3_PREFIX", "SKIPPR_STATE_DYNAMODB_TABLE", "SKIPPR_LEASE_SECONDS"}) {
       env_.push_back(std::make_unique<ScopedEnv>(name, std::nullopt));
     }
   }
@@ -113,12 +115,41 @@ TEST_F(SettingsTest, ZeroChaosSecondsIsAnError) {
   EXPECT_THAT(s.error().message, HasSubstr("SKIPPR_CHAOS_MIN_SECONDS='0'"));
 }
 
-TEST_F(SettingsTest, OnlyDiskWalStorageIsSupported) {
+TEST_F(SettingsTest, ClusteredWalStorageIsNotSupportedYet) {
+  set("WAL_STORAGE", "clustered");
+  auto s = settings_from_env();
+  ASSERT_FALSE(s.has_value());
+  EXPECT_EQ(s.error().kind, ErrorKind::kConfig);
+  EXPECT_THAT(s.error().message, HasSubstr("WAL_STORAGE=clustered is not supported by this build"));
+}
+
+TEST_F(SettingsTest, AnS3WalNeedsItsBucketAndTheDynamoDbStateStoreWithItsTable) {
   set("WAL_STORAGE", "s3");
   auto s = settings_from_env();
   ASSERT_FALSE(s.has_value());
   EXPECT_EQ(s.error().kind, ErrorKind::kConfig);
-  EXPECT_THAT(s.error().message, HasSubstr("WAL_STORAGE=s3 is not supported by this build"));
+  EXPECT_THAT(s.error().message, HasSubstr("WAL_STORAGE=s3 needs SKIPPR_WAL_S3_BUCKET"));
+  EXPECT_THAT(s.error().message, HasSubstr("use WAL_STORAGE=s3 with SKIPPR_STATE_STORE=dynamodb"));
+
+  set("SKIPPR_WAL_S3_BUCKET", "wal-bucket");
+  set("SKIPPR_WAL_S3_PREFIX", "/skippr");
+  set("SKIPPR_STATE_STORE", "dynamodb");
+  set("SKIPPR_STATE_DYNAMODB_TABLE", "skippr-state");
+  set("SKIPPR_LEASE_SECONDS", "5");
+  auto good = settings_from_env();
+  ASSERT_TRUE(good.has_value()) << good.error().message;
+  EXPECT_EQ(good->wal_storage, "s3");
+  EXPECT_EQ(good->wal_s3_prefix, "skippr/");
+  EXPECT_EQ(good->state_store, "dynamodb");
+  EXPECT_EQ(good->lease_seconds, 5);
+}
+
+TEST_F(SettingsTest, TheDynamoDbStateStoreAloneIsRefused) {
+  set("SKIPPR_STATE_STORE", "dynamodb");
+  set("SKIPPR_STATE_DYNAMODB_TABLE", "t");
+  auto s = settings_from_env();
+  ASSERT_FALSE(s.has_value());
+  EXPECT_THAT(s.error().message, HasSubstr("WAL_STORAGE=disk with SKIPPR_STATE_STORE=dynamodb does not work"));
 }
 
 TEST_F(SettingsTest, UnknownWalStorage) {

@@ -221,6 +221,14 @@ Result<std::string> S3Client::get_object(const std::string& bucket, const std::s
   return std::unexpected(error_of(*response, what));
 }
 
+Status S3Client::delete_object(const std::string& bucket, const std::string& key) {
+  auto response = http_send(signed_request("DELETE", bucket, key, ""));
+  const std::string what = fmt::format("S3 DeleteObject s3://{}/{}", bucket, key);
+  if (!response) return fail(ErrorKind::kUnavailable, fmt::format("{}: {}", what, response.error().message));
+  if (response->status == 204 || response->status == 200 || response->status == 404) return ok();
+  return std::unexpected(error_of(*response, what));
+}
+
 Status S3Client::check_bucket(const std::string& bucket) {
   auto response = http_send(signed_request("HEAD", bucket, "", ""));
   const std::string what = fmt::format("S3 bucket {}", bucket);

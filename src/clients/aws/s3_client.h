@@ -52,6 +52,8 @@ class S3Client {
   // Writes the object's content to `file` if its ETag is still `etag` (If-Match). kBadInput when the object was
   // replaced or deleted meanwhile: the caller names it; it is never read in its new version silently.
   Status download_object(const std::string& bucket, const std::string& key, const std::string& etag, std::FILE* file);
+  // Deleting an object that is not there is not an error (a retry after an unknown outcome, a second cleaner).
+  Status delete_object(const std::string& bucket, const std::string& key);
   // kConfig when the bucket does not exist or these credentials may not use it.
   Status check_bucket(const std::string& bucket);
 

@@ -1,4 +1,4 @@
-// The WAL writer: commit (append + fdatasync), mark_landed (+ segment deletion), and open (recovery).
+// The disk WAL: commit (append + fdatasync), mark_landed (+ segment deletion), and open (recovery).
 //
 // Durability rules this file keeps:
 // - a batch is committed once its record is fdatasync'ed; a new segment's header and directory entry are made
@@ -43,7 +43,33 @@ std::unexpected<Error> unexpected(Error e) { return std::unexpected(std::move(e)
 
 }  // namespace
 
-struct Wal::Impl {
+// The disk store: segment files under WalOptions::dir (see wal.h for the layout).
+class DiskWal final : public Wal {
+ public:
+  struct Impl;
+  explicit DiskWal(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+  ~DiskWal() override;
+
+  using Wal::commit;
+  Result<EncodedBatch> encode(const Batch& batch) const override;
+  Result<BatchId> commit(const EncodedBatch& batch, const Position& position_after) override;
+  Status mark_landed(uint64_t seq) override;
+  void stop_waiting() override;
+  Status sync() override;
+  std::vector<WalBatchInfo> pending() const override;
+  Result<Batch> read_batch(const WalBatchInfo& info) const override;
+  Position last_position() const override;
+  uint64_t last_committed_seq() const override;
+  uint64_t next_seq() const override;
+  uint64_t landed_watermark() const override;
+  uint64_t bytes_on_disk() const override;
+  std::string location() const override;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+struct DiskWal::Impl {
   Impl(const WalOptions& o, Env& e) : options(o), env(e) {}
 
   WalOptions options;
@@ -189,9 +215,7 @@ struct Wal::Impl {
   }
 };
 
-Wal::Wal(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
-
-Wal::~Wal() {
+DiskWal::~DiskWal() {
   std::unique_lock lock(impl_->mu);
   impl_->wait_for_no_sync(lock);
   if (impl_->poison || !impl_->current) return;
@@ -229,7 +253,7 @@ Result<std::unique_ptr<Wal>> Wal::open(const WalOptions& options) {
     SKIPPR_TRY((*file)->close());
   }
 
-  auto impl = std::make_unique<Impl>(options, env);
+  auto impl = std::make_unique<DiskWal::Impl>(options, env);
   impl->options.env = &env;
   impl->watermark = scan.landed_watermark;
   impl->next_seq = scan.last_committed_seq + 1;
@@ -246,7 +270,7 @@ Result<std::unique_ptr<Wal>> Wal::open(const WalOptions& options) {
     if (!file) return unexpected(file.error());
     impl->current = std::move(*file);
   }
-  return std::unique_ptr<Wal>(new Wal(std::move(impl)));
+  return std::unique_ptr<Wal>(new DiskWal(std::move(impl)));
 }
 
 Result<WalInspection> Wal::inspect(const fs::path& dir, Env* env_or_null) {
@@ -258,8 +282,8 @@ Result<WalInspection> Wal::inspect(const fs::path& dir, Env* env_or_null) {
   auto scanned = wal::scan_wal(env, dir, std::nullopt, std::nullopt, wal::pipeline_name_from_dir(dir));
   if (!scanned) return unexpected(scanned.error());
   for (const wal::SegmentScan& segment : scanned->segments) {
-    out.segments.push_back(
-        {segment.path, segment.header ? segment.header->first_seq : 0, segment.file_bytes, segment.batches.size()});
+    out.segments.push_back({segment.path.filename().string(), segment.header ? segment.header->first_seq : 0,
+                            segment.file_bytes, segment.batches.size()});
     out.batches.insert(out.batches.end(), segment.batches.begin(), segment.batches.end());
     out.bytes += segment.file_bytes;
   }
@@ -314,7 +338,7 @@ Status Wal::destroy(const fs::path& dir, Env* env_or_null) {
   return ok();
 }
 
-Result<EncodedBatch> Wal::encode(const Batch& batch) const {
+Result<EncodedBatch> DiskWal::encode(const Batch& batch) const {
   auto columns = wal::encode_batch_blocks(batch, impl_->options.zstd_level);
   if (!columns) return unexpected(columns.error());
   const uint32_t crc = crc32c::value(*columns);
@@ -327,7 +351,7 @@ Result<BatchId> Wal::commit(const Batch& batch, const Position& position_after) 
   return commit(*encoded, position_after);
 }
 
-Result<BatchId> Wal::commit(const EncodedBatch& batch, const Position& position_after) {
+Result<BatchId> DiskWal::commit(const EncodedBatch& batch, const Position& position_after) {
   const std::string& columns = batch.columns;
   std::unique_lock lock(impl_->mu);
   Impl& s = *impl_;
@@ -391,14 +415,14 @@ Result<BatchId> Wal::commit(const EncodedBatch& batch, const Position& position_
                     .id = id,
                     .position_after = position_after,
                     .rows = batch.rows,
-                    .segment = fs::path(),
+                    .segment = std::string(),
                     .offset = offset,
                     .record_bytes = front.size() + columns.size(),
                     .crc = crc,
                     .landed = false};
   for (auto it = s.segments.rbegin(); it != s.segments.rend(); ++it) {  // the segment it went into (may have rolled)
     if (it->first_seq <= seq) {
-      info.segment = it->path;
+      info.segment = it->path.string();
       break;
     }
   }
@@ -409,7 +433,7 @@ Result<BatchId> Wal::commit(const EncodedBatch& batch, const Position& position_
   return id;
 }
 
-Status Wal::mark_landed(uint64_t seq) {
+Status DiskWal::mark_landed(uint64_t seq) {
   std::lock_guard lock(impl_->mu);
   Impl& s = *impl_;
   SKIPPR_TRY(s.check_poison());
@@ -430,25 +454,25 @@ Status Wal::mark_landed(uint64_t seq) {
   return s.delete_landed_segments_locked();
 }
 
-void Wal::stop_waiting() {
+void DiskWal::stop_waiting() {
   std::lock_guard lock(impl_->mu);
   impl_->stop_waiting = true;
   impl_->landed.notify_all();
 }
 
-Status Wal::sync() {
+Status DiskWal::sync() {
   std::unique_lock lock(impl_->mu);
   impl_->wait_for_no_sync(lock);
   SKIPPR_TRY(impl_->check_poison());
   return impl_->sync_now_locked();
 }
 
-std::vector<WalBatchInfo> Wal::pending() const {
+std::vector<WalBatchInfo> DiskWal::pending() const {
   std::lock_guard lock(impl_->mu);
   return {impl_->unlanded.begin(), impl_->unlanded.end()};
 }
 
-Result<Batch> Wal::read_batch(const WalBatchInfo& info) const {
+Result<Batch> DiskWal::read_batch(const WalBatchInfo& info) const {
   {
     std::lock_guard lock(impl_->mu);
     SKIPPR_TRY(impl_->check_poison());
@@ -476,27 +500,29 @@ Result<Batch> Wal::read_batch(const WalBatchInfo& info) const {
   return batch;
 }
 
-Position Wal::last_position() const {
+Position DiskWal::last_position() const {
   std::lock_guard lock(impl_->mu);
   return impl_->last_position;
 }
 
-uint64_t Wal::last_committed_seq() const {
+uint64_t DiskWal::last_committed_seq() const {
   std::lock_guard lock(impl_->mu);
   return impl_->next_seq - 1;
 }
 
-uint64_t Wal::next_seq() const {
+uint64_t DiskWal::next_seq() const {
   std::lock_guard lock(impl_->mu);
   return impl_->next_seq;
 }
 
-uint64_t Wal::landed_watermark() const {
+uint64_t DiskWal::landed_watermark() const {
   std::lock_guard lock(impl_->mu);
   return impl_->watermark;
 }
 
-uint64_t Wal::bytes_on_disk() const {
+std::string DiskWal::location() const { return impl_->options.dir.string(); }
+
+uint64_t DiskWal::bytes_on_disk() const {
   std::lock_guard lock(impl_->mu);
   uint64_t total = 0;
   for (const auto& segment : impl_->segments) total += segment.bytes;

@@ -1,0 +1,115 @@
+#include "engine/pipeline_storage.h"
+
+#include <fmt/format.h>
+
+#include "clients/aws/aws_config.h"
+#include "core/env.h"
+#include "engine/reset.h"
+#include "state/dynamodb_state_store.h"
+#include "wal/s3_wal.h"
+
+namespace skippr {
+
+struct PipelineStorage::Remote {
+  AwsService s3;
+};
+
+PipelineStorage::PipelineStorage(const Settings& settings, std::string pipeline, Env* wal_env)
+    : settings_(settings),
+      pipeline_(std::move(pipeline)),
+      wal_env_(wal_env),
+      paths_(PipelinePaths::of(settings.data_dir, pipeline_)) {}
+
+PipelineStorage::~PipelineStorage() = default;
+
+Result<std::unique_ptr<PipelineStorage>> PipelineStorage::open(const Settings& settings, const std::string& pipeline,
+                                                               Env* wal_env) {
+  std::unique_ptr<PipelineStorage> storage(new PipelineStorage(settings, pipeline, wal_env));
+  if (settings.state_store == "local") {
+    storage->state_ = local_state_store(storage->paths_, pipeline, wal_env);
+  } else {
+    auto dynamodb = resolve_aws_service({}, "dynamodb", "SKIPPR_STATE_STORE=dynamodb");
+    if (!dynamodb) return std::unexpected(dynamodb.error());
+    auto store = open_dynamodb_state_store({.service = std::move(*dynamodb),
+                                            .table = settings.state_dynamodb_table,
+                                            .pipeline = pipeline,
+                                            .lease_seconds = settings.lease_seconds,
+                                            .retry_seconds = settings.sink_retry_seconds});
+    if (!store) return std::unexpected(store.error());
+    storage->state_ = std::move(*store);
+  }
+  if (settings.wal_storage == "s3") {
+    auto s3 = resolve_aws_service({}, "s3", "WAL_STORAGE=s3");
+    if (!s3) return std::unexpected(s3.error());
+    storage->remote_ = std::make_unique<Remote>(Remote{std::move(*s3)});
+  }
+  return storage;
+}
+
+namespace {
+
+S3WalOptions s3_wal_options(const Settings& settings, const AwsService& s3, const std::string& pipeline,
+                            const PipelineState& state, StateStore& store) {
+  S3WalOptions o;
+  o.service = s3;
+  o.bucket = settings.wal_s3_bucket;
+  o.prefix = settings.wal_s3_prefix;
+  o.pipeline = pipeline;
+  o.epoch = state.epoch;
+  o.lineage = state.lineage;
+  o.initial_position = state.resume_position;
+  o.log = store.wal_commit_log();
+  o.retry_seconds = settings.sink_retry_seconds;
+  return o;
+}
+
+}  // namespace
+
+std::string PipelineStorage::wal_location() const {
+  if (!remote_) return paths_.wal.string();
+  return S3Wal::location(s3_wal_options(settings_, remote_->s3, pipeline_, {}, *state_));
+}
+
+Result<std::unique_ptr<Wal>> PipelineStorage::open_wal(const PipelineState& state, const PipelineLease& lease) const {
+  if (remote_) {
+    S3WalOptions o = s3_wal_options(settings_, remote_->s3, pipeline_, state, *state_);
+    o.token = lease.token();
+    return S3Wal::open(o);
+  }
+  WalOptions o;
+  o.dir = paths_.wal;
+  o.pipeline = pipeline_;
+  o.epoch = state.epoch;
+  o.lineage = state.lineage;
+  o.initial_position = state.resume_position;
+  o.bytes_per_file = settings_.wal_bytes_per_file;
+  o.wait_for_landing_when_full = true;  // the land stage runs beside the committer
+  o.env = wal_env_;
+  return Wal::open(o);
+}
+
+Result<WalInspection> PipelineStorage::inspect_wal(const PipelineState& state) const {
+  if (remote_) return S3Wal::inspect(s3_wal_options(settings_, remote_->s3, pipeline_, state, *state_));
+  return Wal::inspect(paths_.wal, wal_env_);
+}
+
+Result<std::optional<uint64_t>> PipelineStorage::wal_epoch() const {
+  if (remote_) return S3Wal::oldest_epoch(s3_wal_options(settings_, remote_->s3, pipeline_, {}, *state_));
+  return Wal::epoch_on_disk(paths_.wal, wal_env_);
+}
+
+Status PipelineStorage::destroy_wal() const {
+  if (remote_) return S3Wal::destroy(s3_wal_options(settings_, remote_->s3, pipeline_, {}, *state_));
+  return Wal::destroy(paths_.wal, wal_env_);
+}
+
+Result<uint64_t> PipelineStorage::reset() {
+  return reset_state_then_wal(*state_, [&] { return destroy_wal(); });
+}
+
+Status PipelineStorage::finish_interrupted_reset(uint64_t epoch, std::optional<uint64_t> epoch_on_disk) const {
+  return finish_interrupted_reset_with(epoch, epoch_on_disk, pipeline_, wal_location(), state_->where(),
+                                       [&] { return destroy_wal(); });
+}
+
+}  // namespace skippr
