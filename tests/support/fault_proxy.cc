@@ -80,10 +80,11 @@ int FaultProxy::add(const FaultRule& rule) {
 void FaultProxy::clear() { control("DELETE"); }
 
 int FaultProxy::hits(int rule_id) const {
-  for (const auto& rule : control("GET").at("rules")) {
+  const nlohmann::json state = control("GET");  // kept alive: a range-for over a temporary's member would dangle
+  for (const auto& rule : state.at("rules")) {
     if (rule.at("id").get<int>() == rule_id) return rule.at("hits").get<int>();
   }
-  throw std::runtime_error(fmt::format("fault proxy: no rule {}", rule_id));
+  throw std::runtime_error(fmt::format("fault proxy: no rule {} in {}", rule_id, state.dump()));
 }
 
 uint64_t FaultProxy::requests() const { return control("GET").at("requests").get<uint64_t>(); }

@@ -13,8 +13,8 @@ namespace skippr::test {
 
 // A rule as fault_proxy.py reads it (see its docstring); empty strings match anything.
 struct FaultRule {
-  std::string method, path_regex, target_regex, body_regex;
-  std::string action;  // "drop_after_forward", "drop_before_forward", "status", "status_after_forward", "delay"
+  std::string method = {}, path_regex = {}, target_regex = {}, body_regex = {};
+  std::string action = {};  // "drop_after_forward", "drop_before_forward", "status", "status_after_forward", "delay"
   int status = 500;
   std::string code = "InternalError";
   double delay_seconds = 0;

@@ -1,0 +1,264 @@
+// The S3 WAL and the DynamoDB state store against moto_server, through the fault proxy: commits survive the process,
+// unknown outcomes on the object PUT and on the commit record are resolved without writing anywhere else, an object
+// that was never committed is never taken for a commit, and a writer whose lease was taken over changes nothing.
+#include <gtest/gtest.h>
+
+#include "clients/aws/dynamodb_client.h"
+#include "clients/aws/s3_client.h"
+#include "engine/pipeline_storage.h"
+#include "remote_wal/remote_test_env.h"
+#include "wal/wal_test_util.h"
+
+namespace skippr::test {
+namespace {
+
+using skippr::testing::batch_with_every_type;
+using skippr::testing::expect_batches_equal;
+
+Position position(uint64_t n) { return Position{R"({"offset":)" + std::to_string(n * 100) + "}"}; }
+
+class S3WalTest : public ::testing::Test {
+ protected:
+  S3WalTest() : env_(remote_storage_env(/*lease_seconds=*/3)), scoped_(with_retry_seconds(env_)) {
+    SharedProxy().clear();
+    auto settings = settings_from_env(dir_.path());
+    EXPECT_TRUE(settings) << settings.error().message;
+    settings_ = *settings;
+  }
+  ~S3WalTest() override { SharedProxy().clear(); }
+
+  static std::map<std::string, std::string> with_retry_seconds(std::map<std::string, std::string> env) {
+    env["SINK_RETRY_SECONDS"] = "4";  // how long the WAL retries a transient failure before it gives up
+    return env;
+  }
+
+  std::unique_ptr<PipelineStorage> storage() {
+    auto storage = PipelineStorage::open(settings_, "bikes");
+    EXPECT_TRUE(storage) << storage.error().message;
+    return storage ? std::move(*storage) : nullptr;
+  }
+
+  // A writer: its storage, its lease, the state it saved, its WAL.
+  struct Writer {
+    std::unique_ptr<PipelineStorage> storage;
+    std::unique_ptr<PipelineLease> lease;
+    PipelineState state;
+    std::unique_ptr<Wal> wal;
+    // The process ends: its WAL, then its lease (released), then the store the lease lives in.
+    void end() {
+      wal.reset();
+      lease.reset();
+      storage.reset();
+    }
+    ~Writer() { end(); }
+    Writer() = default;
+    Writer(Writer&&) = default;
+  };
+  Writer writer() {
+    Writer w;
+    w.storage = storage();
+    auto lease = w.storage->state().acquire();
+    EXPECT_TRUE(lease) << lease.error().message;
+    w.lease = std::move(*lease);
+    auto state = w.storage->state().load();
+    EXPECT_TRUE(state) << state.error().message;
+    w.state = *state;
+    if (w.state.lineage.empty()) {
+      w.state.lineage = "0123456789abcdef0123456789abcdef";
+      EXPECT_TRUE(w.storage->state().save(w.state));
+    }
+    auto wal = w.storage->open_wal(w.state, *w.lease);
+    EXPECT_TRUE(wal) << wal.error().message;
+    if (wal) w.wal = std::move(*wal);
+    return w;
+  }
+
+  std::vector<std::string> keys() {
+    auto service = resolve_aws_service({}, "s3", "test");
+    S3Client s3(*service);
+    auto listed = s3.list_objects(env_.at("SKIPPR_WAL_S3_BUCKET"), "");
+    EXPECT_TRUE(listed) << listed.error().message;
+    std::vector<std::string> out;
+    for (const auto& o : *listed) out.push_back(o.key);
+    return out;
+  }
+
+  // As if the lease's holder had paused past its expiry (SIGSTOP, a partition): the item says it ran out.
+  void expire_lease() {
+    auto service = resolve_aws_service({}, "dynamodb", "test");
+    DynamoDbClient db(*service);
+    auto written = db.update_item(env_.at("SKIPPR_STATE_DYNAMODB_TABLE"), {{"pipeline", dynamo_string("bikes")}},
+                                  "SET lease_expires_ms = :z", "", {{":z", dynamo_number(1)}});
+    ASSERT_TRUE(written) << written.error().message;
+  }
+
+  TempDir dir_;
+  std::map<std::string, std::string> env_;
+  ScopedEnvironment scoped_;
+  Settings settings_;
+};
+
+TEST_F(S3WalTest, CommittedBatchesOutliveTheProcessAndLandedOnesAreDeleted) {
+  {
+    Writer w = writer();
+    for (uint64_t n = 1; n <= 3; ++n) {
+      auto id = w.wal->commit(batch_with_every_type(40, static_cast<int>(n)), position(n));
+      ASSERT_TRUE(id) << id.error().message;
+      EXPECT_EQ(id->seq, n);
+    }
+    ASSERT_TRUE(w.wal->mark_landed(1));
+    EXPECT_EQ(keys().size(), 2u) << "the landed batch's object is deleted";
+  }
+  // A new process on a new machine: nothing local is read.
+  Writer w = writer();
+  EXPECT_EQ(w.wal->last_committed_seq(), 3u);
+  EXPECT_EQ(w.wal->landed_watermark(), 1u);
+  EXPECT_EQ(w.wal->last_position(), position(3));
+  const auto pending = w.wal->pending();
+  ASSERT_EQ(pending.size(), 2u);
+  for (size_t i = 0; i < pending.size(); ++i) {
+    EXPECT_EQ(pending[i].seq, i + 2);
+    EXPECT_EQ(pending[i].id, (BatchId{"bikes", 1, i + 2, w.state.lineage}));
+    auto batch = w.wal->read_batch(pending[i]);
+    ASSERT_TRUE(batch) << batch.error().message;
+    expect_batches_equal(batch_with_every_type(40, static_cast<int>(i + 2)), *batch);
+  }
+  ASSERT_TRUE(w.wal->mark_landed(3));
+  EXPECT_TRUE(keys().empty());
+  auto inspected = w.storage->inspect_wal(w.state);
+  ASSERT_TRUE(inspected) << inspected.error().message;
+  EXPECT_EQ(inspected->last_committed_seq, 3u);
+  EXPECT_EQ(inspected->landed_watermark, 3u);
+}
+
+TEST_F(S3WalTest, AnUnknownOutcomeOnTheObjectPutIsResolvedAtTheSameKey) {
+  Writer w = writer();
+  // The PUT reached S3, the answer was lost; then three SlowDowns; then a 500 after S3 had stored it.
+  const int lost = SharedProxy().add({.method = "PUT", .path_regex = "\\.batch$", .action = "drop_after_forward"});
+  auto first = w.wal->commit(batch_with_every_type(30, 1), position(1));
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(SharedProxy().hits(lost), 1);
+  const int slow = SharedProxy().add(
+      {.method = "PUT", .path_regex = "\\.batch$", .action = "status", .status = 503, .code = "SlowDown", .times = 3});
+  auto second = w.wal->commit(batch_with_every_type(30, 2), position(2));
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_EQ(SharedProxy().hits(slow), 3);
+  const int acted =
+      SharedProxy().add({.method = "PUT", .path_regex = "\\.batch$", .action = "status_after_forward", .status = 500});
+  auto third = w.wal->commit(batch_with_every_type(30, 3), position(3));
+  ASSERT_TRUE(third) << third.error().message;
+  EXPECT_EQ(SharedProxy().hits(acted), 1);
+
+  const auto objects = keys();
+  ASSERT_EQ(objects.size(), 3u) << "one object per batch, never a second key for a retried PUT";
+  w.end();
+  Writer again = writer();
+  ASSERT_EQ(again.wal->pending().size(), 3u);
+  for (const auto& info : again.wal->pending()) {
+    auto batch = again.wal->read_batch(info);
+    ASSERT_TRUE(batch) << batch.error().message;
+    expect_batches_equal(batch_with_every_type(30, static_cast<int>(info.seq)), *batch);
+  }
+}
+
+TEST_F(S3WalTest, AnUnknownOutcomeOnTheCommitRecordIsResolvedByReadingItBack) {
+  Writer w = writer();
+  const int lost =
+      SharedProxy().add({.target_regex = "UpdateItem", .body_regex = "wal_seq = :s", .action = "drop_after_forward"});
+  ASSERT_TRUE(w.wal->commit(batch_with_every_type(30, 1), position(1)));
+  EXPECT_EQ(SharedProxy().hits(lost), 1);
+  const int acted = SharedProxy().add(
+      {.target_regex = "UpdateItem", .body_regex = "wal_seq = :s", .action = "status_after_forward", .status = 500});
+  ASSERT_TRUE(w.wal->commit(batch_with_every_type(30, 2), position(2)));
+  EXPECT_EQ(SharedProxy().hits(acted), 1);
+  const int throttled = SharedProxy().add({.target_regex = "UpdateItem",
+                                           .body_regex = "wal_seq = :s",
+                                           .action = "status",
+                                           .status = 400,
+                                           .code = "ProvisionedThroughputExceededException",
+                                           .times = 2});
+  auto third = w.wal->commit(batch_with_every_type(30, 3), position(3));
+  ASSERT_TRUE(third) << third.error().message;
+  EXPECT_EQ(third->seq, 3u) << "each batch committed once: no seq was taken twice";
+  EXPECT_EQ(SharedProxy().hits(throttled), 2);
+  w.end();
+  Writer again = writer();
+  EXPECT_EQ(again.wal->last_committed_seq(), 3u);
+  EXPECT_EQ(again.wal->pending().size(), 3u);
+}
+
+TEST_F(S3WalTest, AnObjectThatWasNeverCommittedIsDeletedAtOpenAndNeverTakenForACommit) {
+  {
+    Writer w = writer();
+    ASSERT_TRUE(w.wal->commit(batch_with_every_type(30, 1), position(1)));
+    // The object goes in; every write of the commit record fails until the WAL gives up (SINK_RETRY_SECONDS).
+    SharedProxy().add(
+        {.target_regex = "UpdateItem", .body_regex = "wal_seq = :s", .action = "status", .status = 503, .times = -1});
+    auto failed = w.wal->commit(batch_with_every_type(30, 2), position(2));
+    ASSERT_FALSE(failed);
+    EXPECT_EQ(keys().size(), 2u) << "the orphan is there";
+    SharedProxy().clear();
+  }
+  Writer w = writer();
+  EXPECT_EQ(w.wal->last_committed_seq(), 1u);
+  EXPECT_EQ(w.wal->last_position(), position(1));
+  ASSERT_EQ(w.wal->pending().size(), 1u);
+  EXPECT_EQ(keys().size(), 1u) << "the orphan was deleted";
+  auto next = w.wal->commit(batch_with_every_type(30, 7), position(7));
+  ASSERT_TRUE(next) << next.error().message;
+  EXPECT_EQ(next->seq, 2u);
+  auto batch = w.wal->read_batch(w.wal->pending().back());
+  ASSERT_TRUE(batch);
+  expect_batches_equal(batch_with_every_type(30, 7), *batch);
+}
+
+TEST_F(S3WalTest, ASecondHolderIsRefusedNamingTheFirst) {
+  auto first = storage();
+  auto held = first->state().acquire();
+  ASSERT_TRUE(held) << held.error().message;
+  auto second = storage();
+  auto refused = second->state().acquire();
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, ErrorKind::kLocked);
+  EXPECT_NE(refused.error().message.find("pid " + std::to_string(getpid())), std::string::npos)
+      << refused.error().message;
+  held->reset();  // released
+  auto now = second->state().acquire();
+  ASSERT_TRUE(now) << now.error().message;
+  EXPECT_GT((*now)->token(), 1u) << "the fencing token only grows";
+}
+
+TEST_F(S3WalTest, AWriterWhoseLeaseWasTakenOverCommitsAndLandsNothing) {
+  Writer old = writer();
+  ASSERT_TRUE(old.wal->commit(batch_with_every_type(30, 1), position(1)));
+  ASSERT_TRUE(old.wal->commit(batch_with_every_type(30, 2), position(2)));
+  expire_lease();  // the old writer "pauses" past its lease
+  Writer fresh = writer();
+  ASSERT_GT(fresh.lease->token(), old.lease->token());
+  EXPECT_EQ(fresh.wal->pending().size(), 2u);
+  ASSERT_TRUE(fresh.wal->commit(batch_with_every_type(30, 3), position(3)));
+
+  // The old writer wakes up: its object for seq 3 goes in under its own token, but the commit is refused.
+  auto late = old.wal->commit(batch_with_every_type(30, 99), position(99));
+  ASSERT_FALSE(late);
+  EXPECT_EQ(late.error().kind, ErrorKind::kFenced) << late.error().message;
+  auto landed = old.wal->mark_landed(2);
+  ASSERT_FALSE(landed);
+  EXPECT_EQ(landed.error().kind, ErrorKind::kFenced);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // its local view of the lease runs out
+  auto check = old.lease->check();
+  ASSERT_FALSE(check);
+  EXPECT_EQ(check.error().kind, ErrorKind::kFenced);
+  EXPECT_NE(check.error().message.find("taken over by pid"), std::string::npos) << check.error().message;
+
+  fresh.end();
+  Writer next = writer();  // its open deletes the old writer's leftover and keeps the committed batches
+  ASSERT_EQ(next.wal->pending().size(), 3u);
+  EXPECT_EQ(keys().size(), 3u);
+  auto third = next.wal->read_batch(next.wal->pending().back());
+  ASSERT_TRUE(third);
+  expect_batches_equal(batch_with_every_type(30, 3), *third);
+}
+
+}  // namespace
+}  // namespace skippr::test
