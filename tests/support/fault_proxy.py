@@ -1,25 +1,18 @@
-#!/ usr / bin / env python3
-""
-        "An HTTP proxy for tests that forwards to an upstream (moto_server) and injects faults on matching requests.
+#!/usr/bin/env python3
+"""An HTTP proxy for tests that forwards to an upstream (moto_server) and injects faults on matching requests.
 
-        Usage : fault_proxy.py-- upstream http :  // 127.0.0.1:PORT --port-file FILE
+Usage: fault_proxy.py --upstream http://127.0.0.1:PORT --port-file FILE
 
-                                                  Control API on the same
-                                                  port(no S3 bucket can be named "__faults")
-    : POST
-        / __faults a JSON rule->{"id" : N} DELETE / __faults removes every rule
-    and zeroes the counters GET / __faults{"rules" : [ {"id" :.., "hits" :.., ...} ], "requests" : N}
+Control API on the same port (no S3 bucket can be named "__faults"):
+  POST   /__faults   a JSON rule -> {"id": N}
+  DELETE /__faults   removes every rule and zeroes the counters
+  GET    /__faults   {"rules": [{"id": .., "hits": .., ...}], "requests": N}
 
-            A rule : method(exact),
-path_regex(on the path with its query), target_regex(on X - Amz - Target), body_regex(on the body as latin - 1)
-    : every one given must match(re.search).action : drop_after_forward,
-drop_before_forward, status, status_after_forward or delay;
-status(int, 500), code("InternalError"), delay_seconds;
-skip(0) : the first N matching requests pass;
-times(1, -1 = forever)
-    : how many after those get the fault.The first matching rule that still has skips
-    or faults left decides;
-hits counts the faults it applied.
+A rule: method (exact), path_regex (on the path with its query), target_regex (on X-Amz-Target), body_regex (on the
+body as latin-1): every one given must match (re.search). action: drop_after_forward, drop_before_forward, status,
+status_after_forward or delay; status (int, 500), code ("InternalError"), delay_seconds; skip (0): the first N matching
+requests pass; times (1, -1 = forever): how many after those get the fault. The first matching rule that still has
+skips or faults left decides; hits counts the faults it applied.
 """
 
 import argparse
@@ -35,7 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 CONTROL_PATH = "/__faults"
 ACTIONS = {"drop_after_forward", "drop_before_forward", "status", "status_after_forward", "delay"}
-#Not forwarded either way; Expect too, since the proxy has the whole body before it forwards.
+# Not forwarded either way; Expect too, since the proxy has the whole body before it forwards.
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "proxy-connection", "te", "upgrade", "expect"}
 
 
@@ -47,7 +40,7 @@ class Rule:
         if self.action not in ACTIONS:
             raise ValueError(f"unknown action {self.action!r}")
         self.method = spec.get("method") or None
-#Empty strings mean "any" : the C++ wrapper always sends every field.
+        # Empty strings mean "any": the C++ wrapper always sends every field.
         self.regexes = {key: re.compile(spec[key]) for key in ("path_regex", "target_regex", "body_regex")
                         if spec.get(key)}
         self.status = int(spec.get("status", 500))
@@ -67,23 +60,31 @@ class Rule:
         return self.skips_left == 0 and self.times_left == 0
 
     def describe(self):
-        return {
-  **self.spec, "id" : self.id, "hits" : self.hits
-}
+        return {**self.spec, "id": self.id, "hits": self.hits}
 
-class Faults : def __init__(self)
-    : self.lock = threading.Lock() self.rules = [] self.next_id = 1 self.requests = 0
 
-                                                                                    def add(self, spec)
-    : with self.lock : rule = Rule(self.next_id, spec) self.next_id
-    += 1 self.rules.append(rule) return rule
-           .id
+class Faults:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.rules = []
+        self.next_id = 1
+        self.requests = 0
 
-       def clear(self)
-    : with self.lock : self.rules = [] self.requests = 0
+    def add(self, spec):
+        with self.lock:
+            rule = Rule(self.next_id, spec)
+            self.next_id += 1
+            self.rules.append(rule)
+            return rule.id
 
-                                                       def describe(self)
-    : with self.lock : return {"rules": [rule.describe() for rule in self.rules], "requests": self.requests}
+    def clear(self):
+        with self.lock:
+            self.rules = []
+            self.requests = 0
+
+    def describe(self):
+        with self.lock:
+            return {"rules": [rule.describe() for rule in self.rules], "requests": self.requests}
 
     def decide(self, method, path, target, body_bytes):
         """The rule whose fault applies to this request, or None to forward it untouched."""
@@ -118,12 +119,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def finish(self):
         try:
-            super()
-  .finish() except(BrokenPipeError, ConnectionResetError)
-      : pass if self.upstream : self.upstream.close()
+            super().finish()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        if self.upstream:
+            self.upstream.close()
 
-                                    def handle(self)
-      : try : super().handle()
+    def handle(self):
+        try:
+            super().handle()
         except (BrokenPipeError, ConnectionResetError, TimeoutError):
             self.close_connection = True
 
@@ -184,7 +188,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def forward(self, body):
         """(status, reason, headers, body) from the upstream, or None after answering 502."""
-#Retried once only on a reused connection : the upstream may have closed it while idle.
+        # Retried once only on a reused connection: the upstream may have closed it while idle.
         for attempt in range(2):
             if self.upstream is None:
                 self.upstream = http.client.HTTPConnection(self.server.upstream_host, self.server.upstream_port,
@@ -214,7 +218,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def relay(self, status, reason, headers, body):
         kept = [(n, v) for n, v in headers if n.lower() not in HOP_BY_HOP and n.lower() != "content-length"]
-#A HEAD or 304 answer's Content-Length describes a body that is not sent.
+        # A HEAD or 304 answer's Content-Length describes a body that is not sent.
         if self.command == "HEAD" or status in (204, 304):
             kept += [(n, v) for n, v in headers if n.lower() == "content-length"]
             self.send_bytes(status, reason, kept, b"", content_length=False)
@@ -250,34 +254,43 @@ class Handler(BaseHTTPRequestHandler):
             answer = {}
         elif self.command == "POST":
             try:
-                answer
-= {"id" : faults.add(json.loads(body or b "{}"))} except(ValueError, TypeError, re.error) as error
-    : self.send_bytes(400, None, [("Content-Type", "application/json")],
-                      json.dumps({"error" : str(error)}).encode()) return else
-    : self.send_bytes(405, None, [], b "") return self.send_bytes(200, None, [("Content-Type", "application/json")],
-                                                                  json.dumps(answer).encode())
+                answer = {"id": faults.add(json.loads(body or b"{}"))}
+            except (ValueError, TypeError, re.error) as error:
+                self.send_bytes(400, None, [("Content-Type", "application/json")],
+                                json.dumps({"error": str(error)}).encode())
+                return
+        else:
+            self.send_bytes(405, None, [], b"")
+            return
+        self.send_bytes(200, None, [("Content-Type", "application/json")], json.dumps(answer).encode())
 
-          class Server(ThreadingHTTPServer)
-    : daemon_threads = True request_queue_size = 128
 
-                                                 def
-                                                 handle_error(self, request, client_address)
-    : if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError))
-    : super().handle_error(request, client_address) #the traceback,
-      to stderr
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
 
-          def
-          main()
-    : parser =
-          argparse.ArgumentParser(description = __doc__, formatter_class = argparse.RawDescriptionHelpFormatter)
-              parser.add_argument("--upstream", required = True, help = "http://host:port")
-                  parser.add_argument("--port-file", required = True, help = "receives the listening port") args =
-              parser.parse_args() upstream = urllib.parse.urlsplit(args.upstream) server =
-                  Server(("127.0.0.1", 0), Handler) server.faults = Faults() server.upstream_host =
-                      upstream.hostname server.upstream_port =
-                          upstream.port or 80
-#Renamed into place so a reader never sees a half - written port.
-                          partial = args.port_file + ".partial" with open(partial, "w") as out
-    : out.write(f "{server.server_address[1]}\n") os.replace(partial, args.port_file) server.serve_forever()
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)  # the traceback, to stderr
 
-          if __name__ == "__main__" : main()
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--upstream", required=True, help="http://host:port")
+    parser.add_argument("--port-file", required=True, help="receives the listening port")
+    args = parser.parse_args()
+    upstream = urllib.parse.urlsplit(args.upstream)
+    server = Server(("127.0.0.1", 0), Handler)
+    server.faults = Faults()
+    server.upstream_host = upstream.hostname
+    server.upstream_port = upstream.port or 80
+    # Renamed into place so a reader never sees a half-written port.
+    partial = args.port_file + ".partial"
+    with open(partial, "w") as out:
+        out.write(f"{server.server_address[1]}\n")
+    os.replace(partial, args.port_file)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
