@@ -8,6 +8,7 @@
 #include <optional>
 #include <thread>
 
+#include "core/env.h"
 #include "core/failpoint.h"
 #include "core/time_util.h"
 #include "engine/bounded_queue.h"
@@ -64,6 +65,8 @@ class SyncRun {
     if (!storage) return std::unexpected(storage.error());
     storage_ = std::move(*storage);
     paths_ = storage_->paths();
+    // DATA_DIR keeps this machine's part even when WAL and state live elsewhere: dead letters, caches, the chaos log.
+    SKIPPR_TRY(default_env().create_dirs(paths_.root));
 
     const ConnectorConfig& source_cfg = config_.sources.at(pipe_->data_source);
     const ConnectorConfig& sink_cfg = config_.sinks.at(pipe_->data_sink);

@@ -69,6 +69,7 @@ TEST(EphemeralMachine, EveryRowLandsOnceWhenDataDirIsDeletedBeforeEveryRestart) 
   std::cout << "ephemeral machine: " << runs.summary() << "\n";
   EXPECT_GE(runs.kills, 20);
   EXPECT_EQ(runs.data_dirs_lost, runs.kills);
+  EXPECT_EQ(runs.logged_kills, runs.kills);
   EXPECT_GE(runs.by_cause.count(std::string(failpoint::kWalBeforeFsync)), 1u)
       << "never killed between the object PUT and the commit record (the orphan case)";
 
