@@ -213,6 +213,12 @@ class S3WalImpl final : public Wal {
     body.reserve(body.size() + front.size() + batch.columns.size());
     body += front;
     body += batch.columns;
+    constexpr uint64_t kLargestPut = 5ull << 30;  // S3's limit for one PutObject
+    if (body.size() > kLargestPut) {
+      return fail(ErrorKind::kBadInput, fmt::format("a batch of {} encoded bytes is more than one S3 PUT carries (5 "
+                                                    "GiB); lower BUFFER_THRESHOLD_BYTES",
+                                                    body.size()));
+    }
     const std::string key = batch_key(o_, seq);
     SKIPPR_TRY(put_reconciled(key, body));
 

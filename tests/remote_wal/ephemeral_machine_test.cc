@@ -42,6 +42,18 @@ int spawn_sync(const PipelineFixture& fixture, const TempDir& machine, std::map<
   return spawn_process(args, machine.path(), env);
 }
 
+// The seqs a `--output text` run printed as committed ("committed pipeline/lineage/epoch/seq (N rows)").
+std::vector<uint64_t> committed_seqs(const std::string& out) {
+  std::vector<uint64_t> seqs;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("committed ", 0) != 0) continue;
+    const std::string id = line.substr(10, line.find(' ', 10) - 10);
+    seqs.push_back(std::stoull(id.substr(id.rfind('/') + 1)));
+  }
+  return seqs;
+}
+
 std::string show(const PipelineFixture& f, const std::map<std::string, std::string>& env, const std::string& what) {
   auto r = f.skipprd({"query", "--sql", "SHOW PIPELINE bikehire"}, env);
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -148,6 +160,14 @@ TEST(EphemeralMachine, ACopyPausedPastItsLeaseIsFencedWhenItResumes) {
             std::string::npos)
       << read_text(first_machine / "spawned.err");
   EXPECT_EQ(wait_for_exit(second, 300), 0) << read_text(second_machine / "spawned.err");
+  // Every seq was committed by exactly one of them: the paused copy committed nothing once the other had the lease.
+  std::vector<uint64_t> by_first = committed_seqs(read_text(first_machine / "spawned.out"));
+  const std::vector<uint64_t> by_second = committed_seqs(read_text(second_machine / "spawned.out"));
+  ASSERT_FALSE(by_first.empty());
+  ASSERT_FALSE(by_second.empty());
+  EXPECT_LT(by_first.back(), by_second.front()) << "the paused copy committed after the takeover";
+  by_first.insert(by_first.end(), by_second.begin(), by_second.end());
+  for (size_t i = 0; i < by_first.size(); ++i) EXPECT_EQ(by_first[i], i + 1) << "a seq committed twice or skipped";
 
   const PgTripsDigest got = pg_trips_digest(pg, db);
   EXPECT_EQ(got.rows, std::to_string(kRows));
