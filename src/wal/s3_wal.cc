@@ -166,7 +166,8 @@ class S3WalImpl final : public Wal {
       }
       auto body = get_with_retry(found->second.first);
       if (!body) return std::unexpected(body.error());
-      auto decoded = decode_object(o_, found->second.first, {o_.epoch, o_.lineage, seq, point->token_of(seq)}, *body);
+      if (!*body) return std::unexpected(corrupt(o_, found->second.first, "it went missing while it was read"));
+      auto decoded = decode_object(o_, found->second.first, {o_.epoch, o_.lineage, seq, point->token_of(seq)}, **body);
       if (!decoded) return std::unexpected(decoded.error());
       unlanded_.push_back(WalBatchInfo{.seq = seq,
                                        .id = decoded->meta.id,
@@ -174,7 +175,7 @@ class S3WalImpl final : public Wal {
                                        .rows = decoded->meta.rows,
                                        .segment = found->second.first,
                                        .offset = 0,
-                                       .record_bytes = body->size(),
+                                       .record_bytes = (*body)->size(),
                                        .crc = decoded->crc,
                                        .landed = false});
     }
@@ -290,11 +291,13 @@ class S3WalImpl final : public Wal {
   }
 
   Result<Batch> read_batch(const WalBatchInfo& info) const override {
-    auto body = const_cast<S3WalImpl*>(this)->get_with_retry(info.segment);
-    if (!body) return std::unexpected(body.error());
+    auto found = const_cast<S3WalImpl*>(this)->get_with_retry(info.segment);
+    if (!found) return std::unexpected(found.error());
+    if (!*found) return std::unexpected(corrupt(o_, info.segment, "it is committed and not landed, but gone"));
+    const std::string& body = **found;
     auto parsed = parse_key(std::string_view(info.segment).substr(pipeline_prefix(o_).size()));
     if (!parsed) return std::unexpected(corrupt(o_, info.segment, "not a WAL object name"));
-    auto decoded = decode_object(o_, info.segment, *parsed, *body);
+    auto decoded = decode_object(o_, info.segment, *parsed, body);
     if (!decoded) return std::unexpected(decoded.error());
     if (decoded->crc != info.crc) return std::unexpected(corrupt(o_, info.segment, "it is not the batch committed"));
     auto batch = decoded->type == wal::RecordType::kBatchBlocks ? wal::decode_batch_blocks(decoded->columns)
@@ -307,10 +310,7 @@ class S3WalImpl final : public Wal {
     std::lock_guard lock(mu_);
     return last_position_;
   }
-  uint64_t last_committed_seq() const override {
-    std::lock_guard lock(mu_);
-    return next_seq_ - 1;
-  }
+  uint64_t last_committed_seq() const override { return next_seq() - 1; }
   uint64_t next_seq() const override {
     std::lock_guard lock(mu_);
     return next_seq_;
@@ -347,10 +347,11 @@ class S3WalImpl final : public Wal {
     return listed;
   }
 
-  Result<std::string> get_with_retry(const std::string& key) {
-    Result<std::string> body = fail(ErrorKind::kInternal, "not read");
+  // nullopt when the object is not there (landed and deleted since it was listed).
+  Result<std::optional<std::string>> get_with_retry(const std::string& key) {
+    Result<std::optional<std::string>> body = fail(ErrorKind::kInternal, "not read");
     SKIPPR_TRY(retrying("read of " + object_url(o_, key), [&]() -> Status {
-      body = s3_.get_object(o_.bucket, key);
+      body = s3_.get_object_if_exists(o_.bucket, key);
       if (!body) return std::unexpected(body.error());
       return ok();
     }));
@@ -444,7 +445,8 @@ Result<WalInspection> S3Wal::inspect(const S3WalOptions& options) {
     }
     auto body = reader.get_with_retry(object.key);
     if (!body) return std::unexpected(body.error());
-    auto decoded = decode_object(options, object.key, *parsed, *body);
+    if (!*body) continue;  // landed and deleted by a running sync since the listing
+    auto decoded = decode_object(options, object.key, *parsed, **body);
     if (!decoded) return std::unexpected(decoded.error());
     out.segments.push_back({object.key, parsed->seq, object.size, 1});
     out.batches.push_back(WalBatchInfo{.seq = parsed->seq,

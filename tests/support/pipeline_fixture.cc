@@ -1,5 +1,7 @@
 #include "support/pipeline_fixture.h"
 
+#include <gtest/gtest.h>
+
 #include <fmt/format.h>
 
 namespace skippr::test {
@@ -26,6 +28,16 @@ TableDigest trips_digest(const std::filesystem::path& db) {
                          "metadata)::HUGEINT) FROM trips")
                  .at(0);
   return TableDigest{std::stoull(row[0]), std::stoull(row[1]), row[2]};
+}
+
+void expect_same_as_unkilled_run(const PipelineFixture& killed, uint64_t rows, uint64_t seed) {
+  const TableDigest got = trips_digest(killed.path("out.duckdb"));
+  EXPECT_EQ(got.rows, rows);
+  EXPECT_EQ(got.distinct_ids, rows);
+  PipelineFixture calm(sample_to_duckdb_config(rows, seed));
+  auto r = calm.skipprd({"sync", "--pipeline", "bikehire", "--once"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(got, trips_digest(calm.path("out.duckdb")));
 }
 
 }  // namespace skippr::test

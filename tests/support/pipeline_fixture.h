@@ -43,4 +43,8 @@ struct TableDigest {
 };
 TableDigest trips_digest(const std::filesystem::path& db);
 
+// The trips table `killed` landed in out.duckdb holds `rows` rows, each once, and equals what a run of the same
+// Sample (rows, seed) into DuckDB that was never killed lands.
+void expect_same_as_unkilled_run(const PipelineFixture& killed, uint64_t rows, uint64_t seed);
+
 }  // namespace skippr::test

@@ -210,6 +210,13 @@ Status S3Client::download_object(const std::string& bucket, const std::string& k
 }
 
 Result<std::string> S3Client::get_object(const std::string& bucket, const std::string& key) {
+  auto body = get_object_if_exists(bucket, key);
+  if (!body) return std::unexpected(body.error());
+  if (!*body) return fail(ErrorKind::kConfig, fmt::format("S3 GetObject s3://{}/{}: HTTP 404 NoSuchKey", bucket, key));
+  return std::move(**body);
+}
+
+Result<std::optional<std::string>> S3Client::get_object_if_exists(const std::string& bucket, const std::string& key) {
   auto response = http_send(signed_request("GET", bucket, key, ""));
   const std::string what = fmt::format("S3 GetObject s3://{}/{}", bucket, key);
   if (!response) {
@@ -217,7 +224,8 @@ Result<std::string> S3Client::get_object(const std::string& bucket, const std::s
         response.error().kind == ErrorKind::kUnknownOutcome ? ErrorKind::kUnavailable : response.error().kind;
     return fail(kind, fmt::format("{}: {}", what, response.error().message));  // a read has no outcome to doubt
   }
-  if (response->status == 200) return std::move(response->body);
+  if (response->status == 200) return std::optional<std::string>(std::move(response->body));
+  if (response->status == 404 && s3_error_code(response->body) == "NoSuchKey") return std::optional<std::string>();
   return std::unexpected(error_of(*response, what));
 }
 

@@ -45,6 +45,8 @@ class S3Client {
   // true when an object of that key exists.
   Result<bool> object_exists(const std::string& bucket, const std::string& key);
   Result<std::string> get_object(const std::string& bucket, const std::string& key);
+  // nullopt when there is no object of that key (deleted since it was listed, say).
+  Result<std::optional<std::string>> get_object_if_exists(const std::string& bucket, const std::string& key);
   // Every object whose key starts with `prefix`, in key order (ListObjectsV2, all pages).
   Result<std::vector<S3Object>> list_objects(const std::string& bucket, const std::string& prefix);
   // nullopt when there is no object of that key.
