@@ -117,9 +117,10 @@ int run_wal_inspect_command(const std::string& pipeline, const std::string& outp
   if (!settings) return report(settings.error());
   auto storage = PipelineStorage::open(*settings, pipeline);
   if (!storage) return report(storage.error());
+  // The disk WAL is read without the state (a damaged state.json must not hide it); S3's needs it to find the keys.
   auto state = (*storage)->state().load();
-  if (!state) return report(state.error());
-  auto wal = (*storage)->inspect_wal(*state);
+  if (!state && (*storage)->wal_in_object_store()) return report(state.error());
+  auto wal = (*storage)->inspect_wal(state ? *state : PipelineState{});
   if (!wal) return report(wal.error());
   const std::string where = (*storage)->wal_location();
   if (wal->segments.empty() && wal->last_committed_seq == 0) {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "clients/aws/aws_config.h"
 #include "core/env.h"
 #include "engine/reset.h"
@@ -26,7 +28,7 @@ Result<std::unique_ptr<PipelineStorage>> PipelineStorage::open(const Settings& s
                                                                Env* wal_env) {
   std::unique_ptr<PipelineStorage> storage(new PipelineStorage(settings, pipeline, wal_env));
   if (settings.state_store == "local") {
-    storage->state_ = local_state_store(storage->paths_, pipeline, wal_env);
+    storage->state_ = local_state_store(storage->paths_, pipeline);  // the state files as ever: not through wal_env
   } else {
     auto dynamodb = resolve_aws_service({}, "dynamodb", "SKIPPR_STATE_STORE=dynamodb");
     if (!dynamodb) return std::unexpected(dynamodb.error());
@@ -34,7 +36,7 @@ Result<std::unique_ptr<PipelineStorage>> PipelineStorage::open(const Settings& s
                                             .table = settings.state_dynamodb_table,
                                             .pipeline = pipeline,
                                             .lease_seconds = settings.lease_seconds,
-                                            .retry_seconds = settings.sink_retry_seconds});
+                                            .retry_seconds = std::max(settings.sink_retry_seconds, 10.0)});
     if (!store) return std::unexpected(store.error());
     storage->state_ = std::move(*store);
   }
@@ -59,7 +61,8 @@ S3WalOptions s3_wal_options(const Settings& settings, const AwsService& s3, cons
   o.lineage = state.lineage;
   o.initial_position = state.resume_position;
   o.log = store.wal_commit_log();
-  o.retry_seconds = settings.sink_retry_seconds;
+  // At least ten seconds even with SINK_RETRY_SECONDS=0: a single lost answer must not end a run.
+  o.retry_seconds = std::max(settings.sink_retry_seconds, 10.0);
   return o;
 }
 
@@ -98,18 +101,20 @@ Result<std::optional<uint64_t>> PipelineStorage::wal_epoch() const {
   return Wal::epoch_on_disk(paths_.wal, wal_env_);
 }
 
-Status PipelineStorage::destroy_wal() const {
-  if (remote_) return S3Wal::destroy(s3_wal_options(settings_, remote_->s3, pipeline_, {}, *state_));
-  return Wal::destroy(paths_.wal, wal_env_);
-}
-
 Result<uint64_t> PipelineStorage::reset() {
-  return reset_state_then_wal(*state_, [&] { return destroy_wal(); });
+  return reset_state_then_wal(*state_, [&](uint64_t new_epoch) -> Status {
+    if (!remote_) return Wal::destroy(paths_.wal, wal_env_);
+    PipelineState state;
+    state.epoch = new_epoch;
+    return S3Wal::destroy_before_epoch(s3_wal_options(settings_, remote_->s3, pipeline_, state, *state_));
+  });
 }
 
 Status PipelineStorage::finish_interrupted_reset(uint64_t epoch, std::optional<uint64_t> epoch_on_disk) const {
+  // On S3, opening the WAL deletes the objects of older epochs itself, and only those.
+  if (remote_) return ok();
   return finish_interrupted_reset_with(epoch, epoch_on_disk, pipeline_, wal_location(), state_->where(),
-                                       [&] { return destroy_wal(); });
+                                       [&] { return Wal::destroy(paths_.wal, wal_env_); });
 }
 
 }  // namespace skippr

@@ -40,7 +40,6 @@ class PipelineStorage {
  private:
   PipelineStorage(const Settings& settings, std::string pipeline, Env* wal_env);
   struct Remote;
-  Status destroy_wal() const;
 
   const Settings& settings_;
   std::string pipeline_;

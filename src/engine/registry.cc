@@ -18,20 +18,10 @@ namespace skippr {
 
 const std::vector<ConnectorSpec>& connector_registry() {
   static const std::vector<ConnectorSpec> registry = {
-      sample_source_spec(),
-      file_source_spec(),
-      postgres_source_spec(),
-      http_server_source_spec(),
-      http_client_source_spec(),
-      kafka_source_spec(),
-      duckdb_sink_spec(),
-      postgres_sink_spec(),
-      stdout_sink_spec(),
-      file_sink_spec(),
-      s3_sink_spec(),
-      azure_blob_sink_spec(),
-      gcs_sink_spec(),
-      sftp_sink_spec(),
+      sample_source_spec(),      file_source_spec(),  postgres_source_spec(), http_server_source_spec(),
+      http_client_source_spec(), kafka_source_spec(), duckdb_sink_spec(),     postgres_sink_spec(),
+      stdout_sink_spec(),        file_sink_spec(),    s3_sink_spec(),         azure_blob_sink_spec(),
+      gcs_sink_spec(),           sftp_sink_spec(),
   };
   return registry;
 }

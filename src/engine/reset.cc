@@ -9,7 +9,7 @@
 
 namespace skippr {
 
-Result<uint64_t> reset_state_then_wal(StateStore& store, const std::function<Status()>& destroy_wal) {
+Result<uint64_t> reset_state_then_wal(StateStore& store, const std::function<Status(uint64_t)>& destroy_wal) {
   auto state = store.load();
   if (!state) return std::unexpected(state.error());
   // A new lineage and a new epoch: the first keeps new BatchIds apart from every earlier one, the second keeps the
@@ -19,13 +19,13 @@ Result<uint64_t> reset_state_then_wal(StateStore& store, const std::function<Sta
   state->resume_position = {};
   state->resumed_after.clear();
   SKIPPR_TRY(store.save(*state));
-  SKIPPR_TRY(destroy_wal());
+  SKIPPR_TRY(destroy_wal(state->epoch));
   return state->epoch;
 }
 
 Result<uint64_t> reset_pipeline_files(const PipelinePaths& paths, Env* env) {
   auto store = local_state_store(paths, paths.root.filename().string(), env);
-  return reset_state_then_wal(*store, [&] { return Wal::destroy(paths.wal, env); });
+  return reset_state_then_wal(*store, [&](uint64_t) { return Wal::destroy(paths.wal, env); });
 }
 
 Status finish_interrupted_reset(const PipelinePaths& paths, uint64_t epoch, std::string_view pipeline, Env* env) {

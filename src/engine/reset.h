@@ -18,8 +18,9 @@ namespace skippr {
 class Env;
 class StateStore;
 
-// The order itself, for any store: a new epoch and lineage saved in `state`, then `destroy_wal`. Returns the epoch.
-Result<uint64_t> reset_state_then_wal(StateStore& state, const std::function<Status()>& destroy_wal);
+// The order itself, for any store: a new epoch and lineage saved in `state`, then `destroy_wal(new epoch)`, which
+// deletes what the WAL holds of the epochs before it. Returns the new epoch.
+Result<uint64_t> reset_state_then_wal(StateStore& state, const std::function<Status(uint64_t)>& destroy_wal);
 // Decides what a WAL of epoch `epoch_on_disk` means for a state at `epoch`: nothing (same, or none), deleted with
 // `destroy_wal` (older: an interrupted RESET), or kCorruption naming both places (newer).
 Status finish_interrupted_reset_with(uint64_t epoch, std::optional<uint64_t> epoch_on_disk, std::string_view pipeline,

@@ -45,6 +45,16 @@ class SyncRun {
  public:
   SyncRun(const Config& config, const Settings& settings, const SyncOptions& options, Reporter& reporter)
       : config_(config), settings_(settings), options_(options), reporter_(reporter) {}
+  // The WAL, the sink, the source and the dead-letter file are closed while the pipeline is still held; only then
+  // does the lease go (a second copy must not open them half-closed). Its callback is cleared first.
+  ~SyncRun() {
+    if (lease_) lease_->on_lost({});
+    wal_.reset();
+    sink_.reset();
+    source_.reset();
+    dead_letters_.reset();
+    lease_.reset();
+  }
 
   SyncResult run() {
     started_ = Clock::now();
@@ -107,6 +117,7 @@ class SyncRun {
       // No lineage and no WAL: a first run here, or DATA_DIR was lost. The destination decides where to start
       // (before the lineage is saved, so a run killed in between asks again).
       SKIPPR_TRY(start_from_destination());
+      SKIPPR_TRY(lease_->check());  // the destination may have kept us waiting past the lease
       SKIPPR_TRY(store.save(state_));
     } else if (state_.lineage.empty()) {
       state_.lineage = new_lineage();
@@ -121,6 +132,7 @@ class SyncRun {
                    settings_.chaos_seed.value_or(random_chaos_seed()), paths_.chaos_log});
     }
 
+    SKIPPR_TRY(lease_->check());
     auto wal = storage_->open_wal(state_, *lease_);
     if (!wal) return std::unexpected(wal.error());
     wal_ = std::move(*wal);
@@ -412,6 +424,7 @@ class SyncRun {
   }
 
   bool give_up_retrying(Clock::time_point failing_since) {
+    if (stopping_) return true;  // the run is over (a stage failed, or the lease was lost)
     if (options_.stop_requested && options_.stop_requested->load()) {
       if (!stop_seen_) stop_seen_ = Clock::now();
       return seconds_since(*stop_seen_) >= options_.shutdown_grace_seconds;

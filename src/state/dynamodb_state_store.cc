@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
@@ -52,7 +53,8 @@ bool holder_died_on_this_machine(const std::string& identity) {
   const std::string digits = identity.substr(slash + 1);
   auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
   if (ec != std::errc() || end != digits.data() + digits.size() || pid <= 0) return false;
-  if (prefix + "0" != process_identity(0)) return false;  // another machine, or another pid namespace
+  if (prefix + "0" != process_identity(0)) return false;         // another machine, or another pid namespace
+  if (prefix.find("/pid:[") == std::string::npos) return false;  // no namespace known: cannot tell machines apart
   return ::kill(pid, 0) != 0 && errno == ESRCH;
 }
 
@@ -139,7 +141,7 @@ class DynamoDbStateStore final : public StateStore, public WalCommitLog {
   }
 
   Status save(const PipelineState& state) override {
-    std::string update = "SET epoch = :e, enabled = :en, lineage = :l, resume_position = :rp, resumed_after = :ra";
+    std::string update = "SET #epoch = :e, #enabled = :en, #lineage = :l, #resume_position = :rp, #resumed_after = :ra";
     json values = {{":e", dynamo_number(state.epoch)},
                    {":en", dynamo_bool(state.enabled)},
                    {":l", dynamo_string(state.lineage)},
@@ -147,16 +149,16 @@ class DynamoDbStateStore final : public StateStore, public WalCommitLog {
                    {":ra", dynamo_string(state.resumed_after)}};
     if (loaded_epoch_ != state.epoch) {
       // A new epoch (RESET, or the first state): the WAL starts over, in the same write that moves the epoch.
-      update += ", wal_seq = :zero, wal_landed = :zero, wal_position = :nopos, wal_writers = :nowriters";
+      update += ", #wal_seq = :zero, #wal_landed = :zero, #wal_position = :nopos, #wal_writers = :nowriters";
       values[":zero"] = dynamo_number(0);
       values[":nopos"] = dynamo_string("");
       values[":nowriters"] = dynamo_string("[]");
     }
-    std::string condition;
-    if (const uint64_t token = held_token_.load()) {
-      condition = "lease_token = :t";
-      values[":t"] = dynamo_number(token);
-    }
+    if (lease_lost_) return fenced("saving its state");
+    const uint64_t token = held_token_.load();
+    if (token == 0) return fail(ErrorKind::kInternal, "the pipeline state was to be saved without its lease");
+    const std::string condition = "#lease_token = :t";
+    values[":t"] = dynamo_number(token);
     auto written = write_retrying([&] { return db_.update_item(o_.table, key(), update, condition, values); });
     if (!written) return std::unexpected(written.error());
     if (*written == ConditionalWrite::kConditionFailed) return fenced("saving its state");
@@ -166,13 +168,15 @@ class DynamoDbStateStore final : public StateStore, public WalCommitLog {
 
   Status set_enabled(bool enabled) override {
     auto written = write_retrying([&] {
-      return db_.update_item(o_.table, key(), "SET enabled = :en", "", {{":en", dynamo_bool(enabled)}});
+      return db_.update_item(o_.table, key(), "SET #enabled = :en", "", {{":en", dynamo_bool(enabled)}});
     });
     if (!written) return std::unexpected(written.error());
     return ok();
   }
 
   Result<std::unique_ptr<PipelineLease>> acquire() override;
+  // True when the lease (token, expiry) stayed as it is for a whole lease on this machine's clock.
+  bool unchanged_for_a_lease(uint64_t token, uint64_t expiry);
 
   std::optional<std::string> holder() override {
     auto item = read_item();
@@ -187,8 +191,9 @@ class DynamoDbStateStore final : public StateStore, public WalCommitLog {
   }
 
   Status save_stats(const PipelineStats& stats) override {
+    if (lease_lost_) return ok();  // the counts are the new owner's to keep now
     auto written =
-        db_.update_item(o_.table, stats_key(), "SET stats = :s", "", {{":s", dynamo_string(stats_to_json(stats))}});
+        db_.update_item(o_.table, stats_key(), "SET #stats = :s", "", {{":s", dynamo_string(stats_to_json(stats))}});
     if (!written) return std::unexpected(written.error());
     return ok();
   }
@@ -205,13 +210,22 @@ class DynamoDbStateStore final : public StateStore, public WalCommitLog {
     point.position.token = dynamo_get_string(**item, "wal_position");
     point.landed_seq = dynamo_get_number(**item, "wal_landed");
     point.writers = writers_from_json(dynamo_get_string(**item, "wal_writers", "[]"));
+    point.lease_token = dynamo_get_number(**item, "lease_token");
     return point;
   }
 
   Status commit(uint64_t seq, const Position& position_after, const std::vector<WalWriterRange>& writers,
                 uint64_t token) override {
-    auto written = db_.update_item(o_.table, key(), "SET wal_seq = :s, wal_position = :p, wal_writers = :w",
-                                   "lease_token = :t AND wal_seq = :prev",
+    constexpr size_t kLargestPosition = 300 << 10;  // a DynamoDB item holds at most 400 KB
+    if (position_after.token.size() > kLargestPosition) {
+      return fail(ErrorKind::kBadInput,
+                  fmt::format("the source position after batch {} is {} bytes, more than the DynamoDB state store "
+                              "keeps (300 KiB); the source remembers too much (a File source over very many files: "
+                              "move finished files away, or use the local state store)",
+                              seq, position_after.token.size()));
+    }
+    auto written = db_.update_item(o_.table, key(), "SET #wal_seq = :s, #wal_position = :p, #wal_writers = :w",
+                                   "#lease_token = :t AND #wal_seq = :prev",
                                    {{":s", dynamo_number(seq)},
                                     {":p", dynamo_string(position_after.token)},
                                     {":w", dynamo_string(writers_to_json(writers))},
@@ -234,7 +248,7 @@ class DynamoDbStateStore final : public StateStore, public WalCommitLog {
   }
 
   Status mark_landed(uint64_t seq, uint64_t token) override {
-    auto written = db_.update_item(o_.table, key(), "SET wal_landed = :s", "lease_token = :t AND wal_landed < :s",
+    auto written = db_.update_item(o_.table, key(), "SET #wal_landed = :s", "#lease_token = :t AND #wal_landed < :s",
                                    {{":s", dynamo_number(seq)}, {":t", dynamo_number(token)}});
     if (written && *written == ConditionalWrite::kApplied) return ok();
     if (!written && !is_transient(written.error())) return std::unexpected(written.error());
@@ -251,7 +265,7 @@ class DynamoDbStateStore final : public StateStore, public WalCommitLog {
   // Lease steps, used by DynamoDbLease. `valid_until` is set from the moment the request was sent.
   Result<ConditionalWrite> renew(uint64_t token, Clock::time_point& valid_until) {
     const auto sent = Clock::now();
-    auto written = db_.update_item(o_.table, key(), "SET lease_expires_ms = :x", "lease_token = :t",
+    auto written = db_.update_item(o_.table, key(), "SET #lease_expires_ms = :x", "#lease_token = :t",
                                    {{":x", dynamo_number(wall_ms() + lease_ms())}, {":t", dynamo_number(token)}});
     if (written && *written == ConditionalWrite::kApplied) valid_until = sent + lease_duration();
     return written;
@@ -259,7 +273,7 @@ class DynamoDbStateStore final : public StateStore, public WalCommitLog {
 
   void release(uint64_t token) {
     held_token_ = 0;
-    auto written = db_.update_item(o_.table, key(), "SET lease_expires_ms = :zero", "lease_token = :t",
+    auto written = db_.update_item(o_.table, key(), "SET #lease_expires_ms = :zero", "#lease_token = :t",
                                    {{":zero", dynamo_number(0)}, {":t", dynamo_number(token)}});
     if (!written) spdlog::warn("could not release the lease (it runs out by itself): {}", written.error().message);
   }
@@ -280,6 +294,7 @@ class DynamoDbStateStore final : public StateStore, public WalCommitLog {
   }
 
   std::atomic<uint64_t> held_token_{0};
+  std::atomic<bool> lease_lost_{false};  // this process held the lease and lost it: it writes nothing more
 
  private:
   std::unexpected<Error> fenced(std::string_view doing) { return std::unexpected(fenced_error(doing)); }
@@ -333,68 +348,76 @@ class DynamoDbStateStore final : public StateStore, public WalCommitLog {
 };
 
 Result<std::unique_ptr<PipelineLease>> DynamoDbStateStore::acquire() {
+  const std::string me = lease_holder_description();
+  const std::string my_process = process_identity(getpid());
   for (int attempt = 0; attempt < 20; ++attempt) {
     auto item = read_item();
     if (!item) return std::unexpected(item.error());
-    bool holder_is_dead = false;
-    if (*item) {
+    const uint64_t old_token = *item ? dynamo_get_number(**item, "lease_token") : 0;
+    const uint64_t seen_expiry = *item ? dynamo_get_number(**item, "lease_expires_ms") : 0;
+    if (*item && dynamo_get_string(**item, "lease_owner") == me &&
+        dynamo_get_string(**item, "lease_process") == my_process) {
+      // An earlier attempt of this very call was applied, its answer lost.
+      held_token_ = old_token;
+      return std::unique_ptr<PipelineLease>(new DynamoDbLease(*this, old_token, Clock::now()));
+    }
+    std::string condition = "attribute_not_exists(#lease_token)";
+    json values = {{":t", dynamo_number(old_token + 1)}, {":owner", dynamo_string(me)},
+                   {":proc", dynamo_string(my_process)}, {":x", dynamo_number(wall_ms() + lease_ms())},
+                   {":zero", dynamo_number(0)},          {":nopos", dynamo_string("")},
+                   {":nowriters", dynamo_string("[]")}};
+    if (old_token > 0) {
+      const std::string process = dynamo_get_string(**item, "lease_process");
       auto who = holder_of(**item);
-      holder_is_dead = who && holder_died_on_this_machine(dynamo_get_string(**item, "lease_process"));
-      if (holder_is_dead) {
+      if (who && holder_died_on_this_machine(process)) {
         spdlog::info("pipeline '{}': taking over the lease of {}, which died on this machine", o_.pipeline, *who);
+        condition = "#lease_token = :old AND #lease_process = :dead";
+        values[":dead"] = dynamo_string(process);
       } else if (who) {
         return fail(ErrorKind::kLocked,
                     fmt::format("pipeline '{}' is already running ({}); run one sync per pipeline, or wait for it "
                                 "to finish",
                                 o_.pipeline, *who));
+      } else {
+        // Released (expiry 0), or ran out by this machine's clock, which may run ahead of its holder's: then watch
+        // it for a whole lease on this machine's own clock. A holder that is alive renews it meanwhile.
+        if (seen_expiry != 0 && !unchanged_for_a_lease(old_token, seen_expiry)) continue;
+        condition = "#lease_token = :old AND #lease_expires_ms = :seen";
+        values[":seen"] = dynamo_number(seen_expiry);
       }
+      values[":old"] = dynamo_number(old_token);
     }
-    const uint64_t old_token = *item ? dynamo_get_number(**item, "lease_token") : 0;
-    const uint64_t token = old_token + 1;
     const auto sent = Clock::now();
-    const uint64_t now = wall_ms();
-    json values = {{":t", dynamo_number(token)},
-                   {":owner", dynamo_string(lease_holder_description())},
-                   {":proc", dynamo_string(process_identity(getpid()))},
-                   {":x", dynamo_number(now + lease_ms())},
-                   {":zero", dynamo_number(0)},
-                   {":nopos", dynamo_string("")},
-                   {":nowriters", dynamo_string("[]")}};
-    // Free when it never had a lease, or when the one it had ran out (or was released) and is still that one.
-    std::string condition = "attribute_not_exists(lease_token)";
-    if (holder_is_dead) {
-      condition = "lease_token = :old AND lease_process = :dead";
-      values[":old"] = dynamo_number(old_token);
-      values[":dead"] = dynamo_string(dynamo_get_string(**item, "lease_process"));
-    } else if (old_token > 0) {
-      condition = "lease_token = :old AND lease_expires_ms < :now";
-      values[":old"] = dynamo_number(old_token);
-      values[":now"] = dynamo_number(now);
-    }
     auto written = db_.update_item(
         o_.table, key(),
-        "SET lease_token = :t, lease_owner = :owner, lease_process = :proc, lease_expires_ms = :x, wal_seq = "
-        "if_not_exists(wal_seq, :zero), "
-        "wal_landed = if_not_exists(wal_landed, :zero), wal_position = if_not_exists(wal_position, :nopos), "
-        "wal_writers = if_not_exists(wal_writers, :nowriters)",
+        "SET #lease_token = :t, #lease_owner = :owner, #lease_process = :proc, #lease_expires_ms = :x, "
+        "#wal_seq = if_not_exists(#wal_seq, :zero), #wal_landed = if_not_exists(#wal_landed, :zero), "
+        "#wal_position = if_not_exists(#wal_position, :nopos), #wal_writers = if_not_exists(#wal_writers, :nowriters)",
         condition, values);
     if (!written && !is_transient(written.error())) return std::unexpected(written.error());
-    if (!written || *written == ConditionalWrite::kConditionFailed) {
-      // Another process raced us to it, or the answer was lost: the item says whose it is now.
-      auto after = read_item();
-      if (!after) return std::unexpected(after.error());
-      if (*after && dynamo_get_number(**after, "lease_token") == token &&
-          dynamo_get_string(**after, "lease_owner") == values[":owner"]["S"].get<std::string>()) {
-        written = ConditionalWrite::kApplied;
-      } else {
-        continue;  // look again: it is held (exit 3) or free again
-      }
-    }
-    held_token_ = token;
-    return std::unique_ptr<PipelineLease>(new DynamoDbLease(*this, token, sent + lease_duration()));
+    if (!written || *written == ConditionalWrite::kConditionFailed) continue;  // look again: whose is it now?
+    held_token_ = old_token + 1;
+    return std::unique_ptr<PipelineLease>(new DynamoDbLease(*this, old_token + 1, sent + lease_duration()));
   }
   return fail(ErrorKind::kLocked,
               fmt::format("pipeline '{}': its lease in {} changes hands too often to be taken", o_.pipeline, where()));
+}
+
+bool DynamoDbStateStore::unchanged_for_a_lease(uint64_t token, uint64_t expiry) {
+  spdlog::info(
+      "pipeline '{}': its lease ran out without being released; waiting {:.0f} s to be sure its holder has "
+      "stopped",
+      o_.pipeline, o_.lease_seconds);
+  const auto until = Clock::now() + std::chrono::duration<double>(o_.lease_seconds);
+  while (Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::clamp<int64_t>(lease_ms() / 10, 20, 500)));
+    auto item = read_item();
+    if (!item || !*item) return false;
+    if (dynamo_get_number(**item, "lease_token") != token || dynamo_get_number(**item, "lease_expires_ms") != expiry) {
+      return false;
+    }
+  }
+  return true;
 }
 
 DynamoDbLease::DynamoDbLease(DynamoDbStateStore& store, uint64_t token, Clock::time_point valid_until)
@@ -423,7 +446,7 @@ void DynamoDbLease::lose_locked(Error error) {
   if (lost_) return;
   spdlog::error("{}", error.message);
   lost_ = error;
-  store_.held_token_ = 0;
+  store_.lease_lost_ = true;
   if (on_lost_) on_lost_(error);
 }
 

@@ -119,6 +119,7 @@ class S3WalImpl final : public Wal {
     auto listed = list_with_retry();
     if (!listed) return std::unexpected(listed.error());
     std::map<uint64_t, std::pair<std::string, uint64_t>> committed_objects;  // seq -> key, size
+    std::vector<std::pair<std::string, std::string>> leftovers;              // key, why it goes
     const std::string root = pipeline_prefix(o_);
     for (const S3Object& object : *listed) {
       auto parsed = parse_key(std::string_view(object.key).substr(root.size()));
@@ -152,21 +153,22 @@ class S3WalImpl final : public Wal {
         committed_objects[parsed->seq] = {object.key, object.size};
         continue;
       }
-      spdlog::info("WAL: deleting {}: {}", object_url(o_, object.key), why);
-      SKIPPR_TRY(delete_with_retry(object.key));
+      leftovers.emplace_back(object.key, std::move(why));
+    }
+    // Every committed batch's object must be there before anything is deleted: a record that does not match the
+    // objects (a damaged item, another pipeline's prefix) changes nothing.
+    for (uint64_t seq = point->landed_seq + 1; seq <= point->committed_seq; ++seq) {
+      if (!committed_objects.count(seq)) return std::unexpected(missing_object(seq, ""));
+    }
+    for (const auto& [key, why] : leftovers) {
+      spdlog::info("WAL: deleting {}: {}", object_url(o_, key), why);
+      SKIPPR_TRY(delete_with_retry(key));
     }
     for (uint64_t seq = point->landed_seq + 1; seq <= point->committed_seq; ++seq) {
       auto found = committed_objects.find(seq);
-      if (found == committed_objects.end()) {
-        return fail(ErrorKind::kCorruption,
-                    fmt::format("batch {} of pipeline '{}' is committed (the state store says so) but its object is "
-                                "not under {}; nothing was changed. Restore it from the bucket's versions, or run "
-                                "RESET PIPELINE {}",
-                                seq, o_.pipeline, location(), o_.pipeline));
-      }
       auto body = get_with_retry(found->second.first);
       if (!body) return std::unexpected(body.error());
-      if (!*body) return std::unexpected(corrupt(o_, found->second.first, "it went missing while it was read"));
+      if (!*body) return std::unexpected(missing_object(seq, found->second.first));
       auto decoded = decode_object(o_, found->second.first, {o_.epoch, o_.lineage, seq, point->token_of(seq)}, **body);
       if (!decoded) return std::unexpected(decoded.error());
       unlanded_.push_back(WalBatchInfo{.seq = seq,
@@ -293,7 +295,7 @@ class S3WalImpl final : public Wal {
   Result<Batch> read_batch(const WalBatchInfo& info) const override {
     auto found = const_cast<S3WalImpl*>(this)->get_with_retry(info.segment);
     if (!found) return std::unexpected(found.error());
-    if (!*found) return std::unexpected(corrupt(o_, info.segment, "it is committed and not landed, but gone"));
+    if (!*found) return std::unexpected(const_cast<S3WalImpl*>(this)->missing_object(info.seq, info.segment));
     const std::string& body = **found;
     auto parsed = parse_key(std::string_view(info.segment).substr(pipeline_prefix(o_).size()));
     if (!parsed) return std::unexpected(corrupt(o_, info.segment, "not a WAL object name"));
@@ -326,6 +328,22 @@ class S3WalImpl final : public Wal {
     return total;
   }
   std::string location() const override { return S3Wal::location(o_); }
+
+  // A committed, unlanded batch whose object is not there: the new owner of a pipeline taken over from this process
+  // landed and deleted it (kFenced, exit 75), or it is really gone (kCorruption).
+  Error missing_object(uint64_t seq, const std::string& key) {
+    auto point = o_.log->read();
+    if (point && point->lease_token != o_.token && o_.token != 0) {
+      return Error{ErrorKind::kFenced, fmt::format("pipeline '{}' was taken over by another process (batch {} "
+                                                   "has landed there); this process stops",
+                                                   o_.pipeline, seq)};
+    }
+    return Error{ErrorKind::kCorruption,
+                 fmt::format("batch {} of pipeline '{}' is committed (the state store says so) but its object {}is "
+                             "not under {}; nothing was changed. Restore it from the bucket's versions, or run RESET "
+                             "PIPELINE {}",
+                             seq, o_.pipeline, key.empty() ? "" : object_url(o_, key) + " ", location(), o_.pipeline)};
+  }
 
   Result<WalCommitPoint> read_point() {
     Result<WalCommitPoint> point = fail(ErrorKind::kInternal, "not read");
@@ -371,9 +389,10 @@ class S3WalImpl final : public Wal {
       auto put = s3_.put_object_if_absent(o_.bucket, key, body, "application/octet-stream");
       if (!put) return std::unexpected(put.error());
       if (*put == PutOutcome::kCreated) return ok();
-      auto there = s3_.get_object(o_.bucket, key);
+      auto there = s3_.get_object_if_exists(o_.bucket, key);
       if (!there) return std::unexpected(there.error());
-      if (*there == body) return ok();  // an earlier attempt of this very commit succeeded
+      if (!*there) return fail(ErrorKind::kUnavailable, object_url(o_, key) + " went away after a 412; PUT again");
+      if (**there == body) return ok();  // an earlier attempt of this very commit succeeded
       return fail(ErrorKind::kInternal,
                   fmt::format("{} exists with other content than this writer's batch {}", object_url(o_, key), key));
     });
@@ -475,11 +494,14 @@ Result<std::optional<uint64_t>> S3Wal::oldest_epoch(const S3WalOptions& options)
   return oldest;
 }
 
-Status S3Wal::destroy(const S3WalOptions& options) {
+Status S3Wal::destroy_before_epoch(const S3WalOptions& options) {
   S3Client s3(options.service);
   auto listed = s3.list_objects(options.bucket, pipeline_prefix(options));
   if (!listed) return std::unexpected(listed.error());
-  for (const S3Object& object : *listed) SKIPPR_TRY(s3.delete_object(options.bucket, object.key));
+  for (const S3Object& object : *listed) {
+    auto parsed = parse_key(std::string_view(object.key).substr(pipeline_prefix(options).size()));
+    if (parsed && parsed->epoch < options.epoch) SKIPPR_TRY(s3.delete_object(options.bucket, object.key));
+  }
   return ok();
 }
 

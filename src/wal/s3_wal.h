@@ -43,8 +43,9 @@ class S3Wal {
   static Result<WalInspection> inspect(const S3WalOptions& options);
   // The epoch of the oldest WAL object of the pipeline; nullopt when there is none.
   static Result<std::optional<uint64_t>> oldest_epoch(const S3WalOptions& options);
-  // Deletes every WAL object of the pipeline, all epochs (RESET PIPELINE, after the state moved to a new epoch).
-  static Status destroy(const S3WalOptions& options);
+  // Deletes the pipeline's WAL objects of epochs before options.epoch (RESET PIPELINE, once the state moved to it).
+  // Never those of the current epoch: a RESET that lost its lease meanwhile must not delete a new owner's batches.
+  static Status destroy_before_epoch(const S3WalOptions& options);
   // s3://bucket/prefix/pipeline/wal/
   static std::string location(const S3WalOptions& options);
 };

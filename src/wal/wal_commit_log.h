@@ -24,6 +24,7 @@ struct WalCommitPoint {
   Position position;           // after committed_seq
   uint64_t landed_seq = 0;
   std::vector<WalWriterRange> writers;  // ascending first_seq, covering every seq above landed_seq
+  uint64_t lease_token = 0;             // of whoever holds the pipeline now
   // The token of the writer that committed `seq`; 0 when no range covers it.
   uint64_t token_of(uint64_t seq) const {
     uint64_t token = 0;

@@ -186,8 +186,9 @@ TEST(EphemeralMachine, ACopyPausedPastItsLeaseIsFencedWhenItResumes) {
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // its lease runs out
 
   const int second = spawn_sync(f, second_machine, env, /*once=*/true);
-  // Give the second copy time to take over (it may wait on a transaction the paused copy holds open), then resume.
-  std::this_thread::sleep_for(std::chrono::seconds(3));
+  // Give the second copy time to take over (it watches the lease for a whole lease on its own clock first, then may
+  // wait on a transaction the paused copy holds open), then resume the first.
+  std::this_thread::sleep_for(std::chrono::seconds(6));
   const std::string committed_by_second_early = show(f, env, "running");
   EXPECT_NE(committed_by_second_early.find("pid " + std::to_string(second)), std::string::npos)
       << committed_by_second_early;

@@ -3,7 +3,9 @@
 // that was never committed is never taken for a commit, and a writer whose lease was taken over changes nothing.
 #include <gtest/gtest.h>
 
-#include "clients/aws/dynamodb_client.h"
+#include <chrono>
+#include <thread>
+
 #include "clients/aws/s3_client.h"
 #include "engine/pipeline_storage.h"
 #include "remote_wal/remote_test_env.h"
@@ -81,15 +83,6 @@ class S3WalTest : public ::testing::Test {
     std::vector<std::string> out;
     for (const auto& o : *listed) out.push_back(o.key);
     return out;
-  }
-
-  // As if the lease's holder had paused past its expiry (SIGSTOP, a partition): the item says it ran out.
-  void expire_lease() {
-    auto service = resolve_aws_service({}, "dynamodb", "test");
-    DynamoDbClient db(*service);
-    auto written = db.update_item(env_.at("SKIPPR_STATE_DYNAMODB_TABLE"), {{"pipeline", dynamo_string("bikes")}},
-                                  "SET lease_expires_ms = :z", "", {{":z", dynamo_number(1)}});
-    ASSERT_TRUE(written) << written.error().message;
   }
 
   TempDir dir_;
@@ -212,6 +205,40 @@ TEST_F(S3WalTest, AnObjectThatWasNeverCommittedIsDeletedAtOpenAndNeverTakenForAC
   expect_batches_equal(batch_with_every_type(30, 7), *batch);
 }
 
+// A writer of the epoch before a RESET that was paused mid-PUT puts its object in late: the next start deletes that
+// one object, and never the new epoch's committed batches.
+TEST_F(S3WalTest, AnOldEpochsLatePutIsDeletedAndTheNewEpochsBatchesAreKept) {
+  std::string stale_key;
+  {
+    Writer w = writer();
+    ASSERT_TRUE(w.wal->commit(batch_with_every_type(30, 1), position(1)));
+    stale_key = w.wal->pending().back().segment;
+  }
+  {
+    auto storage = this->storage();
+    auto lease = storage->state().acquire();
+    ASSERT_TRUE(lease) << lease.error().message;
+    auto epoch = storage->reset();
+    ASSERT_TRUE(epoch) << epoch.error().message;
+    EXPECT_EQ(*epoch, 2u);
+  }
+  EXPECT_TRUE(keys().empty());
+  {
+    Writer w = writer();
+    EXPECT_EQ(w.state.epoch, 2u);
+    ASSERT_TRUE(w.wal->commit(batch_with_every_type(30, 21), position(21)));
+    ASSERT_TRUE(w.wal->commit(batch_with_every_type(30, 22), position(22)));
+  }
+  auto service = resolve_aws_service({}, "s3", "test");
+  S3Client s3(*service);
+  ASSERT_TRUE(s3.put_object_if_absent(env_.at("SKIPPR_WAL_S3_BUCKET"), stale_key, "late", "text/plain"));
+  ASSERT_EQ(keys().size(), 3u);
+  Writer w = writer();
+  ASSERT_EQ(w.wal->pending().size(), 2u);
+  EXPECT_EQ(w.wal->pending().front().id.epoch, 2u);
+  EXPECT_EQ(keys().size(), 2u) << "only the stale object of epoch 1 went";
+}
+
 TEST_F(S3WalTest, ASecondHolderIsRefusedNamingTheFirst) {
   auto first = storage();
   auto held = first->state().acquire();
@@ -232,24 +259,32 @@ TEST_F(S3WalTest, AWriterWhoseLeaseWasTakenOverCommitsAndLandsNothing) {
   Writer old = writer();
   ASSERT_TRUE(old.wal->commit(batch_with_every_type(30, 1), position(1)));
   ASSERT_TRUE(old.wal->commit(batch_with_every_type(30, 2), position(2)));
-  expire_lease();  // the old writer "pauses" past its lease
-  Writer fresh = writer();
+  // The old writer is cut off from DynamoDB's renewals (a partition, a pause): its lease runs out in the item.
+  SharedProxy().add({.target_regex = "UpdateItem",
+                     .body_regex = "\"SET #lease_expires_ms = :x\"",
+                     .action = "status",
+                     .status = 503,
+                     .times = -1});
+  std::this_thread::sleep_for(std::chrono::milliseconds(3300));
+  const auto asked = std::chrono::steady_clock::now();
+  Writer fresh = writer();  // waits a whole lease on its own clock, sees no renewal, takes over
+  SharedProxy().clear();
+  EXPECT_GE(std::chrono::steady_clock::now() - asked, std::chrono::seconds(3)) << "took over without waiting";
   ASSERT_GT(fresh.lease->token(), old.lease->token());
   EXPECT_EQ(fresh.wal->pending().size(), 2u);
   ASSERT_TRUE(fresh.wal->commit(batch_with_every_type(30, 3), position(3)));
 
-  // The old writer wakes up: its object for seq 3 goes in under its own token, but the commit is refused.
+  // The old writer carries on: its object for seq 3 goes in under its own token, but the commit is refused.
   auto late = old.wal->commit(batch_with_every_type(30, 99), position(99));
   ASSERT_FALSE(late);
   EXPECT_EQ(late.error().kind, ErrorKind::kFenced) << late.error().message;
   auto landed = old.wal->mark_landed(2);
   ASSERT_FALSE(landed);
   EXPECT_EQ(landed.error().kind, ErrorKind::kFenced);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // its local view of the lease runs out
-  auto check = old.lease->check();
-  ASSERT_FALSE(check);
-  EXPECT_EQ(check.error().kind, ErrorKind::kFenced);
-  EXPECT_NE(check.error().message.find("taken over by pid"), std::string::npos) << check.error().message;
+  EXPECT_FALSE(old.lease->check()) << "its own view of the lease ran out too";
+  auto saved = old.storage->state().save(old.state);
+  ASSERT_FALSE(saved) << "a writer that lost its lease must not overwrite the new owner's state";
+  EXPECT_EQ(saved.error().kind, ErrorKind::kFenced);
 
   fresh.end();
   Writer next = writer();  // its open deletes the old writer's leftover and keeps the committed batches

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <regex>
 #include <thread>
 
 #include "clients/http/http_request.h"
@@ -79,8 +80,10 @@ Result<nlohmann::json> DynamoDbClient::call(std::string_view operation, const nl
   auto json = nlohmann::json::parse(response->body, nullptr, false);
   if (response->status == 200 && !json.is_discarded()) return json;
   const std::string type = error_type(json);
-  const std::string message =
-      json.is_object() ? json.value("message", json.value("Message", std::string())) : std::string();
+  // AWS's message for a refused signature can quote the canonical request, session token included: not shown.
+  const std::string message = json.is_object() && !is_credentials_problem(type)
+                                  ? json.value("message", json.value("Message", std::string()))
+                                  : std::string();
   const std::string status =
       fmt::format("HTTP {} {}{}", response->status, type.empty() ? "" : type, message.empty() ? "" : ": " + message);
   if (type == kConditionFailed) return fail(ErrorKind::kUnavailable, std::string(kConditionFailed));
@@ -117,6 +120,14 @@ Result<ConditionalWrite> DynamoDbClient::update_item(const std::string& table, c
   nlohmann::json request = {{"TableName", table}, {"Key", key}, {"UpdateExpression", update}};
   if (!condition.empty()) request["ConditionExpression"] = condition;
   if (!values.empty()) request["ExpressionAttributeValues"] = values;
+  // Every attribute is written "#name" in the expressions, so none can clash with DynamoDB's reserved words.
+  nlohmann::json names = nlohmann::json::object();
+  static const std::regex name_token("#([A-Za-z_][A-Za-z0-9_]*)");
+  const std::string both = update + " " + condition;
+  for (auto it = std::sregex_iterator(both.begin(), both.end(), name_token); it != std::sregex_iterator(); ++it) {
+    names[(*it)[0].str()] = (*it)[1].str();
+  }
+  if (!names.empty()) request["ExpressionAttributeNames"] = names;
   return conditional("UpdateItem", request);
 }
 

@@ -68,7 +68,14 @@ Error S3Client::error_of(const HttpResponse& response, const std::string& what) 
                                                  "fix them or the bucket's policy",
                                                  what, status, service_.credentials.source)};
   }
-  if (response.status >= 500 || response.status == 409 || response.status == 429) {
+  if (response.status == 501) {
+    return Error{ErrorKind::kConfig, fmt::format("{}: {}: the server at {} does not implement this request (skipprd's "
+                                                 "writes need conditional PUTs, If-None-Match); use S3 or a "
+                                                 "compatible server that supports them",
+                                                 what, status, service_.endpoint)};
+  }
+  if (response.status >= 500 || response.status == 409 || response.status == 429 || code == "RequestTimeout" ||
+      code == "SlowDown") {
     return Error{ErrorKind::kUnavailable, fmt::format("{}: {}; retried", what, status)};
   }
   return Error{ErrorKind::kConfig, fmt::format("{}: {}", what, status)};
