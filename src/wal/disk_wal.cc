@@ -338,11 +338,15 @@ Status Wal::destroy(const fs::path& dir, Env* env_or_null) {
   return ok();
 }
 
-Result<EncodedBatch> DiskWal::encode(const Batch& batch) const {
-  auto columns = wal::encode_batch_blocks(batch, impl_->options.zstd_level);
+Result<EncodedBatch> encode_for_wal(const Batch& batch, int zstd_level) {
+  auto columns = wal::encode_batch_blocks(batch, zstd_level);
   if (!columns) return unexpected(columns.error());
   const uint32_t crc = crc32c::value(*columns);
   return EncodedBatch{batch.rows, std::move(*columns), crc};
+}
+
+Result<EncodedBatch> DiskWal::encode(const Batch& batch) const {
+  return encode_for_wal(batch, impl_->options.zstd_level);
 }
 
 Result<BatchId> Wal::commit(const Batch& batch, const Position& position_after) {

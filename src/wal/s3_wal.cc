@@ -13,7 +13,6 @@
 #include "clients/aws/s3_client.h"
 #include "core/failpoint.h"
 #include "wal/batch_codec.h"
-#include "wal/crc32c.h"
 #include "wal/record_format.h"
 #include "wal/segment.h"
 
@@ -188,12 +187,7 @@ class S3WalImpl final : public Wal {
     return ok();
   }
 
-  Result<EncodedBatch> encode(const Batch& batch) const override {
-    auto columns = wal::encode_batch_blocks(batch, o_.zstd_level);
-    if (!columns) return std::unexpected(columns.error());
-    const uint32_t crc = crc32c::value(*columns);
-    return EncodedBatch{batch.rows, std::move(*columns), crc};
-  }
+  Result<EncodedBatch> encode(const Batch& batch) const override { return encode_for_wal(batch, o_.zstd_level); }
 
   using Wal::commit;
   Result<BatchId> commit(const EncodedBatch& batch, const Position& position_after) override {
@@ -293,9 +287,9 @@ class S3WalImpl final : public Wal {
   }
 
   Result<Batch> read_batch(const WalBatchInfo& info) const override {
-    auto found = const_cast<S3WalImpl*>(this)->get_with_retry(info.segment);
+    auto found = get_with_retry(info.segment);
     if (!found) return std::unexpected(found.error());
-    if (!*found) return std::unexpected(const_cast<S3WalImpl*>(this)->missing_object(info.seq, info.segment));
+    if (!*found) return std::unexpected(missing_object(info.seq, info.segment));
     const std::string& body = **found;
     auto parsed = parse_key(std::string_view(info.segment).substr(pipeline_prefix(o_).size()));
     if (!parsed) return std::unexpected(corrupt(o_, info.segment, "not a WAL object name"));
@@ -331,7 +325,7 @@ class S3WalImpl final : public Wal {
 
   // A committed, unlanded batch whose object is not there: the new owner of a pipeline taken over from this process
   // landed and deleted it (kFenced, exit 75), or it is really gone (kCorruption).
-  Error missing_object(uint64_t seq, const std::string& key) {
+  Error missing_object(uint64_t seq, const std::string& key) const {
     auto point = o_.log->read();
     if (point && point->lease_token != o_.token && o_.token != 0) {
       return Error{ErrorKind::kFenced, fmt::format("pipeline '{}' was taken over by another process (batch {} "
@@ -366,7 +360,7 @@ class S3WalImpl final : public Wal {
   }
 
   // nullopt when the object is not there (landed and deleted since it was listed).
-  Result<std::optional<std::string>> get_with_retry(const std::string& key) {
+  Result<std::optional<std::string>> get_with_retry(const std::string& key) const {
     Result<std::optional<std::string>> body = fail(ErrorKind::kInternal, "not read");
     SKIPPR_TRY(retrying("read of " + object_url(o_, key), [&]() -> Status {
       body = s3_.get_object_if_exists(o_.bucket, key);
@@ -402,7 +396,7 @@ class S3WalImpl final : public Wal {
   // failures (kUnavailable, kUnknownOutcome) are retried with backoff. Every step is idempotent: the same key, the
   // same conditional write.
   template <class Step>
-  Status retrying(const std::string& what, Step step) {
+  Status retrying(const std::string& what, Step step) const {
     const auto started = Clock::now();
     auto backoff = std::chrono::milliseconds(50);
     for (int attempt = 1;; ++attempt) {

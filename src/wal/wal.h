@@ -43,6 +43,9 @@ struct EncodedBatch {
   uint32_t columns_crc = 0;  // crc32c of `columns`, so commit() checksums only the small metadata in front of them
 };
 
+// A batch's columns in WAL blocks (wal/batch_codec.h) with their checksum: what every store's encode() returns.
+Result<EncodedBatch> encode_for_wal(const Batch& batch, int zstd_level);
+
 struct WalBatchInfo {
   uint64_t seq = 0;
   BatchId id;
