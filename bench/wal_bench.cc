@@ -5,7 +5,10 @@
 //                                  engine encodes in the reader stage, off the commit path. This is the goal figure.
 //                                - pipelined: encoding on a second thread overlapping the commits, as the engine runs.
 //                                - serial: encode then commit on one thread, each commit waiting for its encoding.
-//   wal_bench group DIR          commit latency and throughput with 1, 4 and 16 concurrent committers (group commit).
+//   wal_bench group DIR [N...]   commit latency and throughput with N concurrent committers (default 1, 4, 16; group
+//                                commit), 4 KiB batches.
+//   wal_bench dsync DIR          4 KiB writes per second to a file opened O_DSYNC: the disk's limit for one durable
+//                                small write at a time (what one client waiting for each ack can get at best).
 //   wal_bench recover DIR [GiB]  writes GiB of committed-but-not-landed WAL, then times Wal::open + the first
 //                                read_batch (what a restart does before its first sink write).
 #include <fcntl.h>
@@ -184,9 +187,9 @@ void append_bench(const fs::path& dir, size_t total_mib) {
   }
 }
 
-void group_bench(const fs::path& dir) {
+void group_bench(const fs::path& dir, const std::vector<int>& committer_counts) {
   const Batch batch = random_batch(4096, 1);
-  for (int committers : {1, 4, 16}) {
+  for (int committers : committer_counts) {
     fs::remove_all(dir / "wal");
     auto wal = open_wal(dir / "wal");
     constexpr int kCommitsPerThread = 200;
@@ -221,6 +224,35 @@ void group_bench(const fs::path& dir) {
   fs::remove_all(dir / "wal");
 }
 
+// Rewrites the same 4 KiB at the start of a preallocated 64 MiB file, sequentially further on, so only the write and
+// its flush are timed (no file growth, no metadata).
+void dsync_bench(const fs::path& dir) {
+  const fs::path file = dir / "dsync.probe";
+  constexpr size_t kBlock = 4096, kFileBytes = 64 << 20;
+  int fd = ::open(file.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0 || ::posix_fallocate(fd, 0, kFileBytes) != 0 || ::fsync(fd) != 0) {
+    throw std::runtime_error("cannot prepare " + file.string());
+  }
+  ::close(fd);
+  fd = ::open(file.c_str(), O_WRONLY | O_DSYNC | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("cannot open " + file.string() + " O_DSYNC");
+  std::vector<char> block(kBlock, 'x');
+  const auto start = Clock::now();
+  size_t writes = 0;
+  while (since(start) < 3.0) {
+    const off_t offset = static_cast<off_t>((writes * kBlock) % kFileBytes);
+    if (::pwrite(fd, block.data(), kBlock, offset) != static_cast<ssize_t>(kBlock)) {
+      throw std::runtime_error("write failed");
+    }
+    ++writes;
+  }
+  const double seconds = since(start);
+  ::close(fd);
+  fs::remove(file);
+  fmt::print("o_dsync 4 KiB writes: {:.0f} writes/s, {:.3f} ms each ({} writes)\n", writes / seconds,
+             seconds * 1e3 / writes, writes);
+}
+
 void recover_bench(const fs::path& dir, double gib) {
   fs::remove_all(dir / "wal");
   {
@@ -249,7 +281,7 @@ void recover_bench(const fs::path& dir, double gib) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    fmt::print(stderr, "usage: wal_bench append|group|recover DIR [size]\n");
+    fmt::print(stderr, "usage: wal_bench append|group|dsync|recover DIR [size | committers...]\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -258,8 +290,12 @@ int main(int argc, char** argv) {
   try {
     if (mode == "append")
       append_bench(dir, argc > 3 ? std::stoul(argv[3]) : 256);
-    else if (mode == "group")
-      group_bench(dir);
+    else if (mode == "group") {
+      std::vector<int> counts;
+      for (int i = 3; i < argc; ++i) counts.push_back(std::stoi(argv[i]));
+      group_bench(dir, counts.empty() ? std::vector<int>{1, 4, 16} : counts);
+    } else if (mode == "dsync")
+      dsync_bench(dir);
     else if (mode == "recover")
       recover_bench(dir, argc > 3 ? std::stod(argv[3]) : 1.0);
     else

@@ -83,10 +83,21 @@ struct Settings {
   uint64_t wal_bytes_per_file = 64ull << 20;
   double sync_frequency_seconds = 900;
   double sink_retry_seconds = 60;
+  // Coalesced landing: at most this many committed batches (and BUFFER_THRESHOLD_BYTES) in one destination
+  // transaction, for sinks that can land a group atomically. 1 lands each batch in its own transaction.
+  uint64_t landing_group_batches = 256;
+  // Committed bytes that may wait in memory for the lander (and the most one group takes); unset: twice
+  // BUFFER_THRESHOLD_BYTES.
+  uint64_t landing_queue_bytes = 0;
+  uint64_t landing_queue_limit() const {
+    return landing_queue_bytes ? landing_queue_bytes : 2 * buffer_threshold_bytes;
+  }
   std::optional<bool> chaos_mode;  // SKIPPR_CHAOS_MODE, when set
   double chaos_min_seconds = 5;
   double chaos_max_seconds = 30;
   std::optional<uint64_t> chaos_seed;
+  std::string chaos_failpoint;  // SKIPPR_CHAOS_FAILPOINT: one of failpoint::kAll, or "" for the seed's choice
+  int chaos_failpoint_pass = 1;
 };
 // Letters, digits, '_', '.' and '-', and not "." or "..": a pipeline's name is a folder under DATA_DIR/pipelines, so
 // nothing else may reach the file system (a name like ../../x would write or delete outside DATA_DIR).

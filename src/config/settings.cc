@@ -1,5 +1,6 @@
 // settings_from_env: PRODUCT.md's environment table. An empty variable counts as unset (compose files often
 // write `VAR=`). Every malformed variable is reported, one per line.
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "config/config.h"
 #include "config/parse_text.h"
 #include "config/suggest.h"
+#include "core/failpoint.h"
 
 namespace skippr {
 
@@ -123,6 +125,12 @@ Result<Settings> settings_from_env(const std::filesystem::path& relative_to) {
   env.bytes("WAL_BYTES_PER_FILE", s.wal_bytes_per_file);
   env.seconds("SYNC_FREQUENCY", s.sync_frequency_seconds);
   env.seconds("SINK_RETRY_SECONDS", s.sink_retry_seconds, /*allow_zero=*/true);
+  env.bytes("LANDING_QUEUE_BYTES", s.landing_queue_bytes);
+  env.read("LANDING_GROUP_BATCHES", s.landing_group_batches, "a whole number from 1 to 100000, such as 256",
+           [](std::string_view t) {
+             auto v = parse_uint64(t);
+             return v && *v >= 1 && *v <= 100000 ? v : std::nullopt;
+           });
 
   env.read("SKIPPR_CHAOS_MODE", s.chaos_mode, "yes or no (also true/false, on/off, 1/0)", parse_bool);
   env.seconds("SKIPPR_CHAOS_MIN_SECONDS", s.chaos_min_seconds);
@@ -134,6 +142,20 @@ Result<Settings> settings_from_env(const std::filesystem::path& relative_to) {
                     s.chaos_min_seconds, s.chaos_max_seconds));
   }
   env.read("SKIPPR_CHAOS_SEED", s.chaos_seed, "an unsigned 64-bit integer such as 42", parse_uint64);
+  if (auto point = env.get("SKIPPR_CHAOS_FAILPOINT")) {
+    if (std::ranges::find(failpoint::kAll, std::string_view(*point)) == std::end(failpoint::kAll)) {
+      std::vector<std::string> names(std::begin(failpoint::kAll), std::end(failpoint::kAll));
+      env.problem(
+          fmt::format("SKIPPR_CHAOS_FAILPOINT='{}' is not a failpoint; use one of: {}", *point, join(names, ", ")));
+    }
+    s.chaos_failpoint = *point;
+  }
+  env.read("SKIPPR_CHAOS_FAILPOINT_PASS", s.chaos_failpoint_pass, "a whole number from 1 to 1000000, such as 3",
+           [](std::string_view t) -> std::optional<int> {
+             auto v = parse_uint64(t);
+             if (!v || *v < 1 || *v > 1000000) return std::nullopt;
+             return static_cast<int>(*v);
+           });
 
   SKIPPR_TRY(env.status());
   return s;

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,22 @@ struct LedgerTip {
   uint64_t max_epoch = 0;   // the highest epoch of the pipeline there: new batches must order after it
 };
 
+// One committed batch as the lander hands it to a sink.
+struct BatchToLand {
+  const Batch& batch;
+  const BatchId& id;
+  const Position& position_after;  // goes into the destination's ledger with the id
+};
+
+// What became of one batch of a group.
+struct BatchLanded {
+  WriteOutcome outcome = WriteOutcome::kApplied;
+  uint64_t rows_rejected = 0;  // rows that went to the destination's rejects table instead (see conform_batch.h)
+};
+
+// How messages name a group: the id of its one batch, or "<first> .. <last> (N batches)".
+std::string group_ids(std::span<const BatchToLand> group);
+
 class Sink {
  public:
   virtual ~Sink() = default;
@@ -94,6 +111,15 @@ class Sink {
   // no column type could take; see sinks/conform_batch.h), with their reason, in the same transaction.
   virtual uint64_t rows_rejected_by_last_write() const { return 0; }
   virtual Result<std::optional<LedgerTip>> ledger_tip() { return std::optional<LedgerTip>(); }
+
+  // Coalesced landing. When several committed batches wait, the engine hands a sink that lands_groups() up to
+  // that many at once, in WAL order; the sink lands them in one destination transaction, all or none, recording
+  // every BatchId in its ledger. A replay after a crash may group batches differently from the run that landed some
+  // of them, so each id is checked on its own: the ones already there come back kAlreadyApplied, the rest are
+  // applied. Returns one entry per batch. A sink that cannot make a group atomic keeps lands_groups() false and is
+  // handed one batch at a time (the default below, which is write()).
+  virtual bool lands_groups() const { return false; }
+  virtual Result<std::vector<BatchLanded>> write_group(std::span<const BatchToLand> group);
 };
 
 enum class ParamType { kString, kInt, kDouble, kBool, kPath, kStringList, kStringMap };

@@ -14,8 +14,12 @@ inline constexpr std::string_view kWalAfterFsync = "wal.after_fsync";
 inline constexpr std::string_view kSinkInTransaction = "sink.in_transaction";
 inline constexpr std::string_view kSinkAfterCommit = "sink.after_commit";
 inline constexpr std::string_view kWalSegmentDelete = "wal.segment_delete";
-inline constexpr std::string_view kAll[] = {kWalBeforeFsync, kWalAfterFsync, kSinkInTransaction, kSinkAfterCommit,
-                                           kWalSegmentDelete};
+// Coalesced landing: inside a group's transaction with some of its batches written and more to come; and after a
+// group of several batches committed, before its LANDED mark.
+inline constexpr std::string_view kSinkInGroup = "sink.in_group";
+inline constexpr std::string_view kSinkAfterGroupCommit = "sink.after_group_commit";
+inline constexpr std::string_view kAll[] = {kWalBeforeFsync,   kWalAfterFsync, kSinkInTransaction,   kSinkAfterCommit,
+                                            kWalSegmentDelete, kSinkInGroup,   kSinkAfterGroupCommit};
 
 void set_handler(Handler handler);
 void hit(std::string_view name);

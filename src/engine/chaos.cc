@@ -52,6 +52,11 @@ void start_chaos(const ChaosOptions& options) {
   const auto& points = failpoint::kAll;
   g_armed_failpoint = points[std::uniform_int_distribution<size_t>(0, std::size(points) - 1)(rng)];
   g_hits_left = std::uniform_int_distribution<int>(1, 6)(rng);
+  for (auto point : points) {
+    if (point != options.failpoint) continue;
+    g_armed_failpoint = point;
+    g_hits_left = options.failpoint_pass;
+  }
   spdlog::warn(
       "chaos mode is on: seed {} (replay with SKIPPR_CHAOS_SEED={}); SIGKILL after {:.1f}s or at pass {} "
       "through {}",

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 
 namespace skippr {
 
@@ -13,6 +14,10 @@ struct ChaosOptions {
   double max_seconds = 30;
   uint64_t seed = 0;
   std::filesystem::path log_file;
+  // SKIPPR_CHAOS_FAILPOINT / _PASS: kill at this pass through this failpoint instead of the seed's choice, to replay
+  // one crash on purpose (the timer still runs: set the seconds high to rule it out).
+  std::string failpoint;
+  int failpoint_pass = 1;
 };
 
 // Arms the timer and one failpoint. Idempotent per process; there is no way to disarm (the process is meant to die).

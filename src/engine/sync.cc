@@ -22,7 +22,10 @@ namespace skippr {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr size_t kQueueDepth = 2;      // batches in flight between two stages; bounds memory with the batch size
+constexpr size_t kQueueDepth = 2;  // batches between reader and committer; bounds memory with the batch size
+// Between committer and lander: up to this many batches and LANDING_QUEUE_BYTES, so many small batches (a push
+// source's requests) can wait for one coalesced landing while the committer goes on at the WAL's pace.
+constexpr size_t kLandQueueBatches = 4096;
 constexpr int kInterruptedExit = 130;  // 128 + SIGINT, as a shell reports an interrupted command
 
 struct ReadBatch {
@@ -37,6 +40,7 @@ struct CommittedBatch {
   uint64_t seq = 0;
   Batch batch;
   Position position_after;  // goes into the destination's ledger with the id
+  bool replayed = false;    // committed by an earlier run
 };
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -129,7 +133,8 @@ class SyncRun {
 
     if (settings_.chaos_mode.value_or(pipe_->chaos_mode)) {
       start_chaos({settings_.chaos_min_seconds, settings_.chaos_max_seconds,
-                   settings_.chaos_seed.value_or(random_chaos_seed()), paths_.chaos_log});
+                   settings_.chaos_seed.value_or(random_chaos_seed()), paths_.chaos_log, settings_.chaos_failpoint,
+                   settings_.chaos_failpoint_pass});
     }
 
     SKIPPR_TRY(lease_->check());
@@ -351,6 +356,7 @@ class SyncRun {
                      st.error().message);
       }
       const uint64_t rows = item->batch.rows;
+      const size_t bytes = item->batch.byte_size();
       add([&](RunTotals& t) {
         t.rows_committed += rows;
         t.dead_letters += item->dead_letters.size();
@@ -358,31 +364,55 @@ class SyncRun {
         t.wal_bytes = wal_->bytes_on_disk();
       });
       reporter_.batch_committed(*id, rows, snapshot());
-      if (!to_land_.push({*id, id->seq, std::move(item->batch), std::move(item->position_after)})) break;
+      if (!to_land_.push({*id, id->seq, std::move(item->batch), std::move(item->position_after)}, bytes)) break;
     }
     to_land_.close();
   }
 
-  // Stage 3 (this thread): first the batches an earlier run committed but did not land, then the new ones.
+  // Stage 3 (this thread): first the batches an earlier run committed but did not land, then the new ones; in
+  // groups when several wait and the sink lands a group atomically (coalesced landing).
   void land_stage(const std::vector<WalBatchInfo>& pending) {
+    std::vector<CommittedBatch> group;
+    size_t group_bytes = 0;
     for (const auto& info : pending) {
       auto batch = wal_->read_batch(info);
-      if (!batch) return record_error(batch.error());
-      if (!land(*batch, info.id, info.seq, info.position_after, /*replayed=*/true)) return;
+      if (!batch) {
+        // The batches before an unreadable one still land (each lands once, in order); nothing after it does.
+        if (!group.empty()) land_group(group);
+        return record_error(batch.error());
+      }
+      const size_t bytes = batch->byte_size();
+      if (!group.empty() && (group.size() >= max_group_batches() || group_bytes + bytes > max_group_bytes())) {
+        if (!land_group(group)) return;
+        group.clear();
+        group_bytes = 0;
+      }
+      group.push_back({info.id, info.seq, std::move(*batch), info.position_after, /*replayed=*/true});
+      group_bytes += bytes;
     }
-    while (auto item = to_land_.pop()) {
-      if (!land(item->batch, item->id, item->seq, item->position_after, /*replayed=*/false)) return;
+    if (!group.empty() && !land_group(group)) return;
+    while (true) {
+      group = to_land_.pop_up_to(max_group_batches(), max_group_bytes());
+      if (group.empty() || !land_group(group)) return;
     }
   }
 
-  // Writes one batch, retrying definite and unknown-outcome failures with backoff (always with the same BatchId).
-  // Gives up after SINK_RETRY_SECONDS with --once, after the grace period once a stop was requested.
-  bool land(const Batch& batch, const BatchId& id, uint64_t seq, const Position& position_after, bool replayed) {
+  size_t max_group_batches() const { return sink_->lands_groups() ? settings_.landing_group_batches : 1; }
+  size_t max_group_bytes() const { return settings_.landing_queue_limit(); }
+
+  // Lands a group of committed batches (in WAL order) in one sink call, retrying definite and unknown-outcome
+  // failures with backoff, always with the same BatchIds. Gives up after SINK_RETRY_SECONDS with --once, after the
+  // grace period once a stop was requested. A group that fails for good is landed again one batch at a time, so
+  // the batches before the one at fault land and the error names that batch.
+  bool land_group(std::span<const CommittedBatch> group) {
     const bool retryable_sink = sink_->guarantee() != Guarantee::kNone;
-    if (replayed && !retryable_sink) {
-      spdlog::warn("{}: not re-sent after a restart (the sink's guarantee is 'none')", id.str());
-      return mark_landed(batch, id, seq, replayed, false);
+    if (group.front().replayed && !retryable_sink) {
+      for (const auto& b : group)
+        spdlog::warn("{}: not re-sent after a restart (the sink's guarantee is 'none')", b.id.str());
+      return mark_landed(group, std::vector<BatchLanded>(group.size()));
     }
+    std::vector<BatchToLand> items;
+    for (const auto& b : group) items.push_back({b.batch, b.id, b.position_after});
     std::optional<Clock::time_point> failing_since;
     auto backoff = std::chrono::milliseconds(100);
     while (true) {
@@ -391,28 +421,42 @@ class SyncRun {
         record_error(held.error());
         return false;
       }
-      Result<WriteOutcome> outcome = WriteOutcome::kApplied;
+      Result<std::vector<BatchLanded>> landed = std::vector<BatchLanded>();
       if (!sink_open_) {
         if (auto st = sink_->open(); st) {
           sink_open_ = true;
         } else {
-          outcome = std::unexpected(st.error());
+          landed = std::unexpected(st.error());
         }
       }
-      if (sink_open_) outcome = sink_->write(batch, id, position_after);
-      if (outcome) {
-        if (failing_since) spdlog::info("sink is available again; {} landed", id.str());
-        const bool already = *outcome == WriteOutcome::kAlreadyApplied;
-        return mark_landed(batch, id, seq, replayed, already, already ? 0 : sink_->rows_rejected_by_last_write());
+      if (sink_open_) {
+        if (items.size() > 1) spdlog::debug("landing {} in one transaction", group_ids(items));
+        landed = sink_->write_group(items);
       }
-      const Error& e = outcome.error();
+      if (landed && landed->size() != group.size()) {
+        landed = fail(ErrorKind::kInternal,
+                      fmt::format("the sink reported {} outcomes for {} batches", landed->size(), group.size()));
+      }
+      if (landed) {
+        if (failing_since) spdlog::info("sink is available again; {} landed", group_ids(items));
+        return mark_landed(group, *landed);
+      }
+      const Error& e = landed.error();
+      if (!is_transient(e) && group.size() > 1 && e.kind != ErrorKind::kFenced && e.kind != ErrorKind::kInternal) {
+        spdlog::warn("landing {} in one transaction failed; landing them one at a time: {}", group_ids(items),
+                     e.message);
+        for (size_t i = 0; i < group.size(); ++i) {
+          if (!land_group(group.subspan(i, 1))) return false;
+        }
+        return true;
+      }
       if (!is_transient(e) || !retryable_sink) {
         record_error(e);
         return false;
       }
       if (!failing_since) {
         failing_since = Clock::now();
-        spdlog::warn("writing {} failed, retrying with backoff: {}", id.str(), e.message);
+        spdlog::warn("writing {} failed, retrying with backoff: {}", group_ids(items), e.message);
       }
       if (give_up_retrying(*failing_since)) {
         record_error(e);
@@ -432,27 +476,33 @@ class SyncRun {
     return options_.once && seconds_since(failing_since) >= settings_.sink_retry_seconds;
   }
 
-  bool mark_landed(const Batch& batch, const BatchId& id, uint64_t seq, bool replayed, bool already_applied,
-                   uint64_t rejected = 0) {
+  // The whole group is in the destination: one LANDED mark (the watermark) covers every batch of it.
+  bool mark_landed(std::span<const CommittedBatch> group, const std::vector<BatchLanded>& landed) {
     failpoint::hit(failpoint::kSinkAfterCommit);
-    if (auto st = wal_->mark_landed(seq); !st) {
+    if (group.size() > 1) failpoint::hit(failpoint::kSinkAfterGroupCommit);
+    if (auto st = wal_->mark_landed(group.back().seq); !st) {
       record_error(st.error());
       return false;
     }
-    add([&](RunTotals& t) {
-      t.rows_landed += batch.rows - std::min<uint64_t>(rejected, batch.rows);
-      t.rows_rejected += rejected;
-      t.batches_landed += 1;
-      t.batches_replayed += replayed ? 1 : 0;
-      t.already_applied += already_applied ? 1 : 0;
-      t.last_batch_landed = id.str();
-      t.wal_bytes = wal_->bytes_on_disk();
-    });
-    if (rejected > 0) {
-      spdlog::warn("{}: {} row(s) did not fit their columns and went to the destination's rejects table", id.str(),
-                   rejected);
+    for (size_t i = 0; i < group.size(); ++i) {
+      const CommittedBatch& b = group[i];
+      const bool already = landed[i].outcome == WriteOutcome::kAlreadyApplied;
+      const uint64_t rejected = already ? 0 : std::min<uint64_t>(landed[i].rows_rejected, b.batch.rows);
+      add([&](RunTotals& t) {
+        t.rows_landed += b.batch.rows - rejected;
+        t.rows_rejected += rejected;
+        t.batches_landed += 1;
+        t.batches_replayed += b.replayed ? 1 : 0;
+        t.already_applied += already ? 1 : 0;
+        t.last_batch_landed = b.id.str();
+        t.wal_bytes = wal_->bytes_on_disk();
+      });
+      if (rejected > 0) {
+        spdlog::warn("{}: {} row(s) did not fit their columns and went to the destination's rejects table", b.id.str(),
+                     rejected);
+      }
+      reporter_.batch_landed(b.id, b.batch.rows, b.replayed, already, snapshot());
     }
-    reporter_.batch_landed(id, batch.rows, replayed, already_applied, snapshot());
     return true;
   }
 
@@ -580,7 +630,7 @@ class SyncRun {
   std::unique_ptr<Wal> wal_;
   std::optional<DeadLetterFile> dead_letters_;
   BoundedQueue<ReadBatch> to_commit_{kQueueDepth};
-  BoundedQueue<CommittedBatch> to_land_{kQueueDepth};
+  BoundedQueue<CommittedBatch> to_land_{kLandQueueBatches, settings_.landing_queue_limit()};
   std::atomic<bool> stopping_{false};
   std::optional<Clock::time_point> stop_seen_;
   std::mutex mu_;

@@ -6,11 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/batch.h"
+#include "core/connector.h"
+#include "core/failpoint.h"
 
 namespace skippr {
 
@@ -41,5 +44,38 @@ std::string ledger_insert_sql(const LedgerDialect& d, std::string_view target, c
 // Columns batch_id, position_after (NULL when none was kept), max_epoch (as text) of the newest batch of `pipeline`
 // in `target`; no row when there is none.
 std::string ledger_tip_sql(const LedgerDialect& d, std::string_view target, std::string_view pipeline);
+
+// The body of a coalesced landing (Sink::write_group), inside the transaction the caller opened and commits: each
+// batch the ledger holds already (`has(id)`) is skipped as kAlreadyApplied, every other goes through `land(item)`,
+// which writes its rows and its ledger row and returns how many rows it rejected. The first failure ends the group
+// (the caller's transaction then rolls back all of it).
+template <class Has, class Land>
+Result<std::vector<BatchLanded>> land_new_batches(std::span<const BatchToLand> group, Has&& has, Land&& land) {
+  std::vector<BatchLanded> landed;
+  landed.reserve(group.size());
+  bool wrote_one = false;
+  for (const auto& item : group) {
+    if (wrote_one) failpoint::hit(failpoint::kSinkInGroup);
+    Result<bool> held = has(item.id);
+    if (!held) return std::unexpected(held.error());
+    if (*held) {
+      landed.push_back({WriteOutcome::kAlreadyApplied, 0});
+      continue;
+    }
+    Result<uint64_t> rejected = land(item);
+    if (!rejected) return std::unexpected(rejected.error());
+    landed.push_back({WriteOutcome::kApplied, *rejected});
+    wrote_one = true;
+  }
+  return landed;
+}
+
+// True when no batch of the group needed writing (the transaction has nothing to commit).
+inline bool all_already_applied(const std::vector<BatchLanded>& landed) {
+  for (const auto& b : landed) {
+    if (b.outcome != WriteOutcome::kAlreadyApplied) return false;
+  }
+  return true;
+}
 
 }  // namespace skippr

@@ -9,7 +9,7 @@
 namespace skippr::test {
 namespace {
 
-constexpr uint64_t kRows = 1000000;
+constexpr uint64_t kRows = 1500000;
 
 TEST(Chaos, EveryRowLandsExactlyOnceWhateverInstantTheProcessIsKilledAt) {
   PipelineFixture chaos(sample_to_duckdb_config(kRows, 42));
@@ -18,12 +18,16 @@ TEST(Chaos, EveryRowLandsExactlyOnceWhateverInstantTheProcessIsKilledAt) {
                                                        {"SKIPPR_CHAOS_MAX_SECONDS", "2.5"},
                                                        {"BUFFER_THRESHOLD_BYTES", "300000"},
                                                        {"WAL_BYTES_PER_FILE", "500000"}},
-                                                      /*seed_base=*/1000);
+                                                      /*seed_base=*/1000, /*max_runs=*/400, /*lose_data_dir_every=*/0,
+                                                      /*each_failpoint_in_turn=*/true);
   ASSERT_TRUE(chaos_runs.finished) << chaos_runs.failure;
   std::cout << "chaos: " << chaos_runs.summary() << "\n";
   EXPECT_EQ(chaos_runs.logged_kills, chaos_runs.kills);
   EXPECT_GE(chaos_runs.kills, 20);
   for (auto point : failpoint::kAll) {
+    // Sample -> DuckDB lands as fast as it commits here, so groups rarely form and the two coalesced-landing
+    // failpoints are seldom reached: CoalescedLanding.* kills there on purpose, and PostgresChaos reaches them.
+    if (point == failpoint::kSinkInGroup || point == failpoint::kSinkAfterGroupCommit) continue;
     EXPECT_GE(chaos_runs.by_cause.count(std::string(point)), 1u) << "never killed at " << point;
   }
 

@@ -1,4 +1,4 @@
-// The headline promise into PostgreSQL: Sample (1,000,000 rows) -> Postgres with chaos mode on (SIGKILL by timer and
+// The headline promise into PostgreSQL: Sample (1,500,000 rows) -> Postgres with chaos mode on (SIGKILL by timer and
 // at every failpoint, including inside the sink's transaction and right after its COMMIT), rerun until a run exits 0.
 // Then the table holds every row exactly once, with the same content as a run that was never killed.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 namespace skippr::test {
 namespace {
 
-constexpr uint64_t kRows = 1000000;
+constexpr uint64_t kRows = 1500000;
 
 TEST(PostgresChaos, EveryRowLandsExactlyOnceWhateverInstantTheProcessIsKilledAt) {
   auto& pg = SharedPostgres();
@@ -20,7 +20,8 @@ TEST(PostgresChaos, EveryRowLandsExactlyOnceWhateverInstantTheProcessIsKilledAt)
               {"SKIPPR_CHAOS_MAX_SECONDS", "2.5"},
               {"BUFFER_THRESHOLD_BYTES", "300000"},
               {"WAL_BYTES_PER_FILE", "500000"}});
-  const auto chaos_runs = sync_until_done_under_chaos(chaos, "bikehire", env, /*seed_base=*/2000);
+  const auto chaos_runs = sync_until_done_under_chaos(chaos, "bikehire", env, /*seed_base=*/2000, /*max_runs=*/400,
+                                                      /*lose_data_dir_every=*/0, /*each_failpoint_in_turn=*/true);
   ASSERT_TRUE(chaos_runs.finished) << chaos_runs.failure;
   std::cout << "postgres chaos: " << chaos_runs.summary() << "\n";
   EXPECT_GE(chaos_runs.kills, 20);
@@ -41,6 +42,45 @@ TEST(PostgresChaos, EveryRowLandsExactlyOnceWhateverInstantTheProcessIsKilledAt)
   PipelineFixture calm(sample_to_postgres_config(kRows, 42));
   auto r = calm.skipprd({"sync", "--pipeline", "bikehire", "--once"}, postgres_env(pg, calm_db));
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(got, pg_trips_digest(pg, calm_db));
+}
+
+// Coalesced landing into Postgres, killed on purpose inside a group's transaction (some of its batches written) and
+// after a group committed but before its LANDED mark; the replays group differently, and each batch lands once.
+TEST(PostgresChaos, EachBatchLandsOnceWhenKilledInsideAGroupOrBeforeItsLandedMark) {
+  constexpr uint64_t kGroupRows = 60000;
+  auto& pg = SharedPostgres();
+  const auto db = pg.create_database("groups");
+  PipelineFixture f(sample_to_postgres_config(kGroupRows, 5));
+  auto env = postgres_env(pg, db);
+  env.insert({{"BUFFER_THRESHOLD_BYTES", "40000"},
+              {"LANDING_QUEUE_BYTES", "4MiB"},
+              {"SKIPPR_CHAOS_MIN_SECONDS", "900"},
+              {"SKIPPR_CHAOS_MAX_SECONDS", "900"}});
+  auto killed_at = [&](const std::string& point, int pass) {
+    auto e = env;
+    e.insert({{"SKIPPR_CHAOS_MODE", "yes"},
+              {"SKIPPR_CHAOS_FAILPOINT", point},
+              {"SKIPPR_CHAOS_FAILPOINT_PASS", std::to_string(pass)}});
+    return f.skipprd({"sync", "--pipeline", "bikehire", "--once", "--log", "debug"}, e);
+  };
+  auto inside = killed_at("sink.in_group", 1);
+  ASSERT_EQ(inside.exit_code, 137) << "no group of several batches formed?\n" << inside.err;
+  EXPECT_NE(inside.err.find("batches) in one transaction"), std::string::npos) << inside.err;
+  auto after_commit = killed_at("sink.after_group_commit", 1);
+  ASSERT_EQ(after_commit.exit_code, 137) << after_commit.err;
+  auto again = killed_at("sink.in_group", 3);
+  ASSERT_TRUE(again.exit_code == 137 || again.exit_code == 0) << again.err;
+  auto done = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+
+  const PgTripsDigest got = pg_trips_digest(pg, db);
+  EXPECT_EQ(got.rows, std::to_string(kGroupRows));
+  EXPECT_EQ(got.distinct_ids, std::to_string(kGroupRows));
+  EXPECT_EQ(pg.value(db, "SELECT sum(\"rows\") FROM bike._skippr_batches"), std::to_string(kGroupRows));
+  const auto calm_db = pg.create_database("groups_calm");
+  PipelineFixture calm(sample_to_postgres_config(kGroupRows, 5));
+  ASSERT_EQ(calm.skipprd({"sync", "--pipeline", "bikehire", "--once"}, postgres_env(pg, calm_db)).exit_code, 0);
   EXPECT_EQ(got, pg_trips_digest(pg, calm_db));
 }
 

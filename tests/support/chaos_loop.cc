@@ -1,5 +1,7 @@
 #include "support/chaos_loop.h"
 
+#include "core/failpoint.h"
+
 #include <filesystem>
 #include <functional>
 #include <sstream>
@@ -29,11 +31,17 @@ void count_logged_kills(const PipelineFixture& fixture, const std::string& pipel
 // `lose_data_dir_every` = n > 0, DATA_DIR is deleted after every n-th kill (the machine's disk is gone).
 ChaosRuns chaos_loop(const PipelineFixture& fixture, const std::string& pipeline,
                      std::map<std::string, std::string> env, int seed_base,
-                     const std::function<bool(const ChaosRuns&)>& more, int lose_data_dir_every = 0) {
+                     const std::function<bool(const ChaosRuns&)>& more, int lose_data_dir_every = 0,
+                     bool each_failpoint_in_turn = false) {
   ChaosRuns result;
   env["SKIPPR_CHAOS_MODE"] = "yes";
   while (more(result)) {
     env["SKIPPR_CHAOS_SEED"] = std::to_string(seed_base + result.runs);
+    if (each_failpoint_in_turn) {
+      const size_t points = std::size(failpoint::kAll);
+      env["SKIPPR_CHAOS_FAILPOINT"] = std::string(failpoint::kAll[result.runs % points]);
+      env["SKIPPR_CHAOS_FAILPOINT_PASS"] = std::to_string(1 + (result.runs / points) % 3);
+    }
     auto r = fixture.skipprd({"sync", "--pipeline", pipeline, "--once", "--output", "text"}, env);
     ++result.runs;
     if (r.exit_code == 0) {
@@ -61,10 +69,11 @@ ChaosRuns chaos_loop(const PipelineFixture& fixture, const std::string& pipeline
 
 ChaosRuns sync_until_done_under_chaos(const PipelineFixture& fixture, const std::string& pipeline,
                                       std::map<std::string, std::string> env, int seed_base, int max_runs,
-                                      int lose_data_dir_every) {
+                                      int lose_data_dir_every, bool each_failpoint_in_turn) {
   ChaosRuns result = chaos_loop(
       fixture, pipeline, std::move(env), seed_base,
-      [&](const ChaosRuns& r) { return !r.finished && r.failure.empty() && r.runs < max_runs; }, lose_data_dir_every);
+      [&](const ChaosRuns& r) { return !r.finished && r.failure.empty() && r.runs < max_runs; }, lose_data_dir_every,
+      each_failpoint_in_turn);
   if (!result.finished && result.failure.empty()) {
     result.failure = "no run finished within " + std::to_string(result.runs) + " runs";
   }

@@ -24,9 +24,11 @@ struct ChaosRuns {
 // `env` is added to every run; SKIPPR_CHAOS_MODE=yes and SKIPPR_CHAOS_SEED=<seed_base + run> are set here, so run n
 // can be replayed with that seed. `lose_data_dir_every` = n > 0 deletes DATA_DIR after every n-th kill, as if the
 // machine were replaced: an exactly-once destination must then still end up with every row once.
+// `each_failpoint_in_turn` arms run n at failpoint::kAll[n % size] (passes 1 to 3) instead of the seed's choice, so
+// every failpoint is armed within a few runs (the timer still strikes at random).
 ChaosRuns sync_until_done_under_chaos(const PipelineFixture& fixture, const std::string& pipeline,
                                       std::map<std::string, std::string> env, int seed_base, int max_runs = 400,
-                                      int lose_data_dir_every = 0);
+                                      int lose_data_dir_every = 0, bool each_failpoint_in_turn = false);
 
 // The same loop until `deadline`, whether runs finish or are killed: for a source that is written to meanwhile, which
 // a run may not catch up with before chaos strikes. `finished` = no run exited otherwise than 0 or SIGKILL.

@@ -37,6 +37,8 @@ class DuckDbSink final : public Sink {
   bool keeps_ledger() const override { return true; }
   Result<std::optional<LedgerTip>> ledger_tip() override;
   uint64_t rows_rejected_by_last_write() const override { return last_rejected_; }
+  bool lands_groups() const override { return true; }
+  Result<std::vector<BatchLanded>> write_group(std::span<const BatchToLand> group) override;
 
  private:
   bool merging() const { return !merge_key_.empty(); }
@@ -55,7 +57,9 @@ class DuckDbSink final : public Sink {
   Status append_rows(const Batch& batch, const std::string& table, const std::vector<TableColumn>& columns,
                      bool row_numbers = false);
   Status merge_rows(const Batch& batch, const BatchId& id, const std::vector<TableColumn>& columns);
-  Result<WriteOutcome> write_in_transaction(const Batch& batch, const BatchId& id, const Position& position_after);
+  Result<std::vector<BatchLanded>> write_in_transaction(std::span<const BatchToLand> group);
+  // One batch of the group, inside its transaction: rows, rejects and ledger row. Returns the rows rejected.
+  Result<uint64_t> land_batch(const BatchToLand& item);
 
   std::string where() const { return fmt::format("DuckDB table {} in {}", quote_identifier(table_), path_); }
 
@@ -64,6 +68,9 @@ class DuckDbSink final : public Sink {
   std::string pipeline_;
   std::vector<std::string> merge_key_;  // the pipeline's primary_key with merge_by_key; empty for append
   uint64_t last_rejected_ = 0;
+  // The target's columns as this transaction left them: a group's later batches of the same shape skip describing
+  // the table again (every change to it inside the transaction goes through prepare_table). Reset per transaction.
+  std::optional<std::vector<TableColumn>> columns_in_transaction_;
   // Declared in this order so the connection closes before the database.
   std::optional<DuckDbDatabase> db_;
   std::optional<DuckDbConnection> conn_;
@@ -178,7 +185,8 @@ Result<std::vector<TableColumn>> DuckDbSink::describe_table() {
 }
 
 Result<std::vector<TableColumn>> DuckDbSink::prepare_table(const Batch& batch) {
-  auto columns = describe_table();
+  auto columns =
+      columns_in_transaction_ ? Result<std::vector<TableColumn>>(*columns_in_transaction_) : describe_table();
   if (!columns) return columns;
   if (merging() && !columns->empty()) SKIPPR_TRY(check_merge_key(*columns));
   auto fields = fields_to_add(*columns, batch.schema, duckdb_column_rules(), where(), merging());
@@ -192,7 +200,11 @@ Result<std::vector<TableColumn>> DuckDbSink::prepare_table(const Batch& batch) {
   if (merging() && table_has_columns && !find_column(*columns, kOrderColumn, duckdb_column_rules())) {
     new_columns.push_back(fmt::format("{} HUGEINT", quote_identifier(kOrderColumn)));
   }
-  if (new_columns.empty()) return columns;
+  if (new_columns.empty()) {
+    columns_in_transaction_ = *columns;
+    return columns;
+  }
+  columns_in_transaction_.reset();
   if (columns->empty()) {
     SKIPPR_TRY(
         conn_->execute(fmt::format("CREATE TABLE {} ({})", quote_identifier(table_), fmt::join(new_columns, ", "))));
@@ -201,7 +213,9 @@ Result<std::vector<TableColumn>> DuckDbSink::prepare_table(const Batch& batch) {
       SKIPPR_TRY(conn_->execute(fmt::format("ALTER TABLE {} ADD COLUMN {}", quote_identifier(table_), column)));
     }
   }
-  return describe_table();  // DuckDB's own spelling of the types
+  auto described = describe_table();  // DuckDB's own spelling of the types
+  if (described) columns_in_transaction_ = *described;
+  return described;
 }
 
 Status DuckDbSink::append_rows(const Batch& batch, const std::string& table, const std::vector<TableColumn>& columns,
@@ -266,33 +280,55 @@ Status DuckDbSink::merge_rows(const Batch& batch, const BatchId& id, const std::
 }
 
 Result<WriteOutcome> DuckDbSink::write(const Batch& batch, const BatchId& id, const Position& position_after) {
-  SKIPPR_TRY(batch.check_shape());
-  if (merging()) SKIPPR_TRY(check_merge_rows(batch, merge_key_, where()));
+  const BatchToLand item{batch, id, position_after};
+  auto landed = write_group(std::span(&item, 1));
+  if (!landed) return std::unexpected(landed.error());
+  last_rejected_ = landed->front().rows_rejected;
+  return landed->front().outcome;
+}
+
+Result<std::vector<BatchLanded>> DuckDbSink::write_group(std::span<const BatchToLand> group) {
+  for (const auto& item : group) {
+    SKIPPR_TRY(item.batch.check_shape());
+    if (merging()) SKIPPR_TRY(check_merge_rows(item.batch, merge_key_, where()));
+  }
   SKIPPR_TRY(open());
-  auto outcome = write_in_transaction(batch, id, position_after);
-  if (!outcome &&
-      (outcome.error().kind == ErrorKind::kUnavailable || outcome.error().kind == ErrorKind::kUnknownOutcome)) {
+  auto landed = write_in_transaction(group);
+  if (!landed &&
+      (landed.error().kind == ErrorKind::kUnavailable || landed.error().kind == ErrorKind::kUnknownOutcome)) {
     // After an I/O error DuckDB may invalidate the whole instance; the retry starts from a fresh open.
     conn_.reset();
     db_.reset();
   }
-  if (outcome) log_duckdb_memory_if_asked(*conn_);
-  return outcome;
+  if (landed) log_duckdb_memory_if_asked(*conn_);
+  return landed;
 }
 
-Result<WriteOutcome> DuckDbSink::write_in_transaction(const Batch& batch, const BatchId& id,
-                                                      const Position& position_after) {
+Result<std::vector<BatchLanded>> DuckDbSink::write_in_transaction(std::span<const BatchToLand> group) {
+  auto tx = DuckDbTransaction::begin(*conn_);
+  if (!tx) return fail(tx.error().kind, fmt::format("writing to {}: {}", where(), tx.error().message));
+  columns_in_transaction_.reset();
   // Everything before COMMIT is definite: the transaction guard rolls it back, so a retry starts clean.
+  auto landed = land_new_batches(
+      group, [&](const BatchId& id) { return ledger_has(id); },
+      [&](const BatchToLand& item) { return land_batch(item); });
+  if (!landed || all_already_applied(*landed)) return landed;  // tx rolls back
+  if (auto committed = tx->commit(); !committed) {
+    // DuckDB's commit writes its WAL; a failure there may or may not have made the group durable. Only the same
+    // BatchIds may be retried, and the ledger then decides.
+    return fail(ErrorKind::kUnknownOutcome,
+                fmt::format("committing batch{} {} to {}: {}", group.size() == 1 ? "" : "es", group_ids(group), where(),
+                            committed.error().message));
+  }
+  return landed;  // the engine passes kSinkAfterCommit next, for every sink alike
+}
+
+Result<uint64_t> DuckDbSink::land_batch(const BatchToLand& item) {
+  const Batch& batch = item.batch;
+  const BatchId& id = item.id;
   auto definite = [&](const Error& e) {
     return fail(e.kind, fmt::format("writing batch {} to {}: {}", id.str(), where(), e.message));
   };
-  auto tx = DuckDbTransaction::begin(*conn_);
-  if (!tx) return definite(tx.error());
-
-  auto applied = ledger_has(id);
-  if (!applied) return definite(applied.error());
-  if (*applied) return WriteOutcome::kAlreadyApplied;  // tx rolls back
-
   auto columns = prepare_table(batch);
   if (!columns) {
     return columns.error().kind == ErrorKind::kConfig ? std::unexpected(columns.error()) : definite(columns.error());
@@ -315,19 +351,11 @@ Result<WriteOutcome> DuckDbSink::write_in_transaction(const Batch& batch, const 
   }
   failpoint::hit(failpoint::kSinkInTransaction);
   if (auto recorded =
-          conn_->execute(ledger_insert_sql(duckdb_ledger(), ledger_target(), id, rows.rows, position_after));
+          conn_->execute(ledger_insert_sql(duckdb_ledger(), ledger_target(), id, rows.rows, item.position_after));
       !recorded) {
     return definite(recorded.error());
   }
-
-  if (auto committed = tx->commit(); !committed) {
-    // DuckDB's commit writes its WAL; a failure there may or may not have made the batch durable. Only the same
-    // BatchId may be retried, and the ledger then decides.
-    return fail(ErrorKind::kUnknownOutcome,
-                fmt::format("committing batch {} to {}: {}", id.str(), where(), committed.error().message));
-  }
-  last_rejected_ = rejected;
-  return WriteOutcome::kApplied;  // the engine passes kSinkAfterCommit next, for every sink alike
+  return rejected;
 }
 
 }  // namespace

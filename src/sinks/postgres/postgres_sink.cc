@@ -72,6 +72,8 @@ class PostgresSink final : public Sink {
   bool keeps_ledger() const override { return true; }
   Result<std::optional<LedgerTip>> ledger_tip() override;
   uint64_t rows_rejected_by_last_write() const override { return last_rejected_; }
+  bool lands_groups() const override { return true; }
+  Result<std::vector<BatchLanded>> write_group(std::span<const BatchToLand> group) override;
 
  private:
   std::string target() const { return pg_qualified(schema_, table_); }
@@ -89,7 +91,13 @@ class PostgresSink final : public Sink {
   bool copies_straight_into_target(const Batch& batch, const std::vector<TableColumn>& columns) const;
   Status apply_append(const Batch& batch, const std::vector<TableColumn>& columns);
   Status apply_merge(const Batch& batch, const BatchId& id, const std::vector<TableColumn>& columns);
-  Result<WriteOutcome> write_in_transaction(const Batch& batch, const BatchId& id, const Position& position_after);
+  Result<std::vector<BatchLanded>> write_in_transaction(std::span<const BatchToLand> group);
+  // One batch of the group, inside its transaction: rows, rejects and ledger row. Returns the rows rejected.
+  Result<uint64_t> land_batch(const BatchToLand& item);
+  // A temp table lives until COMMIT, and a group stages one batch after another in the same transaction.
+  Status drop_temp_table(std::string_view name) {
+    return conn_->execute(fmt::format("DROP TABLE IF EXISTS pg_temp.{}", pg_quote_identifier(name)));
+  }
   LedgerDialect ledger() const;
   Status prepare_ledger(PgConnection& conn);
   std::string cast_to_column(std::string_view alias, const std::string& field,
@@ -272,6 +280,7 @@ Status PostgresSink::stage_rows(const Batch& batch) {
     definition.push_back(fmt::format("{} {}", pg_quote_identifier(field.name), pg_sql_type(field.type)));
   }
   if (merge_) definition.push_back("_skippr_row bigint");
+  SKIPPR_TRY(drop_temp_table(kStageTable));
   SKIPPR_TRY(conn_->execute(fmt::format("CREATE TEMP TABLE {} ({}) ON COMMIT DROP", pg_quote_identifier(kStageTable),
                                         fmt::join(definition, ", "))));
   return copy_rows(batch, pg_quote_identifier(kStageTable));
@@ -327,6 +336,7 @@ Status PostgresSink::apply_merge(const Batch& batch, const BatchId& id, const st
                                  kTruncateOp, token, truncate_token);
   }
   // The newest change per key only: one statement must not touch a row twice.
+  SKIPPR_TRY(drop_temp_table(kLatestTable));
   SKIPPR_TRY(conn_->execute(fmt::format(
       "CREATE TEMP TABLE {} ON COMMIT DROP AS SELECT DISTINCT ON ({}) s.*, {} AS _skippr_token, {} AS _skippr_delete "
       "FROM {} s{} ORDER BY {}, {} DESC",
@@ -394,29 +404,57 @@ Status PostgresSink::check_merge_rows(const Batch& batch) const {
 }
 
 Result<WriteOutcome> PostgresSink::write(const Batch& batch, const BatchId& id, const Position& position_after) {
-  SKIPPR_TRY(batch.check_shape());  // text it cannot hold is rejected row by row (pg_text_problem)
-  if (merge_) SKIPPR_TRY(check_merge_rows(batch));
-  SKIPPR_TRY(open());
-  auto outcome = write_in_transaction(batch, id, position_after);
-  if (!outcome && conn_->broken()) conn_.reset();  // the next attempt reconnects
-  return outcome;
+  const BatchToLand item{batch, id, position_after};
+  auto landed = write_group(std::span(&item, 1));
+  if (!landed) return std::unexpected(landed.error());
+  last_rejected_ = landed->front().rows_rejected;
+  return landed->front().outcome;
 }
 
-Result<WriteOutcome> PostgresSink::write_in_transaction(const Batch& batch, const BatchId& id,
-                                                        const Position& position_after) {
+Result<std::vector<BatchLanded>> PostgresSink::write_group(std::span<const BatchToLand> group) {
+  for (const auto& item : group) {
+    SKIPPR_TRY(item.batch.check_shape());  // text it cannot hold is rejected row by row (pg_text_problem)
+    if (merge_) SKIPPR_TRY(check_merge_rows(item.batch));
+  }
+  SKIPPR_TRY(open());
+  auto landed = write_in_transaction(group);
+  if (!landed && conn_->broken()) conn_.reset();  // the next attempt reconnects
+  return landed;
+}
+
+Result<std::vector<BatchLanded>> PostgresSink::write_in_transaction(std::span<const BatchToLand> group) {
   // Before COMMIT a failure is definite (the server rolls the transaction back), except a lost connection, which
-  // is reported as an unknown outcome: the engine then retries the same BatchId only, and the ledger decides.
-  auto failed = [&](const Error& e) {
-    const ErrorKind kind = conn_->broken() ? ErrorKind::kUnknownOutcome : e.kind;
-    return fail(kind, fmt::format("writing batch {} to {}: {}", id.str(), where(), e.message));
-  };
+  // is reported as an unknown outcome: the engine then retries the same BatchIds only, and the ledger decides.
+  auto failed = [&](const Error& e) { return fail(conn_->broken() ? ErrorKind::kUnknownOutcome : e.kind, e.message); };
   PgTransaction tx(*conn_);
-  if (auto st = tx.begin(); !st) return failed(st.error());
+  if (auto st = tx.begin(); !st) {
+    return failed({st.error().kind, fmt::format("writing to {}: {}", where(), st.error().message)});
+  }
+  auto has = [&](const BatchId& id) -> Result<bool> {
+    auto applied = conn_->query(ledger_has_sql(ledger(), target(), id), {});
+    if (!applied) return std::unexpected(applied.error());
+    return !applied->rows.empty();
+  };
+  auto landed = land_new_batches(group, has, [&](const BatchToLand& item) { return land_batch(item); });
+  if (!landed) return failed(landed.error());
+  if (all_already_applied(*landed)) return landed;  // tx rolls back
+  if (auto st = tx.commit(); !st) {
+    if (conn_->broken()) {
+      return fail(ErrorKind::kUnknownOutcome,
+                  fmt::format("committing batch{} {} to {}: {}", group.size() == 1 ? "" : "es", group_ids(group),
+                              where(), st.error().message));
+    }
+    return failed(st.error());  // the server answered: the commit failed and nothing was applied
+  }
+  return landed;
+}
 
-  auto applied = conn_->query(ledger_has_sql(ledger(), target(), id), {});
-  if (!applied) return failed(applied.error());
-  if (!applied->rows.empty()) return WriteOutcome::kAlreadyApplied;  // tx rolls back
-
+Result<uint64_t> PostgresSink::land_batch(const BatchToLand& item) {
+  const Batch& batch = item.batch;
+  const BatchId& id = item.id;
+  auto failed = [&](const Error& e) {
+    return fail(e.kind, fmt::format("writing batch {} to {}: {}", id.str(), where(), e.message));
+  };
   auto columns = prepare_table(batch);
   if (!columns) return failed(columns.error());
   // Values of another type than their column's are converted, or their rows rejected (kept in the rejects table).
@@ -444,21 +482,17 @@ Result<WriteOutcome> PostgresSink::write_in_transaction(const Batch& batch, cons
     }
   }
   failpoint::hit(failpoint::kSinkInTransaction);
-  auto recorded = conn_->execute(ledger_insert_sql(ledger(), target(), id, rows.rows, position_after));
+  auto recorded = conn_->execute(ledger_insert_sql(ledger(), target(), id, rows.rows, item.position_after));
   if (!recorded) {
-    // Another writer landed the same batch between our check and now; its transaction won, ours rolls back.
-    if (conn_->last_sqlstate() == "23505") return WriteOutcome::kAlreadyApplied;
+    // Another writer landed the same batch between our check and now; its transaction won, and ours (the whole
+    // group) rolls back. A retry finds the batch in the ledger.
+    if (conn_->last_sqlstate() == "23505") {
+      return fail(ErrorKind::kUnavailable,
+                  fmt::format("batch {} was landed in {} by another writer meanwhile; retried", id.str(), where()));
+    }
     return failed(recorded.error());
   }
-  if (auto st = tx.commit(); !st) {
-    if (conn_->broken()) {
-      return fail(ErrorKind::kUnknownOutcome,
-                  fmt::format("committing batch {} to {}: {}", id.str(), where(), st.error().message));
-    }
-    return failed(st.error());  // the server answered: the commit failed and nothing was applied
-  }
-  last_rejected_ = rejected;
-  return WriteOutcome::kApplied;
+  return rejected;
 }
 
 }  // namespace
