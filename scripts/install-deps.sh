@@ -14,6 +14,7 @@ DEBIAN_PACKAGES+=(time)  # walperf: /usr/bin/time -v measures peak RSS in bench/
 DEBIAN_PACKAGES+=(postgresql-15 postgresql-client-15 libpq-dev)  # Postgres sink/source: libpq, and the server the tests start
 DEBIAN_PACKAGES+=(libcpp-httplib-dev librdkafka-dev libcurl4-openssl-dev)  # streaming sources: HttpServer, Kafka, HttpClient
 DEBIAN_PACKAGES+=(libmicrohttpd-dev)  # HttpServer source: an event-driven HTTP server
+DEBIAN_PACKAGES+=(kcat)  # bench/kafka.sh: the peer a Kafka read is compared with
 DEBIAN_PACKAGES+=(libssl-dev libxml2-dev)  # object stores: SigV4 payload hashes, S3's XML answers
 DEBIAN_PACKAGES+=(libssh-dev openssh-server)  # SFTP sink: libssh, and the private sshd the tests start
 # npm fetches DuckDB; the machine may already have Node.js from elsewhere, which Debian's npm would conflict with.

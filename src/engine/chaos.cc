@@ -49,10 +49,10 @@ void start_chaos(const ChaosOptions& options) {
   g_log_file = options.log_file.string();
   std::mt19937_64 rng(options.seed);
   const double seconds = std::uniform_real_distribution<double>(options.min_seconds, options.max_seconds)(rng);
-  const auto& points = failpoint::kAll;
+  const auto& points = failpoint::kArmedAtRandom;
   g_armed_failpoint = points[std::uniform_int_distribution<size_t>(0, std::size(points) - 1)(rng)];
   g_hits_left = std::uniform_int_distribution<int>(1, 6)(rng);
-  for (auto point : points) {
+  for (auto point : failpoint::kAll) {
     if (point != options.failpoint) continue;
     g_armed_failpoint = point;
     g_hits_left = options.failpoint_pass;

@@ -19,6 +19,9 @@ namespace skippr {
 namespace {
 
 constexpr int kFirstPollMs = 100;  // how long a poll waits for the first message
+// How often the partitions of the subscribed topics are listed again, so a new partition (or a new topic that
+// matches the pattern) is read without a restart.
+constexpr auto kPartitionRefresh = std::chrono::seconds(30);
 
 using PartitionKey = std::pair<std::string, int32_t>;
 using Offsets = std::map<PartitionKey, int64_t>;  // next offset to read, per topic/partition
@@ -119,10 +122,6 @@ class KafkaSource final : public Source {
     rd_kafka_conf_set_log_cb(conf, [](const rd_kafka_t* rk, int level, const char* facility, const char* text) {
       static_cast<KafkaSource*>(rd_kafka_opaque(rk))->log_.write(level, facility, text);
     });
-    rd_kafka_conf_set_rebalance_cb(
-        conf, [](rd_kafka_t* rk, rd_kafka_resp_err_t e, rd_kafka_topic_partition_list_t* parts, void* self) {
-          static_cast<KafkaSource*>(self)->rebalance(rk, e, parts);
-        });
     consumer_ = rd_kafka_new(RD_KAFKA_CONSUMER, conf, err, sizeof err);
     if (!consumer_) return fail(ErrorKind::kConfig, fmt::format("Kafka source '{}': {}", name_, err));
     rd_kafka_poll_set_consumer(consumer_);
@@ -131,6 +130,11 @@ class KafkaSource final : public Source {
 
   // Its positions name data that can be read again from there, whoever committed them.
   bool resumes_from_destination() const override { return true; }
+
+  // The partitions are assigned here, not by joining the consumer group: the WAL holds the offsets and one process
+  // per pipeline is enforced by its lease, so there is nothing for a group to coordinate, and waiting for one to
+  // form (or, after a SIGKILL, for the dead member's session to time out) cost seconds to minutes at every start.
+  // The group still receives the committed offsets (acknowledge), for lag monitoring.
   Status seek(const Position& position) override {
     next_.clear();
     if (!position.empty()) {
@@ -138,19 +142,17 @@ class KafkaSource final : public Source {
       if (!offsets) return std::unexpected(offsets.error());
       next_ = std::move(*offsets);
     }
-    if (subscribed_) return ok();
-    SKIPPR_TRY(check_brokers_and_topics());
-    rd_kafka_topic_partition_list_t* topics = rd_kafka_topic_partition_list_new(options_.topics.size());
-    for (const auto& t : options_.topics) rd_kafka_topic_partition_list_add(topics, t.c_str(), RD_KAFKA_PARTITION_UA);
-    const rd_kafka_resp_err_t e = rd_kafka_subscribe(consumer_, topics);
-    rd_kafka_topic_partition_list_destroy(topics);
-    if (e) return fail(ErrorKind::kConfig, fmt::format("Kafka source '{}': subscribe: {}", name_, rd_kafka_err2str(e)));
-    subscribed_ = true;
-    subscribed_at_ = std::chrono::steady_clock::now();
-    return ok();
+    rd_kafka_assign(consumer_, nullptr);
+    assigned_.clear();
+    at_end_.clear();
+    end_at_start_.clear();
+    return assign_new_partitions(/*at_start=*/true);
   }
 
   Result<Poll> poll(const Budget& budget) override {
+    if (std::chrono::steady_clock::now() - listed_at_ >= kPartitionRefresh) {
+      SKIPPR_TRY(assign_new_partitions(/*at_start=*/false));
+    }
     Batch meta = meta_batch();
     Batch values;
     size_t bytes = 0;
@@ -196,29 +198,33 @@ class KafkaSource final : public Source {
   }
 
  private:
-  // Drained (an --once run then ends): caught up with every assigned partition; or no topic matches the
-  // subscription; or the group gave this consumer no partition long after it joined (others hold them all).
-  bool caught_up() {
-    if (!assigned_.empty()) return at_end_.size() == assigned_.size();
-    if (nothing_matches_) return true;
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - subscribed_at_).count();
-    if (waited < options_.connect_timeout_seconds) return false;
-    if (!warned_unassigned_) {
-      spdlog::warn(
-          "Kafka source '{}': the consumer group gave this consumer no partition within {} s (other members "
-          "hold them all); nothing to read",
-          name_, options_.connect_timeout_seconds);
-      warned_unassigned_ = true;
+  // Drained (an --once run then ends): every partition is read up to the end it had when reading started (or to
+  // its current end, whichever comes first), or no topic matches the subscription.
+  bool caught_up() const {
+    for (const auto& tp : assigned_) {
+      if (at_end_.contains(tp)) continue;
+      auto end = end_at_start_.find(tp);
+      auto next = next_.find(tp);
+      if (end != end_at_start_.end() && next != next_.end() && next->second >= end->second) continue;
+      return false;
     }
     return true;
   }
 
-  // Before subscribing: a broker must answer within connect_timeout_seconds (else exit 75 with one sentence, not an
-  // endless wait), and a subscription that matches no topic is said once (an --once run then ends at once).
-  Status check_brokers_and_topics() {
+  // Lists the partitions of the subscribed topics and assigns those not assigned yet, each from the WAL's offset
+  // (or where a partition never read starts). At start a broker must answer within connect_timeout_seconds (else
+  // exit 75 with one sentence, not an endless wait), and a subscription that matches no topic is said once (an
+  // --once run then ends at once); later, a failed listing is only retried at the next refresh.
+  Status assign_new_partitions(bool at_start) {
+    listed_at_ = std::chrono::steady_clock::now();
     const rd_kafka_metadata_t* md = nullptr;
-    const int timeout_ms = static_cast<int>(options_.connect_timeout_seconds * 1000);
+    const int timeout_ms = at_start ? static_cast<int>(options_.connect_timeout_seconds * 1000) : 5000;
     const rd_kafka_resp_err_t e = rd_kafka_metadata(consumer_, 1, nullptr, &md, timeout_ms);
+    if (e && !at_start) {
+      spdlog::warn("Kafka source '{}': listing partitions failed ({}); retried in {} s", name_, rd_kafka_err2str(e),
+                   kPartitionRefresh.count());
+      return ok();
+    }
     if (e) {
       return fail(ErrorKind::kUnavailable,
                   fmt::format("Kafka source '{}': no broker of '{}' answered within {} s ({}); nothing was read. Check "
@@ -226,58 +232,57 @@ class KafkaSource final : public Source {
                               name_, options_.properties.at("bootstrap.servers"), options_.connect_timeout_seconds,
                               rd_kafka_err2str(e)));
     }
-    nothing_matches_ = true;
-    for (int i = 0; i < md->topic_cnt && nothing_matches_; ++i) {
-      if (matches_subscription(options_.topics, md->topics[i].topic)) nothing_matches_ = false;
+    std::vector<PartitionKey> found;
+    for (int i = 0; i < md->topic_cnt; ++i) {
+      const auto& topic = md->topics[i];
+      if (topic.err || !matches_subscription(options_.topics, topic.topic)) continue;
+      for (int k = 0; k < topic.partition_cnt; ++k) found.push_back({topic.topic, topic.partitions[k].id});
     }
     rd_kafka_metadata_destroy(md);
-    if (nothing_matches_) {
+    if (found.empty() && at_start) {
       spdlog::warn("Kafka source '{}': no topic on the brokers matches {}; nothing to read until one exists", name_,
                    fmt::join(options_.topics, ", "));
     }
+    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(found.size()));
+    for (const auto& tp : found) {
+      if (assigned_.contains(tp)) continue;
+      // Where an --once run ends: the partition's end now. A partition that cannot say is read to its end (EOF).
+      int64_t low = 0, high = 0;
+      if (!rd_kafka_query_watermark_offsets(consumer_, tp.first.c_str(), tp.second, &low, &high, 10000)) {
+        end_at_start_[tp] = high;
+        if (high <= low) at_end_.insert(tp);  // empty: nothing to wait for
+      }
+      auto it = next_.find(tp);
+      rd_kafka_topic_partition_list_add(list, tp.first.c_str(), tp.second)->offset =
+          it != next_.end() ? it->second : start_offset(tp, high);
+      assigned_.insert(tp);
+    }
+    const int added = list->cnt;
+    rd_kafka_error_t* error = added > 0 ? rd_kafka_incremental_assign(consumer_, list) : nullptr;
+    rd_kafka_topic_partition_list_destroy(list);
+    if (error) {
+      const std::string why = rd_kafka_error_string(error);
+      rd_kafka_error_destroy(error);
+      return fail(ErrorKind::kUnavailable, fmt::format("Kafka source '{}': assigning partitions: {}", name_, why));
+    }
+    if (added > 0) spdlog::info("Kafka source '{}': reading {} partition(s)", name_, added);
     return ok();
   }
 
   // Where a partition this pipeline never read starts: the WAL owns the offsets, so the group's committed offsets
-  // are not used (a RESET really starts over). `latest` is pinned to the partition's end now and kept as the
-  // position even when nothing is read, so messages produced before the next run are not skipped.
-  int64_t start_offset(const PartitionKey& tp) {
+  // are not used (a RESET really starts over). `latest` is pinned to the partition's end now (`high`, or -1 when
+  // unknown) and kept as the position even when nothing is read, so messages produced before the next run are not
+  // skipped.
+  int64_t start_offset(const PartitionKey& tp, int64_t high) {
     if (!options_.start_latest) return RD_KAFKA_OFFSET_BEGINNING;
-    int64_t low = 0, high = 0;
-    const rd_kafka_resp_err_t e =
-        rd_kafka_query_watermark_offsets(consumer_, tp.first.c_str(), tp.second, &low, &high, 10000);
-    if (e) {
-      spdlog::warn(
-          "Kafka source '{}': the end of {}[{}] is unknown ({}); it starts at the end seen when reading starts", name_,
-          tp.first, tp.second, rd_kafka_err2str(e));
+    if (high < 0 || !end_at_start_.contains(tp)) {
+      spdlog::warn("Kafka source '{}': the end of {}[{}] is unknown; it starts at the end seen when reading starts",
+                   name_, tp.first, tp.second);
       return RD_KAFKA_OFFSET_END;
     }
     next_[tp] = high;
     pinned_ = true;
     return high;
-  }
-
-  // Runs inside rd_kafka_consumer_poll on the reader thread, so next_ needs no lock.
-  void rebalance(rd_kafka_t* rk, rd_kafka_resp_err_t e, rd_kafka_topic_partition_list_t* parts) {
-    if (e == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-      for (int i = 0; i < parts->cnt; ++i) {
-        auto& p = parts->elems[i];
-        const PartitionKey tp{p.topic, p.partition};
-        assigned_.insert(tp);
-        // The WAL's offset (or the one this process reached), never the group's: that one lags the WAL.
-        auto it = next_.find(tp);
-        p.offset = it != next_.end() ? it->second : start_offset(tp);
-      }
-      spdlog::info("Kafka source '{}': assigned {} partition(s)", name_, parts->cnt);
-      rd_kafka_assign(rk, parts);
-    } else {
-      for (int i = 0; i < parts->cnt; ++i) {
-        assigned_.erase({parts->elems[i].topic, parts->elems[i].partition});
-        at_end_.erase({parts->elems[i].topic, parts->elems[i].partition});
-      }
-      spdlog::info("Kafka source '{}': {} partition(s) revoked", name_, parts->cnt);
-      rd_kafka_assign(rk, nullptr);
-    }
   }
 
   static Batch meta_batch() {
@@ -389,16 +394,14 @@ class KafkaSource final : public Source {
   Options options_;
   LibrdkafkaLog log_;
   rd_kafka_t* consumer_ = nullptr;
-  rd_kafka_message_t* held_ = nullptr;  // read but left for the next poll (see take)
-  bool subscribed_ = false;
-  std::chrono::steady_clock::time_point subscribed_at_{};
-  bool nothing_matches_ = false;
-  bool warned_unassigned_ = false;
+  rd_kafka_message_t* held_ = nullptr;                 // read but left for the next poll (see take)
+  std::chrono::steady_clock::time_point listed_at_{};  // the partitions were last listed
   bool pinned_ = false;  // start_offset fixed a position that the next poll hands over to be kept
   simdjson::dom::parser parser_;
-  Offsets next_;  // reader thread only (poll and the rebalance callback it runs)
+  Offsets next_;  // reader thread only
   std::set<PartitionKey> assigned_;
   std::set<PartitionKey> at_end_;
+  Offsets end_at_start_;  // each partition's end when it was assigned: where an --once run stops
 };
 
 Result<Options> read_options(const ConnectorContext& ctx) {
@@ -454,11 +457,13 @@ ConnectorSpec kafka_source_spec() {
       {"brokers", ParamType::kString, true, nullptr, "bootstrap servers, host:port[,host:port]"},
       {"topics", ParamType::kStringList, false, nullptr, "topics to read"},
       {"pattern", ParamType::kString, false, nullptr, "or a regex of topic names, e.g. '^events\\..*'"},
-      {"group_id", ParamType::kString, true, nullptr, "the consumer group"},
+      {"group_id", ParamType::kString, true, nullptr,
+       "the consumer group the committed offsets are reported to (for lag monitoring); partitions are assigned by "
+       "skipprd itself, from the WAL's offsets"},
       {"start", ParamType::kString, false, "earliest",
        "earliest|latest: where a partition this pipeline never read starts (the group's offsets are not used)"},
       {"connect_timeout_seconds", ParamType::kDouble, false, 30.0,
-       "how long to wait for a broker to answer at start (then exit 75), and for the group to assign a partition"},
+       "how long to wait for a broker to answer at start (then exit 75)"},
       {"format", ParamType::kString, false, "json",
        "json: a JSON object value becomes columns (nested values stay JSON); raw: the value is binary"},
       {"security_protocol", ParamType::kString, false, nullptr, "plaintext|ssl|sasl_plaintext|sasl_ssl"},
