@@ -70,6 +70,26 @@ Result<std::vector<BatchLanded>> land_new_batches(std::span<const BatchToLand> g
   return landed;
 }
 
+// An exactly-once SQL sink that lands groups (Sink::write_group) in one transaction: a single write() is a group of
+// one, so both go through the same code.
+class GroupLandingSink : public Sink {
+ public:
+  using Sink::write;
+  Result<WriteOutcome> write(const Batch& batch, const BatchId& id, const Position& position_after) final {
+    const BatchToLand item{batch, id, position_after};
+    auto landed = write_group(std::span(&item, 1));
+    if (!landed) return std::unexpected(landed.error());
+    last_rejected_ = landed->front().rows_rejected;
+    return landed->front().outcome;
+  }
+  uint64_t rows_rejected_by_last_write() const final { return last_rejected_; }
+  bool keeps_ledger() const final { return true; }
+  bool lands_groups() const final { return true; }
+
+ private:
+  uint64_t last_rejected_ = 0;
+};
+
 // True when no batch of the group needed writing (the transaction has nothing to commit).
 inline bool all_already_applied(const std::vector<BatchLanded>& landed) {
   for (const auto& b : landed) {

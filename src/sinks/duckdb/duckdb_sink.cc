@@ -22,7 +22,7 @@ namespace skippr {
 
 namespace {
 
-class DuckDbSink final : public Sink {
+class DuckDbSink final : public GroupLandingSink {
  public:
   DuckDbSink(std::string path, std::string table, std::string pipeline, std::vector<std::string> merge_key)
       : path_(std::move(path)),
@@ -32,12 +32,7 @@ class DuckDbSink final : public Sink {
 
   Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
   Status open() override;
-  using Sink::write;
-  Result<WriteOutcome> write(const Batch& batch, const BatchId& id, const Position& position_after) override;
-  bool keeps_ledger() const override { return true; }
   Result<std::optional<LedgerTip>> ledger_tip() override;
-  uint64_t rows_rejected_by_last_write() const override { return last_rejected_; }
-  bool lands_groups() const override { return true; }
   Result<std::vector<BatchLanded>> write_group(std::span<const BatchToLand> group) override;
 
  private:
@@ -67,7 +62,6 @@ class DuckDbSink final : public Sink {
   std::string table_;
   std::string pipeline_;
   std::vector<std::string> merge_key_;  // the pipeline's primary_key with merge_by_key; empty for append
-  uint64_t last_rejected_ = 0;
   // The target's columns as this transaction left them: a group's later batches of the same shape skip describing
   // the table again (every change to it inside the transaction goes through prepare_table). Reset per transaction.
   std::optional<std::vector<TableColumn>> columns_in_transaction_;
@@ -277,14 +271,6 @@ Status DuckDbSink::merge_rows(const Batch& batch, const BatchId& id, const std::
     SKIPPR_TRY(conn_->execute(sql));
   }
   return ok();
-}
-
-Result<WriteOutcome> DuckDbSink::write(const Batch& batch, const BatchId& id, const Position& position_after) {
-  const BatchToLand item{batch, id, position_after};
-  auto landed = write_group(std::span(&item, 1));
-  if (!landed) return std::unexpected(landed.error());
-  last_rejected_ = landed->front().rows_rejected;
-  return landed->front().outcome;
 }
 
 Result<std::vector<BatchLanded>> DuckDbSink::write_group(std::span<const BatchToLand> group) {

@@ -54,7 +54,7 @@ class PgTransaction {
   bool done_ = false;
 };
 
-class PostgresSink final : public Sink {
+class PostgresSink final : public GroupLandingSink {
  public:
   PostgresSink(const ConnectorContext& ctx, std::string schema, std::string table)
       : params_(ctx.params),
@@ -67,12 +67,7 @@ class PostgresSink final : public Sink {
 
   Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
   Status open() override;
-  using Sink::write;
-  Result<WriteOutcome> write(const Batch& batch, const BatchId& id, const Position& position_after) override;
-  bool keeps_ledger() const override { return true; }
   Result<std::optional<LedgerTip>> ledger_tip() override;
-  uint64_t rows_rejected_by_last_write() const override { return last_rejected_; }
-  bool lands_groups() const override { return true; }
   Result<std::vector<BatchLanded>> write_group(std::span<const BatchToLand> group) override;
 
  private:
@@ -110,7 +105,6 @@ class PostgresSink final : public Sink {
   bool merge_;
   std::vector<std::string> primary_key_;
   std::string pipeline_;
-  uint64_t last_rejected_ = 0;
   std::optional<PgConnection> conn_;
 };
 
@@ -401,14 +395,6 @@ Status PostgresSink::check_merge_rows(const Batch& batch) const {
     key_fields.push_back(static_cast<size_t>(field));
   }
   return check_change_fields(batch, key_fields, where());
-}
-
-Result<WriteOutcome> PostgresSink::write(const Batch& batch, const BatchId& id, const Position& position_after) {
-  const BatchToLand item{batch, id, position_after};
-  auto landed = write_group(std::span(&item, 1));
-  if (!landed) return std::unexpected(landed.error());
-  last_rejected_ = landed->front().rows_rejected;
-  return landed->front().outcome;
 }
 
 Result<std::vector<BatchLanded>> PostgresSink::write_group(std::span<const BatchToLand> group) {
