@@ -402,8 +402,8 @@ class SyncRun {
 
   // Lands a group of committed batches (in WAL order) in one sink call, retrying definite and unknown-outcome
   // failures with backoff, always with the same BatchIds. Gives up after SINK_RETRY_SECONDS with --once, after the
-  // grace period once a stop was requested. A group that fails for good is landed again one batch at a time, so
-  // the batches before the one at fault land and the error names that batch.
+  // grace period once a stop was requested. A group of several that fails is landed again one batch at a time
+  // (each with its own retries), so the batches before one at fault land and the error names that batch.
   bool land_group(std::span<const CommittedBatch> group) {
     const bool retryable_sink = sink_->guarantee() != Guarantee::kNone;
     if (group.front().replayed && !retryable_sink) {
@@ -434,15 +434,19 @@ class SyncRun {
         landed = sink_->write_group(items);
       }
       if (landed && landed->size() != group.size()) {
-        landed = fail(ErrorKind::kInternal,
-                      fmt::format("the sink reported {} outcomes for {} batches", landed->size(), group.size()));
+        record_error({ErrorKind::kInternal,
+                      fmt::format("the sink reported {} outcomes for {} batches", landed->size(), group.size())});
+        return false;
       }
       if (landed) {
         if (failing_since) spdlog::info("sink is available again; {} landed", group_ids(items));
         return mark_landed(group, *landed);
       }
       const Error& e = landed.error();
-      if (!is_transient(e) && group.size() > 1 && e.kind != ErrorKind::kFenced && e.kind != ErrorKind::kInternal) {
+      // A failed group is landed again one batch at a time, whatever the failure: a destination's error does not
+      // always say whether it is about one batch (a constraint, a value) or the connection, so the batches before
+      // a faulty one land, the error names it, and an outage is retried batch by batch. Only a lost lease stops.
+      if (group.size() > 1 && e.kind != ErrorKind::kFenced) {
         spdlog::warn("landing {} in one transaction failed; landing them one at a time: {}", group_ids(items),
                      e.message);
         for (size_t i = 0; i < group.size(); ++i) {

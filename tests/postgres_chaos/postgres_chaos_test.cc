@@ -1,6 +1,7 @@
 // The headline promise into PostgreSQL: Sample (1,500,000 rows) -> Postgres with chaos mode on (SIGKILL by timer and
 // at every failpoint, including inside the sink's transaction and right after its COMMIT), rerun until a run exits 0.
 // Then the table holds every row exactly once, with the same content as a run that was never killed.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "support/chaos_loop.h"
@@ -82,6 +83,44 @@ TEST(PostgresChaos, EachBatchLandsOnceWhenKilledInsideAGroupOrBeforeItsLandedMar
   PipelineFixture calm(sample_to_postgres_config(kGroupRows, 5));
   ASSERT_EQ(calm.skipprd({"sync", "--pipeline", "bikehire", "--once"}, postgres_env(pg, calm_db)).exit_code, 0);
   EXPECT_EQ(got, pg_trips_digest(pg, calm_db));
+}
+
+// A group that fails because of one batch (a row breaks a constraint the user put on the table) is landed again
+// one batch at a time: the batches before the faulty one land, exactly once, and the run stops at that batch.
+TEST(PostgresChaos, AGroupWithAFaultyBatchLandsTheBatchesBeforeIt) {
+  constexpr uint64_t kRows = 30000;
+  constexpr int kBadTrip = 20000;
+  auto& pg = SharedPostgres();
+  const auto db = pg.create_database("split");
+  PipelineFixture f(sample_to_postgres_config(kRows, 3));
+  auto env = postgres_env(pg, db);
+  env.insert({{"BUFFER_THRESHOLD_BYTES", "40000"}, {"LANDING_QUEUE_BYTES", "32MiB"}, {"SINK_RETRY_SECONDS", "1"}});
+  pg.execute(db, fmt::format("CREATE SCHEMA bike; CREATE TABLE bike.trips (trip_id bigint CONSTRAINT no_bad_trip "
+                             "CHECK (trip_id <> {}))",
+                             kBadTrip));
+  // 1. A first run, killed at its first landing: the pipeline has its state (and its lineage), nothing landed.
+  auto first = env;
+  first.insert({{"SKIPPR_CHAOS_MODE", "yes"},
+                {"SKIPPR_CHAOS_FAILPOINT", "sink.in_transaction"},
+                {"SKIPPR_CHAOS_MIN_SECONDS", "900"},
+                {"SKIPPR_CHAOS_MAX_SECONDS", "900"}});
+  ASSERT_EQ(f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, first).exit_code, 137);
+  ASSERT_EQ(pg.value(db, "SELECT count(*) FROM bike.trips"), "0");
+  // 2. Postgres out of reach: every row is committed to the WAL, nothing lands (exit 75).
+  auto away = env;
+  away["PG_PORT"] = "1";
+  ASSERT_EQ(f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, away).exit_code, 75);
+  // 3. Back: the waiting batches land in groups; the one holding the bad trip fails, and is found batch by batch.
+  auto back = f.skipprd({"sync", "--pipeline", "bikehire", "--once", "--log", "debug"}, env);
+  EXPECT_NE(back.exit_code, 0) << back.err;
+  EXPECT_NE(back.err.find("in one transaction failed; landing them one at a time"), std::string::npos) << back.err;
+  EXPECT_NE(back.err.find("no_bad_trip"), std::string::npos) << back.err;
+  const int landed = std::stoi(pg.value(db, "SELECT count(*) FROM bike.trips"));
+  EXPECT_EQ(pg.value(db, "SELECT count(DISTINCT trip_id) FROM bike.trips"), std::to_string(landed));
+  // Every trip before the faulty batch, and none from it on: the batches are ~250 rows.
+  EXPECT_EQ(pg.value(db, "SELECT coalesce(max(trip_id), 0) FROM bike.trips"), std::to_string(landed));
+  EXPECT_LT(landed, kBadTrip);
+  EXPECT_GT(landed, kBadTrip - 1000);
 }
 
 // DATA_DIR deleted after every third kill: the ledger in Postgres says where the source resumes.

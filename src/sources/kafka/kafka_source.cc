@@ -6,6 +6,7 @@
 #include <simdjson.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -156,13 +157,9 @@ class KafkaSource final : public Source {
     Batch meta = meta_batch();
     Batch values;
     size_t bytes = 0;
-    bool got_nothing_last = false;
     for (int timeout = kFirstPollMs; meta.rows < budget.max_rows && bytes < budget.max_bytes; timeout = 0) {
       rd_kafka_message_t* m = held_ ? std::exchange(held_, nullptr) : rd_kafka_consumer_poll(consumer_, timeout);
-      if (!m) {
-        got_nothing_last = true;
-        break;
-      }
+      if (!m) break;
       auto taken = take(m, meta, values, bytes);
       if (taken && !*taken) {
         held_ = m;  // starts the next poll, so the engine cuts the batch before it
@@ -176,7 +173,9 @@ class KafkaSource final : public Source {
     result.records = std::move(meta);
     result.position_after = Position{offsets_to_json(next_)};
     result.keep_position = std::exchange(pinned_, false);
-    result.drained = got_nothing_last && caught_up();
+    // Every partition is past the end it had when reading started: an --once run ends here even while producers
+    // keep writing (it would otherwise chase them); a streaming run just cuts the batch and polls on.
+    result.drained = caught_up();
     return result;
   }
 
@@ -239,6 +238,7 @@ class KafkaSource final : public Source {
       for (int k = 0; k < topic.partition_cnt; ++k) found.push_back({topic.topic, topic.partitions[k].id});
     }
     rd_kafka_metadata_destroy(md);
+    forget_partitions_not_in(found);
     if (found.empty() && at_start) {
       spdlog::warn("Kafka source '{}': no topic on the brokers matches {}; nothing to read until one exists", name_,
                    fmt::join(options_.topics, ", "));
@@ -254,7 +254,7 @@ class KafkaSource final : public Source {
       }
       auto it = next_.find(tp);
       rd_kafka_topic_partition_list_add(list, tp.first.c_str(), tp.second)->offset =
-          it != next_.end() ? it->second : start_offset(tp, high);
+          it != next_.end() ? it->second : start_offset(tp, high, at_start);
       assigned_.insert(tp);
     }
     const int added = list->cnt;
@@ -269,12 +269,35 @@ class KafkaSource final : public Source {
     return ok();
   }
 
+  // Stops reading partitions a listing no longer shows (a deleted topic, a pattern that no longer matches), so an
+  // --once run does not wait for them. Their offsets stay in the position: a partition that comes back resumes there.
+  void forget_partitions_not_in(const std::vector<PartitionKey>& listed) {
+    rd_kafka_topic_partition_list_t* gone = rd_kafka_topic_partition_list_new(1);
+    for (auto it = assigned_.begin(); it != assigned_.end();) {
+      if (std::ranges::find(listed, *it) != listed.end()) {
+        ++it;
+        continue;
+      }
+      rd_kafka_topic_partition_list_add(gone, it->first.c_str(), it->second);
+      at_end_.erase(*it);
+      end_at_start_.erase(*it);
+      it = assigned_.erase(it);
+    }
+    if (gone->cnt > 0) {
+      spdlog::warn("Kafka source '{}': {} partition(s) are no longer listed by the brokers; not read any more", name_,
+                   gone->cnt);
+      if (rd_kafka_error_t* error = rd_kafka_incremental_unassign(consumer_, gone)) rd_kafka_error_destroy(error);
+    }
+    rd_kafka_topic_partition_list_destroy(gone);
+  }
+
   // Where a partition this pipeline never read starts: the WAL owns the offsets, so the group's committed offsets
   // are not used (a RESET really starts over). `latest` is pinned to the partition's end now (`high`, or -1 when
   // unknown) and kept as the position even when nothing is read, so messages produced before the next run are not
-  // skipped.
-  int64_t start_offset(const PartitionKey& tp, int64_t high) {
-    if (!options_.start_latest) return RD_KAFKA_OFFSET_BEGINNING;
+  // skipped. `latest` applies to the partitions there when the pipeline starts; one created later (found by a
+  // refresh) is read from its beginning, as everything in it was produced after the pipeline started.
+  int64_t start_offset(const PartitionKey& tp, int64_t high, bool at_start) {
+    if (!options_.start_latest || !at_start) return RD_KAFKA_OFFSET_BEGINNING;
     if (high < 0 || !end_at_start_.contains(tp)) {
       spdlog::warn("Kafka source '{}': the end of {}[{}] is unknown; it starts at the end seen when reading starts",
                    name_, tp.first, tp.second);
