@@ -6,6 +6,7 @@
 
 #include <regex>
 
+#include "support/chaos_loop.h"
 #include "support/pipeline_fixture.h"
 
 namespace skippr::test {
@@ -14,20 +15,14 @@ namespace {
 constexpr uint64_t kRows = 60000;
 constexpr uint64_t kSeed = 11;
 
-// Small batches and room for many of them in the land queue, so groups form; the chaos timer is ruled out.
+// Small batches and room for many of them in the land queue, so groups form.
 std::map<std::string, std::string> small_batches() {
-  return {{"BUFFER_THRESHOLD_BYTES", "40000"},
-          {"LANDING_QUEUE_BYTES", "4MiB"},
-          {"SKIPPR_CHAOS_MIN_SECONDS", "900"},
-          {"SKIPPR_CHAOS_MAX_SECONDS", "900"}};
+  return {{"BUFFER_THRESHOLD_BYTES", "40000"}, {"LANDING_QUEUE_BYTES", "4MiB"}};
 }
 
 ProcessResult sync_killed_at(const PipelineFixture& f, const std::string& point, int pass) {
-  auto env = small_batches();
-  env["SKIPPR_CHAOS_MODE"] = "yes";
-  env["SKIPPR_CHAOS_FAILPOINT"] = point;
-  env["SKIPPR_CHAOS_FAILPOINT_PASS"] = std::to_string(pass);
-  return f.skipprd({"sync", "--pipeline", "bikehire", "--once", "--log", "debug"}, env);
+  return f.skipprd({"sync", "--pipeline", "bikehire", "--once", "--log", "debug"},
+                   armed_at(small_batches(), point, pass));
 }
 
 // The largest group the run's debug log says it landed (or began to land) in one transaction.
@@ -70,10 +65,7 @@ TEST(CoalescedLanding, ReplaysGroupedDifferentlyLandEachBatchOnce) {
   // First: each batch in its own transaction, killed after the fifth one committed before its LANDED mark.
   auto env = small_batches();
   env["LANDING_GROUP_BATCHES"] = "1";
-  env["SKIPPR_CHAOS_MODE"] = "yes";
-  env["SKIPPR_CHAOS_FAILPOINT"] = "sink.after_commit";
-  env["SKIPPR_CHAOS_FAILPOINT_PASS"] = "5";
-  auto single = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
+  auto single = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, armed_at(env, "sink.after_commit", 5));
   ASSERT_EQ(single.exit_code, 137) << single.err;
   // Then the replay lands the waiting batches in groups (the fifth batch among them, already in the ledger).
   auto grouped = f.skipprd({"sync", "--pipeline", "bikehire", "--once", "--log", "debug"}, small_batches());

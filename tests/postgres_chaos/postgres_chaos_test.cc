@@ -54,16 +54,9 @@ TEST(PostgresChaos, EachBatchLandsOnceWhenKilledInsideAGroupOrBeforeItsLandedMar
   const auto db = pg.create_database("groups");
   PipelineFixture f(sample_to_postgres_config(kGroupRows, 5));
   auto env = postgres_env(pg, db);
-  env.insert({{"BUFFER_THRESHOLD_BYTES", "40000"},
-              {"LANDING_QUEUE_BYTES", "4MiB"},
-              {"SKIPPR_CHAOS_MIN_SECONDS", "900"},
-              {"SKIPPR_CHAOS_MAX_SECONDS", "900"}});
+  env.insert({{"BUFFER_THRESHOLD_BYTES", "40000"}, {"LANDING_QUEUE_BYTES", "4MiB"}});
   auto killed_at = [&](const std::string& point, int pass) {
-    auto e = env;
-    e.insert({{"SKIPPR_CHAOS_MODE", "yes"},
-              {"SKIPPR_CHAOS_FAILPOINT", point},
-              {"SKIPPR_CHAOS_FAILPOINT_PASS", std::to_string(pass)}});
-    return f.skipprd({"sync", "--pipeline", "bikehire", "--once", "--log", "debug"}, e);
+    return f.skipprd({"sync", "--pipeline", "bikehire", "--once", "--log", "debug"}, armed_at(env, point, pass));
   };
   auto inside = killed_at("sink.in_group", 1);
   ASSERT_EQ(inside.exit_code, 137) << "no group of several batches formed?\n" << inside.err;
@@ -99,11 +92,7 @@ TEST(PostgresChaos, AGroupWithAFaultyBatchLandsTheBatchesBeforeIt) {
                              "CHECK (trip_id <> {}))",
                              kBadTrip));
   // 1. A first run, killed at its first landing: the pipeline has its state (and its lineage), nothing landed.
-  auto first = env;
-  first.insert({{"SKIPPR_CHAOS_MODE", "yes"},
-                {"SKIPPR_CHAOS_FAILPOINT", "sink.in_transaction"},
-                {"SKIPPR_CHAOS_MIN_SECONDS", "900"},
-                {"SKIPPR_CHAOS_MAX_SECONDS", "900"}});
+  const auto first = armed_at(env, "sink.in_transaction");
   ASSERT_EQ(f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, first).exit_code, 137);
   ASSERT_EQ(pg.value(db, "SELECT count(*) FROM bike.trips"), "0");
   // 2. Postgres out of reach: every row is committed to the WAL, nothing lands (exit 75).

@@ -67,6 +67,16 @@ ChaosRuns chaos_loop(const PipelineFixture& fixture, const std::string& pipeline
 
 }  // namespace
 
+std::map<std::string, std::string> armed_at(std::map<std::string, std::string> env, const std::string& point,
+                                            int pass) {
+  env["SKIPPR_CHAOS_MODE"] = "yes";
+  env["SKIPPR_CHAOS_FAILPOINT"] = point;
+  env["SKIPPR_CHAOS_FAILPOINT_PASS"] = std::to_string(pass);
+  env["SKIPPR_CHAOS_MIN_SECONDS"] = "900";
+  env["SKIPPR_CHAOS_MAX_SECONDS"] = "900";
+  return env;
+}
+
 ChaosRuns sync_until_done_under_chaos(const PipelineFixture& fixture, const std::string& pipeline,
                                       std::map<std::string, std::string> env, int seed_base, int max_runs,
                                       int lose_data_dir_every, bool each_failpoint_in_turn) {

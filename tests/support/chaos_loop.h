@@ -30,6 +30,11 @@ ChaosRuns sync_until_done_under_chaos(const PipelineFixture& fixture, const std:
                                       std::map<std::string, std::string> env, int seed_base, int max_runs = 400,
                                       int lose_data_dir_every = 0, bool each_failpoint_in_turn = false);
 
+// `env` with chaos mode armed to kill at the `pass`-th pass through failpoint `point`, the timer ruled out: to replay
+// one crash on purpose.
+std::map<std::string, std::string> armed_at(std::map<std::string, std::string> env, const std::string& point,
+                                            int pass = 1);
+
 // The same loop until `deadline`, whether runs finish or are killed: for a source that is written to meanwhile, which
 // a run may not catch up with before chaos strikes. `finished` = no run exited otherwise than 0 or SIGKILL.
 ChaosRuns sync_under_chaos_until(const PipelineFixture& fixture, const std::string& pipeline,
