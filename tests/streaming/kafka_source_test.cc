@@ -400,6 +400,26 @@ TEST(KafkaSource, PatternThatMatchesNothingEndsOnce) {
   EXPECT_NE(run.err.find("no topic on the brokers matches"), std::string::npos) << run.err;
 }
 
+// A topic named in `topics` that the brokers do not have: an --once run asks again for connect_timeout_seconds (a
+// topic just created can be listed in error for a moment), says which topic it could not read, reads the others and
+// ends.
+TEST(KafkaSource, ANamedTopicTheBrokersDoNotHaveIsAskedForThenNamed) {
+  MockCluster cluster;
+  ASSERT_FALSE(cluster.bootstrap.empty()) << read_text(cluster.dir / "spawned.err");
+  std::string config = kafka_config(cluster.bootstrap, "\n      connect_timeout_seconds: 2");
+  config.replace(config.find("topics: [events]"), std::string("topics: [events]").size(), "topics: [events, missing]");
+  PipelineFixture f(config);
+  Producer producer(cluster.bootstrap);
+  producer.produce_ids(0, 50);
+  const auto started = std::chrono::steady_clock::now();
+  auto run = f.skipprd({"sync", "--pipeline", "kafka", "--once"}, {}, 60);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_GE(seconds, 2) << "it did not wait for the missing topic";
+  EXPECT_NE(run.err.find("missing (not on the brokers) cannot be read yet"), std::string::npos) << run.err;
+  EXPECT_EQ(duckdb_value(f.path("out.duckdb"), "SELECT count(*) || ' ' || count(DISTINCT id) FROM events"), "50 50");
+}
+
 // A field whose type changes between messages neither blocks the pipeline nor drops the message's columns: within a
 // poll the batch is cut before the message; across batches the sink converts (text column) or rejects (int column).
 TEST(KafkaSource, FieldTypeChangesLandOrAreRejected) {

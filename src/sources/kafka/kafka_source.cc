@@ -10,8 +10,10 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <regex>
 #include <set>
+#include <thread>
 #include <utility>
 
 #include "formats/json_columns.h"
@@ -210,19 +212,17 @@ class KafkaSource final : public Source {
     return true;
   }
 
-  // Lists the partitions of the subscribed topics and assigns those not assigned yet, each from the WAL's offset
-  // (or where a partition never read starts). At start a broker must answer within connect_timeout_seconds (else
-  // exit 75 with one sentence, not an endless wait), and a subscription that matches no topic is said once (an
-  // --once run then ends at once); later, a failed listing is only retried at the next refresh.
-  Status assign_new_partitions(bool at_start) {
-    listed_at_ = std::chrono::steady_clock::now();
+  // The partitions of the subscribed topics, as the brokers list them now; `unreadable` gets each topic named in
+  // `topics` that is absent or listed with an error. At start, no answer is exit 75; on a refresh it is nullopt.
+  Result<std::optional<std::vector<PartitionKey>>> list_partitions(bool at_start,
+                                                                   std::vector<std::string>& unreadable) {
     const rd_kafka_metadata_t* md = nullptr;
     const int timeout_ms = at_start ? static_cast<int>(options_.connect_timeout_seconds * 1000) : 5000;
     const rd_kafka_resp_err_t e = rd_kafka_metadata(consumer_, 1, nullptr, &md, timeout_ms);
     if (e && !at_start) {
       spdlog::warn("Kafka source '{}': listing partitions failed ({}); retried in {} s", name_, rd_kafka_err2str(e),
                    kPartitionRefresh.count());
-      return ok();
+      return std::optional<std::vector<PartitionKey>>();
     }
     if (e) {
       return fail(ErrorKind::kUnavailable,
@@ -232,12 +232,56 @@ class KafkaSource final : public Source {
                               rd_kafka_err2str(e)));
     }
     std::vector<PartitionKey> found;
+    std::set<std::string> readable;
     for (int i = 0; i < md->topic_cnt; ++i) {
       const auto& topic = md->topics[i];
-      if (topic.err || !matches_subscription(options_.topics, topic.topic)) continue;
+      if (!matches_subscription(options_.topics, topic.topic)) continue;
+      if (topic.err) {
+        unreadable.push_back(fmt::format("{} ({})", topic.topic, rd_kafka_err2str(topic.err)));
+        continue;
+      }
+      readable.insert(topic.topic);
       for (int k = 0; k < topic.partition_cnt; ++k) found.push_back({topic.topic, topic.partitions[k].id});
     }
     rd_kafka_metadata_destroy(md);
+    for (const auto& named : options_.topics) {
+      const bool listed_in_error =
+          std::ranges::any_of(unreadable, [&](const std::string& u) { return u.starts_with(named + " ("); });
+      if (named.front() != '^' && !readable.contains(named) && !listed_in_error) {
+        unreadable.push_back(fmt::format("{} (not on the brokers)", named));
+      }
+    }
+    return std::optional<std::vector<PartitionKey>>(std::move(found));
+  }
+
+  // Lists the partitions of the subscribed topics and assigns those not assigned yet, each from the WAL's offset
+  // (or where a partition never read starts). At start a broker must answer within connect_timeout_seconds (else
+  // exit 75 with one sentence, not an endless wait), and a subscription that matches no topic is said once (an
+  // --once run then ends at once); later, a failed listing is only retried at the next refresh.
+  Status assign_new_partitions(bool at_start) {
+    listed_at_ = std::chrono::steady_clock::now();
+    std::vector<std::string> unreadable;  // topics named in `topics` that the brokers do not list, or list in error
+    auto listed = list_partitions(at_start, unreadable);
+    // Right after a topic is created its metadata can say LEADER_NOT_AVAILABLE: at start, a named topic is asked for
+    // again until connect_timeout_seconds, so an --once run does not end without reading it.
+    const auto deadline = listed_at_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                           std::chrono::duration<double>(options_.connect_timeout_seconds));
+    while (at_start && listed && *listed && !unreadable.empty() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      std::vector<std::string> still_unreadable;
+      auto again = list_partitions(/*at_start=*/false, still_unreadable);
+      if (again && *again) {  // a listing that failed keeps the last one
+        listed = std::move(again);
+        unreadable = std::move(still_unreadable);
+      }
+    }
+    if (!listed) return std::unexpected(listed.error());
+    if (!*listed) return ok();  // a refresh that failed: retried at the next one
+    const std::vector<PartitionKey>& found = **listed;
+    if (at_start && !unreadable.empty()) {
+      spdlog::warn("Kafka source '{}': {} cannot be read yet; listed again every {} s", name_,
+                   fmt::join(unreadable, ", "), kPartitionRefresh.count());
+    }
     forget_partitions_not_in(found);
     if (found.empty() && at_start) {
       spdlog::warn("Kafka source '{}': no topic on the brokers matches {}; nothing to read until one exists", name_,
