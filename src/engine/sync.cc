@@ -430,7 +430,9 @@ class SyncRun {
         }
       }
       if (sink_open_) {
-        if (items.size() > 1) spdlog::debug("landing {} in one transaction", group_ids(items));
+        if (items.size() > 1 && spdlog::should_log(spdlog::level::debug)) {
+          spdlog::debug("landing {} in one transaction", group_ids(items));
+        }
         landed = sink_->write_group(items);
       }
       if (landed && landed->size() != group.size()) {

@@ -232,22 +232,20 @@ class KafkaSource final : public Source {
                               rd_kafka_err2str(e)));
     }
     std::vector<PartitionKey> found;
-    std::set<std::string> readable;
+    std::set<std::string> listed;  // every subscribed topic the brokers name, in error or not
     for (int i = 0; i < md->topic_cnt; ++i) {
       const auto& topic = md->topics[i];
       if (!matches_subscription(options_.topics, topic.topic)) continue;
+      listed.insert(topic.topic);
       if (topic.err) {
         unreadable.push_back(fmt::format("{} ({})", topic.topic, rd_kafka_err2str(topic.err)));
         continue;
       }
-      readable.insert(topic.topic);
       for (int k = 0; k < topic.partition_cnt; ++k) found.push_back({topic.topic, topic.partitions[k].id});
     }
     rd_kafka_metadata_destroy(md);
     for (const auto& named : options_.topics) {
-      const bool listed_in_error =
-          std::ranges::any_of(unreadable, [&](const std::string& u) { return u.starts_with(named + " ("); });
-      if (named.front() != '^' && !readable.contains(named) && !listed_in_error) {
+      if (named.front() != '^' && !listed.contains(named)) {
         unreadable.push_back(fmt::format("{} (not on the brokers)", named));
       }
     }
@@ -298,7 +296,7 @@ class KafkaSource final : public Source {
       }
       auto it = next_.find(tp);
       rd_kafka_topic_partition_list_add(list, tp.first.c_str(), tp.second)->offset =
-          it != next_.end() ? it->second : start_offset(tp, high, at_start);
+          it != next_.end() ? it->second : start_offset(tp, at_start);
       assigned_.insert(tp);
     }
     const int added = list->cnt;
@@ -336,20 +334,21 @@ class KafkaSource final : public Source {
   }
 
   // Where a partition this pipeline never read starts: the WAL owns the offsets, so the group's committed offsets
-  // are not used (a RESET really starts over). `latest` is pinned to the partition's end now (`high`, or -1 when
-  // unknown) and kept as the position even when nothing is read, so messages produced before the next run are not
-  // skipped. `latest` applies to the partitions there when the pipeline starts; one created later (found by a
+  // are not used (a RESET really starts over). `latest` is pinned to the partition's end when it was assigned
+  // (end_at_start_) and kept as the position even when nothing is read, so messages produced before the next run are
+  // not skipped. `latest` applies to the partitions there when the pipeline starts; one created later (found by a
   // refresh) is read from its beginning, as everything in it was produced after the pipeline started.
-  int64_t start_offset(const PartitionKey& tp, int64_t high, bool at_start) {
+  int64_t start_offset(const PartitionKey& tp, bool at_start) {
     if (!options_.start_latest || !at_start) return RD_KAFKA_OFFSET_BEGINNING;
-    if (high < 0 || !end_at_start_.contains(tp)) {
+    const auto end = end_at_start_.find(tp);
+    if (end == end_at_start_.end()) {
       spdlog::warn("Kafka source '{}': the end of {}[{}] is unknown; it starts at the end seen when reading starts",
                    name_, tp.first, tp.second);
       return RD_KAFKA_OFFSET_END;
     }
-    next_[tp] = high;
+    next_[tp] = end->second;
     pinned_ = true;
-    return high;
+    return end->second;
   }
 
   static Batch meta_batch() {
