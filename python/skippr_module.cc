@@ -10,13 +10,13 @@
 #include <memory>
 #include <optional>
 
+#include "clients/duckdb/duckdb_client.h"
 #include "config/config_document.h"
 #include "config/param_values.h"
 #include "core/connector.h"
 #include "engine/command_setup.h"
 #include "engine/sync.h"
 #include "py_values.h"
-#include "clients/duckdb/duckdb_client.h"
 
 namespace skippr::python {
 namespace {
@@ -254,7 +254,7 @@ class SilentReporter final : public Reporter {
  public:
   void sync_start(const std::string&, uint64_t, uint64_t) override {}
   void batch_committed(const BatchId&, uint64_t, const RunTotals&) override {}
-  void batch_landed(const BatchId&, uint64_t, bool, bool, const RunTotals&) override {}
+  void batch_landed(const BatchId&, uint64_t, bool, bool, std::optional<double>, const RunTotals&) override {}
   void rows_read(const RunTotals&) override {}
   void sync_complete(const RunTotals&, int) override {}
   void error(const std::string&) override {}

@@ -43,6 +43,10 @@ struct Poll {
   // pinned to the partitions' ends), and a run that reads nothing must still keep that, or the next run starts at a
   // later "latest" and what was produced in between is never read.
   bool keep_position = false;
+  // When the source knows it: the commit time, at the source, of the oldest record in `records` (UTC microseconds
+  // since the Unix epoch; a CDC source's transaction commit). The engine reports each landed batch's source lag
+  // from its oldest record, so the figure is the worst lag of any row in the batch.
+  std::optional<int64_t> oldest_record_time_micros;
 };
 
 class Source {

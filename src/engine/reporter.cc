@@ -39,12 +39,15 @@ class JsonReporter final : public Reporter {
   void batch_committed(const BatchId& id, uint64_t rows, const RunTotals& t) override {
     emit({{"event", "batch_committed"}, {"batch_id", id.str()}, {"rows", rows}, {"wal_bytes", t.wal_bytes}});
   }
-  void batch_landed(const BatchId& id, uint64_t rows, bool replayed, bool already, const RunTotals&) override {
-    emit({{"event", "batch_landed"},
-          {"batch_id", id.str()},
-          {"rows", rows},
-          {"replayed", replayed},
-          {"already_applied", already}});
+  void batch_landed(const BatchId& id, uint64_t rows, bool replayed, bool already, std::optional<double> lag,
+                    const RunTotals&) override {
+    nlohmann::json j = {{"event", "batch_landed"},
+                        {"batch_id", id.str()},
+                        {"rows", rows},
+                        {"replayed", replayed},
+                        {"already_applied", already}};
+    if (lag) j["source_lag_seconds"] = *lag;
+    emit(std::move(j));
   }
   void rows_read(const RunTotals&) override {}
   void sync_complete(const RunTotals& t, int exit_code) override {
@@ -79,9 +82,11 @@ class TextReporter final : public Reporter {
   void batch_committed(const BatchId& id, uint64_t rows, const RunTotals&) override {
     line(fmt::format("committed {} ({} rows)", id.str(), rows));
   }
-  void batch_landed(const BatchId& id, uint64_t rows, bool replayed, bool already, const RunTotals&) override {
-    line(fmt::format("landed {} ({} rows){}{}", id.str(), rows, replayed ? ", replayed from the WAL" : "",
-                     already ? ", already applied" : ""));
+  void batch_landed(const BatchId& id, uint64_t rows, bool replayed, bool already, std::optional<double> lag,
+                    const RunTotals&) override {
+    line(fmt::format("landed {} ({} rows){}{}{}", id.str(), rows, replayed ? ", replayed from the WAL" : "",
+                     already ? ", already applied" : "",
+                     lag ? fmt::format(", {:.3f} s after its source commit", *lag) : ""));
   }
   void rows_read(const RunTotals&) override {}
   void sync_complete(const RunTotals& t, int exit_code) override {
@@ -111,7 +116,9 @@ class ProgressReporter final : public Reporter {
     (void)epoch;
   }
   void batch_committed(const BatchId&, uint64_t, const RunTotals& t) override { draw(t, false); }
-  void batch_landed(const BatchId&, uint64_t, bool, bool, const RunTotals& t) override { draw(t, false); }
+  void batch_landed(const BatchId&, uint64_t, bool, bool, std::optional<double>, const RunTotals& t) override {
+    draw(t, false);
+  }
   void rows_read(const RunTotals& t) override { draw(t, false); }
   void sync_complete(const RunTotals& t, int exit_code) override {
     draw(t, true);

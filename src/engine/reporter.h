@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/batch.h"
@@ -28,8 +29,10 @@ class Reporter {
   virtual ~Reporter() = default;
   virtual void sync_start(const std::string& pipeline, uint64_t epoch, uint64_t pending_batches) = 0;
   virtual void batch_committed(const BatchId& id, uint64_t rows, const RunTotals& totals) = 0;
+  // `source_lag_seconds`: from the source's commit of the batch's oldest record to this landing, when the source
+  // told its time (a CDC source does).
   virtual void batch_landed(const BatchId& id, uint64_t rows, bool replayed, bool already_applied,
-                            const RunTotals& totals) = 0;
+                            std::optional<double> source_lag_seconds, const RunTotals& totals) = 0;
   virtual void rows_read(const RunTotals& totals) = 0;
   virtual void sync_complete(const RunTotals& totals, int exit_code) = 0;
   virtual void error(const std::string& message) = 0;

@@ -32,15 +32,17 @@ struct ReadBatch {
   Batch batch;
   EncodedBatch encoded;  // the WAL record's columns, encoded here so the committer only appends and syncs
   Position position_after;
-  std::vector<DeadLetter> dead_letters;  // committed together with the batch
+  std::vector<DeadLetter> dead_letters;              // committed together with the batch
+  std::optional<int64_t> oldest_record_time_micros;  // Poll::oldest_record_time_micros of its first records
 };
 
 struct CommittedBatch {
   BatchId id;
   uint64_t seq = 0;
   Batch batch;
-  Position position_after;  // goes into the destination's ledger with the id
-  bool replayed = false;    // committed by an earlier run
+  Position position_after;                           // goes into the destination's ledger with the id
+  bool replayed = false;                             // committed by an earlier run
+  std::optional<int64_t> oldest_record_time_micros;  // this run's batches only: the WAL does not keep it
 };
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -269,6 +271,7 @@ class SyncRun {
   void read_stage() {
     Batch pending;
     std::vector<DeadLetter> pending_dead;
+    std::optional<int64_t> pending_oldest;  // source time of the pending batch's oldest record, when known
     Position position;
     bool position_to_keep = false;
     auto batch_started = Clock::now();
@@ -284,13 +287,17 @@ class SyncRun {
       if (const size_t got = polled->records.rows; got > 0) {
         if (pending.rows == 0) {
           pending = std::move(polled->records);
+          pending_oldest = polled->oldest_record_time_micros;
           batch_started = Clock::now();
-        } else if (!pending.append(polled->records)) {
+        } else if (pending.append(polled->records)) {
+          if (!pending_oldest) pending_oldest = polled->oldest_record_time_micros;
+        } else {
           // The new records do not fit the batch being built (a field of another type, or one that differs only in
           // letter case): that batch is cut at the position before them, and they start the next one. Each batch
           // then lands on its own (the sink maps names and converts or rejects values), so nothing blocks here.
-          if (!cut_batch(pending, pending_dead, position)) break;
+          if (!cut_batch(pending, pending_dead, pending_oldest, position)) break;
           pending = std::move(polled->records);
+          pending_oldest = polled->oldest_record_time_micros;
           batch_started = Clock::now();
         }
         add([&](RunTotals& t) { t.rows_read += got; });
@@ -304,7 +311,7 @@ class SyncRun {
       const bool cut = (pending.rows > 0 || !pending_dead.empty() || position_to_keep) &&
                        (pending.byte_size() >= settings_.buffer_threshold_bytes ||
                         seconds_since(batch_started) >= settings_.buffer_threshold_seconds || polled->drained);
-      if (cut && !cut_batch(pending, pending_dead, position)) break;
+      if (cut && !cut_batch(pending, pending_dead, pending_oldest, position)) break;
       if (cut) position_to_keep = false;
       if (polled->drained) {
         if (options_.once) {
@@ -318,16 +325,21 @@ class SyncRun {
   }
 
   // Encodes `pending` with the position after it and hands it to the committer; false when the run must stop.
-  bool cut_batch(Batch& pending, std::vector<DeadLetter>& pending_dead, const Position& position) {
+  bool cut_batch(Batch& pending, std::vector<DeadLetter>& pending_dead, std::optional<int64_t>& pending_oldest,
+                 const Position& position) {
     auto encoded = wal_->encode(pending);
     if (!encoded) {
       record_error(encoded.error());
       return false;
     }
-    if (!to_commit_.push({std::move(pending), std::move(*encoded), position, std::move(pending_dead)})) return false;
+    if (!to_commit_.push(
+            {std::move(pending), std::move(*encoded), position, std::move(pending_dead), pending_oldest})) {
+      return false;
+    }
     ++batches_cut_;
     pending = Batch{};
     pending_dead.clear();
+    pending_oldest.reset();
     return true;
   }
 
@@ -364,7 +376,11 @@ class SyncRun {
         t.wal_bytes = wal_->bytes_on_disk();
       });
       reporter_.batch_committed(*id, rows, snapshot());
-      if (!to_land_.push({*id, id->seq, std::move(item->batch), std::move(item->position_after)}, bytes)) break;
+      if (!to_land_.push({*id, id->seq, std::move(item->batch), std::move(item->position_after), /*replayed=*/false,
+                          item->oldest_record_time_micros},
+                         bytes)) {
+        break;
+      }
     }
     to_land_.close();
   }
@@ -387,7 +403,7 @@ class SyncRun {
         group.clear();
         group_bytes = 0;
       }
-      group.push_back({info.id, info.seq, std::move(*batch), info.position_after, /*replayed=*/true});
+      group.push_back({info.id, info.seq, std::move(*batch), info.position_after, /*replayed=*/true, std::nullopt});
       group_bytes += bytes;
     }
     if (!group.empty() && !land_group(group)) return;
@@ -507,7 +523,9 @@ class SyncRun {
         spdlog::warn("{}: {} row(s) did not fit their columns and went to the destination's rejects table", b.id.str(),
                      rejected);
       }
-      reporter_.batch_landed(b.id, b.batch.rows, b.replayed, already, snapshot());
+      std::optional<double> lag;
+      if (b.oldest_record_time_micros) lag = static_cast<double>(now_micros() - *b.oldest_record_time_micros) / 1e6;
+      reporter_.batch_landed(b.id, b.batch.rows, b.replayed, already, lag, snapshot());
     }
     return true;
   }

@@ -9,10 +9,13 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "core/connector.h"
+#include "core/time_util.h"
 #include "sources/postgres/cdc_position.h"
 #include "sources/postgres/cdc_source.h"
 #include "sources/postgres/replication_stream.h"
@@ -212,6 +215,55 @@ TEST(PostgresCdc, SnapshotThenStreamDeliversRowsThenChangesWithOpsAndIncreasingT
       read.erase(convention);
     }
     EXPECT_EQ(streamed, read) << "row " << *r.rows[i].at("id");
+  }
+}
+
+// Each streamed poll tells the commit time of its oldest change (the engine reports a landed batch's source lag from
+// it); a snapshot has no commit of its own and tells none.
+TEST(PostgresCdc, StreamedPollsCarryTheCommitTimeOfTheirOldestChangeAndSnapshotsNone) {
+  auto& pg = SharedPostgres();
+  const auto db = pg.create_database("cdc_time");
+  DropSlotsAtEnd drop_db_slots{pg, db};
+  pg.execute(db, kCreateItems);
+  pg.execute(db, insert_items(1, 10));
+  Reader r = open_reader(pg.uri(db), "snapshot_then_cdc", "slot_time");
+  for (int i = 0; i < 50; ++i) {
+    auto poll = r.source->poll({});
+    ASSERT_TRUE(poll) << poll.error().message;
+    EXPECT_FALSE(poll->oldest_record_time_micros) << "a snapshot poll";
+    r.take(*poll);
+    if (poll->drained) break;
+  }
+  ASSERT_EQ(r.rows.size(), 10u);
+
+  const int64_t before = now_micros();
+  pg.execute(db, insert_items(11, 11));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const int64_t between = now_micros();
+  pg.execute(db, insert_items(12, 12));
+  const int64_t after = now_micros();
+  std::vector<Poll> polls;
+  size_t rows = 0;
+  for (int i = 0; i < 100 && rows < 2; ++i) {
+    auto poll = r.source->poll({});
+    ASSERT_TRUE(poll) << poll.error().message;
+    if (poll->records.rows == 0) {
+      EXPECT_FALSE(poll->oldest_record_time_micros) << "a poll without changes";
+      continue;
+    }
+    ASSERT_TRUE(poll->oldest_record_time_micros) << "a poll with changes";
+    rows += poll->records.rows;
+    polls.push_back(std::move(*poll));
+  }
+  ASSERT_EQ(rows, 2u);
+  // The server's clock is this machine's: the first change committed between `before` and `between` (a
+  // millisecond of slack for the two clocks' rounding), whether both changes came in one poll or two.
+  const int64_t first = *polls.front().oldest_record_time_micros;
+  EXPECT_GE(first, before - 1000);
+  EXPECT_LT(first, between);
+  if (polls.size() == 2) {
+    EXPECT_GE(*polls.back().oldest_record_time_micros, between - 1000);
+    EXPECT_LE(*polls.back().oldest_record_time_micros, after + 1000);
   }
 }
 
@@ -416,8 +468,25 @@ TEST(PostgresCdc, SkipprdMirrorsTheTableThroughSnapshotAndChanges) {
                  "UPDATE shop.items SET name = 'again', amount = amount + 1 WHERE id % 7 = 0; DELETE FROM "
                  "shop.items WHERE id % 11 = 0; UPDATE shop.items SET id = id + 1000 WHERE id % 13 = 0");
   dbs.pg.execute(dbs.src, insert_items(301, 320));
-  r = fx.skipprd(kSync, env);
+  std::vector<std::string> sync_json = kSync;
+  sync_json.insert(sync_json.end(), {"--output", "json"});
+  const int64_t changed_by = now_micros();
+  r = fx.skipprd(sync_json, env);
+  const double run_seconds = static_cast<double>(now_micros() - changed_by) / 1e6;
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Every streamed batch tells its lag from the source commit of its oldest change: at least the time from the
+  // commit to this run's start, at most the time from it to the run's end.
+  int with_lag = 0;
+  std::istringstream events(r.out);
+  for (std::string line; std::getline(events, line);) {
+    auto event = nlohmann::json::parse(line);
+    if (event["event"] != "batch_landed") continue;
+    ASSERT_TRUE(event.contains("source_lag_seconds")) << line;
+    EXPECT_GE(event["source_lag_seconds"].get<double>(), 0.0) << line;
+    EXPECT_LE(event["source_lag_seconds"].get<double>(), run_seconds + 1) << line;
+    ++with_lag;
+  }
+  EXPECT_GT(with_lag, 1);
   const std::string digest =
       "SET TIME ZONE 'UTC'; SELECT count(*), md5(string_agg(concat_ws('|', id, name, amount::text, "
       "(extract(epoch FROM at) * 1000000)::bigint, flag, doc::jsonb::text, ratio::real, wide, day, "

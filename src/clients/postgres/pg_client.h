@@ -17,6 +17,10 @@
 
 namespace skippr {
 
+// PostgreSQL's clock origin (timestamps, dates, the replication protocol) is 2000-01-01; ours is the Unix epoch.
+inline constexpr int64_t kPgEpochUnixMicros = 946684800LL * 1000000;
+inline constexpr int64_t kPgEpochUnixDays = 10957;
+
 // The connection parameters every Postgres connector takes (dsn, or host/port/user/password/database, which override
 // the same parts of the dsn).
 std::vector<ParamSpec> pg_connection_params();

@@ -3,14 +3,9 @@
 #include <bit>
 #include <cstring>
 
+#include "clients/postgres/pg_client.h"
+
 namespace skippr {
-namespace {
-
-// PostgreSQL's epoch for timestamps and dates is 2000-01-01; ours is 1970-01-01.
-constexpr int64_t kPgEpochMicros = 946684800LL * 1000000;
-constexpr int64_t kPgEpochDays = 10957;
-
-}  // namespace
 
 PgCopyBinaryWriter::PgCopyBinaryWriter(bool with_row_index) : with_row_index_(with_row_index) {
   static constexpr char kSignature[] = "PGCOPY\n\377\r\n\0";
@@ -53,11 +48,11 @@ void PgCopyBinaryWriter::append_rows(const Batch& batch, size_t begin, size_t en
           break;
         case Type::kTimestamp:
           put_u32(8);
-          put_u64(static_cast<uint64_t>(column.fixed[row] - kPgEpochMicros));
+          put_u64(static_cast<uint64_t>(column.fixed[row] - kPgEpochUnixMicros));
           break;
         case Type::kDate:
           put_u32(4);
-          put_u32(static_cast<uint32_t>(static_cast<int32_t>(column.fixed[row] - kPgEpochDays)));
+          put_u32(static_cast<uint32_t>(static_cast<int32_t>(column.fixed[row] - kPgEpochUnixDays)));
           break;
         case Type::kString:
         case Type::kBinary: {

@@ -322,7 +322,11 @@ Result<Poll> CdcSource::poll_stream(const Budget& budget) {
     if (!message) {
       return fail(message.error().kind, fmt::format("{}: slot {}: {}", what_, slot_, message.error().message));
     }
+    const size_t rows_before = pending_.size();
     SKIPPR_TRY(handle(*message, result.records));
+    if (pending_.size() > rows_before && !result.oldest_record_time_micros) {
+      result.oldest_record_time_micros = tx_commit_time_;
+    }
   }
   SKIPPR_TRY(flush_pending(result));
   result.position_after = pos_.to_position();
@@ -333,6 +337,7 @@ Status CdcSource::handle(const PgoMessage& message, Batch& batch) {
   if (const auto* begin = std::get_if<PgoBegin>(&message)) {
     in_tx_ = true;
     tx_commit_lsn_ = begin->final_lsn;
+    tx_commit_time_ = begin->commit_time + kPgEpochUnixMicros;
     tx_index_ = 0;
     return ok();
   }

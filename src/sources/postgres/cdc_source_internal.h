@@ -138,6 +138,7 @@ class CdcSource final : public Source {
   // The transaction being streamed.
   bool in_tx_ = false;
   uint64_t tx_commit_lsn_ = 0;
+  int64_t tx_commit_time_ = 0;  // of the transaction being read, UTC microseconds since the Unix epoch
   uint64_t tx_index_ = 0;
   // The table's relation in the stream: per relation column, the index in columns_ (-1: not read).
   std::optional<uint32_t> relid_;

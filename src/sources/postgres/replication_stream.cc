@@ -10,8 +10,6 @@
 namespace skippr {
 namespace {
 
-constexpr int64_t kPostgresEpochUnixMicros = 946684800LL * 1000000;  // 2000-01-01, the protocol's clock origin
-
 uint64_t read_u64(std::string_view b, size_t at) {
   uint64_t v = 0;
   for (size_t i = 0; i < 8; ++i) v = (v << 8) | static_cast<uint8_t>(b[at + i]);
@@ -63,7 +61,7 @@ std::string encode_status_update(uint64_t flush, int64_t now_unix_micros, bool r
   put_u64(out, flush);  // written
   put_u64(out, flush);  // flushed: what the slot may forget
   put_u64(out, flush);  // applied
-  put_u64(out, static_cast<uint64_t>(now_unix_micros - kPostgresEpochUnixMicros));
+  put_u64(out, static_cast<uint64_t>(now_unix_micros - kPgEpochUnixMicros));
   out.push_back(reply_requested ? 1 : 0);
   return out;
 }
