@@ -6,21 +6,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=$(realpath "${1:-build}")
 ROWS=${ROWS:-1000000}
-BIN=/usr/lib/postgresql/15/bin
 SKIPPRD="$BUILD/skipprd"
 [ -x "$SKIPPRD" ] || { echo "build $SKIPPRD first (make build)"; exit 2; }
-
+source bench/lib/postgres.bash
 work=$(mktemp -d /tmp/skippr-bench-pg.XXXXXX)
-as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-cleanup() { as_pg "$BIN/pg_ctl" -D "$work/pgdata" -m fast -w stop >/dev/null 2>&1 || true; rm -rf "$work"; }
-trap cleanup EXIT
-[ "$(id -u)" = 0 ] && chown postgres: "$work"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-as_pg "$BIN/initdb" -D "$work/pgdata" -U postgres --auth=trust -E UTF8 --locale=C >/dev/null
 # Server defaults otherwise (fsync on): both sides pay the same durability.
-as_pg "$BIN/pg_ctl" -D "$work/pgdata" -l "$work/server.log" -w \
-  -o "-p $port -c listen_addresses=127.0.0.1 -c unix_socket_directories=$work -c max_wal_size=4GB" start >/dev/null
-psql_() { psql -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres "$@"; }
+start_postgres "$work"
 psql_ -d postgres -c "CREATE DATABASE bench"
 
 cat > "$work/skippr.yml" <<YML
@@ -29,7 +20,7 @@ data_sources:
     Sample: { rows: $ROWS, seed: 1 }
 data_sinks:
   pg:
-    Postgres: { dsn: "postgresql://postgres@127.0.0.1:$port/bench", table: trips }
+    Postgres: { dsn: "postgresql://postgres@127.0.0.1:$PG_PORT/bench", table: trips }
 pipelines:
   bench:
     data_source: data_sources.sample

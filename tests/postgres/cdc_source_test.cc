@@ -267,6 +267,37 @@ TEST(PostgresCdc, StreamedPollsCarryTheCommitTimeOfTheirOldestChangeAndSnapshots
   }
 }
 
+// Under a write load without pauses, a poll still ends drained once its time window is used up on a transaction
+// boundary, so the engine cuts a batch about every half second instead of waiting BUFFER_THRESHOLD_SECONDS.
+TEST(PostgresCdc, AStreamUnderASteadyWriteLoadStillEndsPollsDrained) {
+  auto& pg = SharedPostgres();
+  const auto db = pg.create_database("cdc_load");
+  DropSlotsAtEnd drop_db_slots{pg, db};
+  pg.execute(db, kCreateItems);
+  Reader r = open_reader(pg.uri(db), "snapshot_then_cdc", "slot_load");
+  r.until_drained();
+  // One statement committing row after row for 5 s, as fast as the server goes: changes never pause for as long as
+  // the poll's 100 ms idle wait (at a few hundred commits a second they did: the walsender sends in bursts).
+  std::thread writer([&] {
+    pg.execute(db,
+               "DO $$ DECLARE i int := 0; stop timestamptz := clock_timestamp() + interval '5 s'; BEGIN WHILE "
+               "clock_timestamp() < stop LOOP i := i + 1; INSERT INTO shop.items (id, name) VALUES (i, 'x'); COMMIT; "
+               "END LOOP; END $$");
+  });
+  const auto start = std::chrono::steady_clock::now();
+  int drained_with_rows = 0;
+  size_t rows = 0;
+  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(4)) {
+    auto poll = r.source->poll({});
+    ASSERT_TRUE(poll) << poll.error().message;
+    rows += poll->records.rows;
+    if (poll->drained && poll->records.rows > 0) ++drained_with_rows;
+  }
+  writer.join();
+  EXPECT_GT(rows, 50u);
+  EXPECT_GE(drained_with_rows, 3) << "polls under load should end drained about every half second";
+}
+
 TEST(PostgresCdc, RestartsBetweenPollsAndInsideATransactionNeitherLoseNorDoubleEvents) {
   auto& pg = SharedPostgres();
   const auto db = pg.create_database("cdc");
