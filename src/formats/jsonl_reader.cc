@@ -12,10 +12,56 @@ bool is_blank(std::string_view s) { return s.find_first_not_of(" \t\r") == std::
 
 }  // namespace
 
-std::optional<std::string> JsonlReader::add_object(simdjson::dom::object object, RowBuilder& rows) {
+std::string_view JsonlReader::nested_text(std::string_view text, size_t index) {
+  if (!raw_started_) {
+    raw_started_ = true;
+    raw_index_ = 0;
+    // The record sits in RecordBuffer's padded buffer, so the on-demand reader needs no copy either.
+    const simdjson::padded_string_view padded(text.data(), text.size(), text.size() + simdjson::SIMDJSON_PADDING);
+    if (raw_parser_.iterate(padded).get(raw_doc_) || raw_doc_.get_object().get(raw_object_) ||
+        raw_object_.begin().get(raw_field_)) {
+      return {};
+    }
+  }
+  for (; raw_index_ < index; ++raw_index_) {
+    simdjson::ondemand::field skipped;
+    // The key is read first (operator*): only then does ++ skip the value that was not read.
+    if (raw_field_ == raw_object_.end() || (*raw_field_).get(skipped)) return {};
+    ++raw_field_;
+  }
+  if (raw_field_ == raw_object_.end()) return {};
+  simdjson::ondemand::field field;
+  if ((*raw_field_).get(field)) return {};
+  simdjson::ondemand::value value = field.value();
+  simdjson::ondemand::json_type type;
+  if (value.type().get(type)) return {};
+  std::string_view raw;
+  if (type == simdjson::ondemand::json_type::object) {
+    simdjson::ondemand::object inner;
+    if (value.get_object().get(inner) || inner.raw_json().get(raw)) return {};
+  } else if (type == simdjson::ondemand::json_type::array) {
+    simdjson::ondemand::array inner;
+    if (value.get_array().get(inner) || inner.raw_json().get(raw)) return {};
+  } else {
+    return {};
+  }
+  ++raw_field_;
+  ++raw_index_;
+  std::string out(raw.size(), '\0');
+  size_t length = 0;
+  if (simdjson::minify(raw.data(), raw.size(), out.data(), length)) return {};
+  out.resize(length);
+  nested_.push_back(std::move(out));
+  return nested_.back();
+}
+
+std::optional<std::string> JsonlReader::add_object(simdjson::dom::object object, std::string_view text,
+                                                   RowBuilder& rows) {
   nested_.clear();
   nested_.reserve(object.size());  // at most one per field: string_views into nested_ survive until end_row()
+  raw_started_ = false;
   rows.begin_row();
+  size_t index = 0;
   for (auto [key, element] : object) {
     FieldValue v;
     switch (element.type()) {
@@ -45,10 +91,14 @@ std::optional<std::string> JsonlReader::add_object(simdjson::dom::object object,
       case simdjson::dom::element_type::ARRAY:
       case simdjson::dom::element_type::OBJECT:
         v.type = Type::kJson;
-        nested_.push_back(simdjson::minify(element));
-        v.s = nested_.back();
+        v.s = nested_text(text, index);
+        if (v.s.empty()) {
+          nested_.push_back(simdjson::minify(element));
+          v.s = nested_.back();
+        }
         break;
     }
+    ++index;
     const NestedContext context{this, element};
     v.as_json = [](const void* p) -> std::string_view {
       const auto* ctx = static_cast<const NestedContext*>(p);
@@ -84,7 +134,7 @@ Result<bool> JsonlReader::read(RecordBuffer& in, RowBuilder& rows, std::vector<D
     } else if (!parsed.value_unsafe().is_object()) {
       why = "a JSON line must be an object";
     } else {
-      why = add_object(parsed.value_unsafe().get_object().value_unsafe(), rows);
+      why = add_object(parsed.value_unsafe().get_object().value_unsafe(), text, rows);
     }
     if (why) dead.push_back({file, (*record)->line, std::move(*why), std::string(text)});
   }

@@ -141,6 +141,35 @@ TEST(FileSource, ResumingFromEveryPositionReadsExactlyWhatOneStraightPassReads) 
   EXPECT_EQ(resumed.dead, straight.dead);
 }
 
+// A nested value lands as the line's own text of it, without the whitespace between tokens: numbers keep their
+// spelling and strings their escapes (JSON that reads back to the same value), whatever else the line holds.
+TEST(FileSource, NestedValuesKeepTheirOwnTextMinified) {
+  TempDir dir;
+  write_bytes(dir.path() / "in.jsonl",
+              "\xEF\xBB\xBF{\"n\": [ 1 ], \"s\": \"x\"}\n"
+              "{\"a\": {\"x\": [1, 2.50, \"s p\", 1e2], \"y\": { }}, \"b\": 1, \"c\": [ ], \"d\": \"t\", \"e\": "
+              "{\"q\": \"a\\\"b \\u00e9\"}}\n"
+              "{\"s\": \"only scalars\", \"n\": [[ ], {\"deep\" : [true, null]}]}\n");
+  auto source = make_file_source((dir.path() / "in.jsonl").string());
+  ASSERT_TRUE(source->seek(Position{}));
+  auto p = source->poll(Budget{1000, 1 << 20});
+  ASSERT_TRUE(p) << p.error().message;
+  ASSERT_EQ(p->records.rows, 3u);
+  ASSERT_TRUE(p->dead_letters.empty());
+  auto text = [&](const std::string& field, size_t row) -> std::string {
+    const int c = p->records.schema.index_of(field);
+    if (c < 0 || !p->records.columns[c].is_valid(row)) return "NULL";
+    EXPECT_EQ(p->records.columns[c].type, Type::kJson) << field;
+    return std::string(p->records.columns[c].string_at(row));
+  };
+  EXPECT_EQ(text("n", 0), "[1]");
+  EXPECT_EQ(text("a", 1), R"({"x":[1,2.50,"s p",1e2],"y":{}})");
+  EXPECT_EQ(text("c", 1), "[]");
+  EXPECT_EQ(text("e", 1), R"({"q":"a\"b \u00e9"})");
+  EXPECT_EQ(text("n", 2), R"([[],{"deep":[true,null]}])");
+  EXPECT_EQ(text("a", 2), "NULL");
+}
+
 TEST(FileSource, ParquetIsReadThroughDuckDbAndResumedByRowNumber) {
   TempDir dir;
   std::filesystem::create_directories(dir / "in");
