@@ -13,6 +13,21 @@ bool is_blank(std::string_view s) { return s.find_first_not_of(" \t\r") == std::
 }  // namespace
 
 std::string_view JsonlReader::nested_text(std::string_view text, size_t index) {
+  if (raw_failed_) return {};
+  const std::string_view raw = raw_value(text, index);
+  if (raw.empty()) {
+    raw_failed_ = true;  // the walk is lost: the row's later nested values come from the DOM too
+    return {};
+  }
+  std::string out(raw.size(), '\0');
+  size_t length = 0;
+  if (simdjson::minify(raw.data(), raw.size(), out.data(), length)) return {};
+  out.resize(length);
+  nested_.push_back(std::move(out));
+  return nested_.back();
+}
+
+std::string_view JsonlReader::raw_value(std::string_view text, size_t index) {
   if (!raw_started_) {
     raw_started_ = true;
     raw_index_ = 0;
@@ -47,12 +62,7 @@ std::string_view JsonlReader::nested_text(std::string_view text, size_t index) {
   }
   ++raw_field_;
   ++raw_index_;
-  std::string out(raw.size(), '\0');
-  size_t length = 0;
-  if (simdjson::minify(raw.data(), raw.size(), out.data(), length)) return {};
-  out.resize(length);
-  nested_.push_back(std::move(out));
-  return nested_.back();
+  return raw;
 }
 
 std::optional<std::string> JsonlReader::add_object(simdjson::dom::object object, std::string_view text,
@@ -60,6 +70,7 @@ std::optional<std::string> JsonlReader::add_object(simdjson::dom::object object,
   nested_.clear();
   nested_.reserve(object.size());  // at most one per field: string_views into nested_ survive until end_row()
   raw_started_ = false;
+  raw_failed_ = false;
   rows.begin_row();
   size_t index = 0;
   for (auto [key, element] : object) {

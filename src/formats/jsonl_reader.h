@@ -37,6 +37,8 @@ class JsonlReader {
   // fields are asked for in increasing order within a row. Empty when simdjson's on-demand reader disagrees with the
   // DOM it already validated (the caller then writes the DOM value out itself).
   std::string_view nested_text(std::string_view text, size_t index);
+  // The raw text of that value in `text`, walking the on-demand reader on to it; empty on any surprise.
+  std::string_view raw_value(std::string_view text, size_t index);
   struct NestedContext {
     JsonlReader* self;
     simdjson::dom::element element;
@@ -50,7 +52,8 @@ class JsonlReader {
   simdjson::ondemand::object raw_object_;
   simdjson::ondemand::object_iterator raw_field_;
   bool raw_started_ = false;
-  size_t raw_index_ = 0;  // of the field raw_field_ is at
+  bool raw_failed_ = false;  // this row's walk went wrong once: no more raw text for it
+  size_t raw_index_ = 0;     // of the field raw_field_ is at
 };
 
 }  // namespace skippr
