@@ -47,6 +47,25 @@ struct CommittedBatch {
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// The source time of a batch's oldest record, known only when every poll of the batch told its own: a CDC batch
+// that also holds the snapshot's last rows has no honest figure.
+class OldestRecordTime {
+ public:
+  void add(const std::optional<int64_t>& poll_oldest) {
+    if (!poll_oldest) {
+      unknown_ = true;
+    } else if (!oldest_) {
+      oldest_ = poll_oldest;
+    }
+  }
+  std::optional<int64_t> value() const { return unknown_ ? std::nullopt : oldest_; }
+  void reset() { *this = {}; }
+
+ private:
+  std::optional<int64_t> oldest_;
+  bool unknown_ = false;
+};
+
 class SyncRun {
  public:
   SyncRun(const Config& config, const Settings& settings, const SyncOptions& options, Reporter& reporter)
@@ -271,7 +290,7 @@ class SyncRun {
   void read_stage() {
     Batch pending;
     std::vector<DeadLetter> pending_dead;
-    std::optional<int64_t> pending_oldest;  // source time of the pending batch's oldest record, when known
+    OldestRecordTime pending_oldest;
     Position position;
     bool position_to_keep = false;
     auto batch_started = Clock::now();
@@ -287,17 +306,17 @@ class SyncRun {
       if (const size_t got = polled->records.rows; got > 0) {
         if (pending.rows == 0) {
           pending = std::move(polled->records);
-          pending_oldest = polled->oldest_record_time_micros;
+          pending_oldest.add(polled->oldest_record_time_micros);
           batch_started = Clock::now();
         } else if (pending.append(polled->records)) {
-          if (!pending_oldest) pending_oldest = polled->oldest_record_time_micros;
+          pending_oldest.add(polled->oldest_record_time_micros);
         } else {
           // The new records do not fit the batch being built (a field of another type, or one that differs only in
           // letter case): that batch is cut at the position before them, and they start the next one. Each batch
           // then lands on its own (the sink maps names and converts or rejects values), so nothing blocks here.
           if (!cut_batch(pending, pending_dead, pending_oldest, position)) break;
           pending = std::move(polled->records);
-          pending_oldest = polled->oldest_record_time_micros;
+          pending_oldest.add(polled->oldest_record_time_micros);
           batch_started = Clock::now();
         }
         add([&](RunTotals& t) { t.rows_read += got; });
@@ -325,7 +344,7 @@ class SyncRun {
   }
 
   // Encodes `pending` with the position after it and hands it to the committer; false when the run must stop.
-  bool cut_batch(Batch& pending, std::vector<DeadLetter>& pending_dead, std::optional<int64_t>& pending_oldest,
+  bool cut_batch(Batch& pending, std::vector<DeadLetter>& pending_dead, OldestRecordTime& pending_oldest,
                  const Position& position) {
     auto encoded = wal_->encode(pending);
     if (!encoded) {
@@ -333,7 +352,7 @@ class SyncRun {
       return false;
     }
     if (!to_commit_.push(
-            {std::move(pending), std::move(*encoded), position, std::move(pending_dead), pending_oldest})) {
+            {std::move(pending), std::move(*encoded), position, std::move(pending_dead), pending_oldest.value()})) {
       return false;
     }
     ++batches_cut_;

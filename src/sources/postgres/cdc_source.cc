@@ -28,10 +28,11 @@ namespace {
 constexpr const char* kTruncateOp = "truncate";  // see emit_truncate and append_snapshot_end
 constexpr size_t kEstimatedRowBytes = 200;       // only sizes the LIMIT of a snapshot page
 constexpr size_t kMaxRowsPerPage = 50000;
-constexpr int kIdleWaitMs = 100;                               // how long a poll waits for the next message
-constexpr auto kMaxPollTime = std::chrono::milliseconds(500);  // so the engine can cut batches by time
-constexpr auto kHeartbeat = std::chrono::seconds(10);          // well inside the server's wal_sender_timeout
-constexpr uint64_t kLongPageHeaderBytes = 40;                  // SizeOfXLogLongPHD: the largest WAL page header
+constexpr int kIdleWaitMs = 100;                                    // how long a poll waits for the next message
+constexpr auto kMaxPollTime = std::chrono::milliseconds(500);       // so the engine can cut batches by time
+constexpr auto kMaxPollOvertime = std::chrono::milliseconds(2000);  // to finish the transaction being read
+constexpr auto kHeartbeat = std::chrono::seconds(10);               // well inside the server's wal_sender_timeout
+constexpr uint64_t kLongPageHeaderBytes = 40;                       // SizeOfXLogLongPHD: the largest WAL page header
 constexpr auto kReplyRequestEvery = std::chrono::milliseconds(200);
 // A killed run's walsender lets go of the slot once the server notices the closed socket: wait for that.
 constexpr auto kSlotBusyWait = std::chrono::seconds(15);
@@ -278,10 +279,11 @@ Result<Poll> CdcSource::poll_stream(const Budget& budget) {
   pending_bytes_ = 0;
   pending_.clear();
   const auto deadline = Clock::now() + kMaxPollTime;
-  // Past the deadline a transaction being read is read to its commit (the budget still bounds it), so the poll can
-  // end on a transaction boundary.
+  // Past the deadline a transaction being read is read on to its commit, so the poll can end on a transaction
+  // boundary; for at most kMaxPollOvertime, since changes of other tables and resent ones count in no budget.
+  bool stream_broke = false;
   while (pending_.size() < budget.max_rows && pending_bytes_ < budget.max_bytes &&
-         (Clock::now() < deadline || in_tx_)) {
+         (Clock::now() < deadline || (in_tx_ && Clock::now() < deadline + kMaxPollOvertime))) {
     // Until the catch-up point is passed, ask the server regularly how far it has decoded (it answers with a
     // keepalive), even while changes keep coming: a --once run must end although the workload goes on.
     Status sent = ok();
@@ -299,6 +301,7 @@ Result<Poll> CdcSource::poll_stream(const Budget& budget) {
     }
     if (!frame) {  // the rows so far stand with their position; the next poll restarts the stream after it
       SKIPPR_TRY(drop_stream(frame.error()));
+      stream_broke = true;
       break;
     }
     if (!*frame) {  // nothing more right now
@@ -309,6 +312,7 @@ Result<Poll> CdcSource::poll_stream(const Budget& budget) {
       if ((*frame)->reply_requested) {
         if (auto st = send_status(false); !st) {
           SKIPPR_TRY(drop_stream(st.error()));
+          stream_broke = true;
           break;
         }
       }
@@ -335,7 +339,7 @@ Result<Poll> CdcSource::poll_stream(const Budget& budget) {
   // drained although changes keep coming: under a steady write load there is never an idle moment, and the batch
   // would otherwise wait for BUFFER_THRESHOLD_SECONDS (60 s by default) before landing. So a batch is cut about every
   // kMaxPollTime and the lag from a source commit to landing stays near it (bench/cdc_lag.sh).
-  if (Clock::now() >= deadline && caught_up_ && !in_tx_) result.drained = true;
+  if (!stream_broke && Clock::now() >= deadline && caught_up_ && !in_tx_) result.drained = true;
   SKIPPR_TRY(flush_pending(result));
   result.position_after = pos_.to_position();
   return result;
