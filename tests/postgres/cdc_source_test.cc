@@ -141,11 +141,21 @@ std::string insert_items(int first, int last) {
       first, last);
 }
 
+// A database of the test's own holding shop.items; its replication slots are dropped when the test ends (declare it
+// first, so that runs after the readers are gone).
+struct ItemsDatabase {
+  PostgresServer& pg = SharedPostgres();
+  const std::string db;
+  DropSlotsAtEnd drop_slots;
+  explicit ItemsDatabase(const std::string& name) : db(pg.create_database(name)), drop_slots{pg, db} {
+    pg.execute(db, kCreateItems);
+  }
+};
+
 TEST(PostgresCdc, SnapshotThenStreamDeliversRowsThenChangesWithOpsAndIncreasingTokens) {
-  auto& pg = SharedPostgres();
-  const auto db = pg.create_database("cdc");
-  DropSlotsAtEnd drop_db_slots{pg, db};
-  pg.execute(db, kCreateItems);
+  const ItemsDatabase items("cdc");
+  auto& pg = items.pg;
+  const std::string& db = items.db;
   pg.execute(db, insert_items(1, 40));
   pg.execute(db, "UPDATE shop.items SET name = NULL, at = NULL, doc = NULL WHERE id = 7");
 
@@ -221,10 +231,9 @@ TEST(PostgresCdc, SnapshotThenStreamDeliversRowsThenChangesWithOpsAndIncreasingT
 // Each streamed poll tells the commit time of its oldest change (the engine reports a landed batch's source lag from
 // it); a snapshot has no commit of its own and tells none.
 TEST(PostgresCdc, StreamedPollsCarryTheCommitTimeOfTheirOldestChangeAndSnapshotsNone) {
-  auto& pg = SharedPostgres();
-  const auto db = pg.create_database("cdc_time");
-  DropSlotsAtEnd drop_db_slots{pg, db};
-  pg.execute(db, kCreateItems);
+  const ItemsDatabase items("cdc_time");
+  auto& pg = items.pg;
+  const std::string& db = items.db;
   pg.execute(db, insert_items(1, 10));
   Reader r = open_reader(pg.uri(db), "snapshot_then_cdc", "slot_time");
   for (int i = 0; i < 50; ++i) {
@@ -270,10 +279,9 @@ TEST(PostgresCdc, StreamedPollsCarryTheCommitTimeOfTheirOldestChangeAndSnapshots
 // Under a write load without pauses, a poll still ends drained once its time window is used up on a transaction
 // boundary, so the engine cuts a batch about every half second instead of waiting BUFFER_THRESHOLD_SECONDS.
 TEST(PostgresCdc, AStreamUnderASteadyWriteLoadStillEndsPollsDrained) {
-  auto& pg = SharedPostgres();
-  const auto db = pg.create_database("cdc_load");
-  DropSlotsAtEnd drop_db_slots{pg, db};
-  pg.execute(db, kCreateItems);
+  const ItemsDatabase items("cdc_load");
+  auto& pg = items.pg;
+  const std::string& db = items.db;
   Reader r = open_reader(pg.uri(db), "snapshot_then_cdc", "slot_load");
   r.until_drained();
   // One statement committing row after row for 5 s, as fast as the server goes: changes never pause for as long as
@@ -308,10 +316,9 @@ TEST(PostgresCdc, AStreamUnderASteadyWriteLoadStillEndsPollsDrained) {
 }
 
 TEST(PostgresCdc, RestartsBetweenPollsAndInsideATransactionNeitherLoseNorDoubleEvents) {
-  auto& pg = SharedPostgres();
-  const auto db = pg.create_database("cdc");
-  DropSlotsAtEnd drop_db_slots{pg, db};
-  pg.execute(db, kCreateItems);
+  const ItemsDatabase items("cdc");
+  auto& pg = items.pg;
+  const std::string& db = items.db;
   Reader first = open_reader(pg.uri(db), "cdc_only", "slot_r");
   first.until_drained();
   EXPECT_TRUE(first.rows.empty());
@@ -356,10 +363,9 @@ TEST(PostgresCdc, RestartsBetweenPollsAndInsideATransactionNeitherLoseNorDoubleE
 }
 
 TEST(PostgresCdc, ABrokenStreamReconnectsInsideATransactionAndNeitherLosesNorDoublesEvents) {
-  auto& pg = SharedPostgres();
-  const auto db = pg.create_database("cdc");
-  DropSlotsAtEnd drop_db_slots{pg, db};
-  pg.execute(db, kCreateItems);
+  const ItemsDatabase items("cdc");
+  auto& pg = items.pg;
+  const std::string& db = items.db;
   Reader r = open_reader(pg.uri(db), "cdc_only", "slot_t");
   r.until_drained();
   pg.execute(db, insert_items(1, 10));
@@ -382,10 +388,9 @@ TEST(PostgresCdc, ABrokenStreamReconnectsInsideATransactionAndNeitherLosesNorDou
 }
 
 TEST(PostgresCdc, TheSlotsConfirmedFlushMovesOnlyOnAcknowledge) {
-  auto& pg = SharedPostgres();
-  const auto db = pg.create_database("cdc");
-  DropSlotsAtEnd drop_db_slots{pg, db};
-  pg.execute(db, kCreateItems);
+  const ItemsDatabase items("cdc");
+  auto& pg = items.pg;
+  const std::string& db = items.db;
   Reader r = open_reader(pg.uri(db), "cdc_only", "slot_ack");
   auto confirmed = [&] {
     return pg.value(db, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'slot_ack'");
@@ -436,10 +441,9 @@ struct MergedTable {
 };
 
 TEST(PostgresCdc, AKillMidSnapshotResumesFromAFreshSnapshotAndStillConverges) {
-  auto& pg = SharedPostgres();
-  const auto db = pg.create_database("cdc");
-  DropSlotsAtEnd drop_db_slots{pg, db};
-  pg.execute(db, kCreateItems);
+  const ItemsDatabase items("cdc");
+  auto& pg = items.pg;
+  const std::string& db = items.db;
   pg.execute(db, insert_items(1, 40));
   MergedTable mirror;
   Position killed_at;
@@ -667,10 +671,9 @@ TEST(PostgresCdc, APipelineWhosePositionNamesTheOldDefaultSlotKeepsReadingIt) {
 // The slot's confirmed flush never passes a committed position of its own pipeline: when it has, someone else
 // consumed the changes in between, and resuming would skip them silently.
 TEST(PostgresCdc, ResumingBehindTheSlotsConfirmedFlushIsAConfigError) {
-  auto& pg = SharedPostgres();
-  const auto db = pg.create_database("cdc");
-  DropSlotsAtEnd drop_db_slots{pg, db};
-  pg.execute(db, kCreateItems);
+  const ItemsDatabase items("cdc");
+  auto& pg = items.pg;
+  const std::string& db = items.db;
   Reader first = open_reader(pg.uri(db), "cdc_only", "slot_ahead");
   first.until_drained();
   const Position old_position = first.position;
