@@ -17,6 +17,7 @@ DEBIAN_PACKAGES+=(libmicrohttpd-dev)  # HttpServer source: an event-driven HTTP 
 DEBIAN_PACKAGES+=(kcat)  # bench/kafka.sh: the peer a Kafka read is compared with
 DEBIAN_PACKAGES+=(libssl-dev libxml2-dev)  # object stores: SigV4 payload hashes, S3's XML answers
 DEBIAN_PACKAGES+=(libssh-dev openssh-server)  # SFTP sink: libssh, and the private sshd the tests start
+DEBIAN_PACKAGES+=(libavro-dev)  # lakes: Iceberg manifests are Avro files (the C library encodes them)
 # npm fetches DuckDB; the machine may already have Node.js from elsewhere, which Debian's npm would conflict with.
 command -v npm >/dev/null || DEBIAN_PACKAGES+=(nodejs npm)
 missing=()
@@ -56,4 +57,12 @@ if [ "$(node -p "require('./third_party/azurite/node_modules/azurite/package.jso
      "$AZURITE_VERSION" ]; then
   echo "install-deps: fetching azurite $AZURITE_VERSION from the npm registry"
   npm install --silent --no-audit --no-fund --prefix third_party/azurite "azurite@$AZURITE_VERSION" >/dev/null
+fi
+
+# icebird (with hyparquet): an Iceberg reader of its own, which the lake tests read SkipprLake's tables with.
+ICEBIRD_VERSION=0.3.1
+if [ "$(node -p "require('./third_party/icebird/node_modules/icebird/package.json').version" 2>/dev/null)" != \
+     "$ICEBIRD_VERSION" ]; then
+  echo "install-deps: fetching icebird $ICEBIRD_VERSION from the npm registry"
+  npm install --silent --no-audit --no-fund --prefix third_party/icebird "icebird@$ICEBIRD_VERSION" >/dev/null
 fi

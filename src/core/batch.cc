@@ -213,4 +213,15 @@ std::string BatchId::str() const {
   return fmt::format("{}/{}/{}/{}", pipeline, lineage, epoch, seq);
 }
 
+Batch rows_of(const Batch& batch, const std::vector<size_t>& rows) {
+  Batch out;
+  out.schema = batch.schema;
+  for (const auto& field : batch.schema.fields) out.columns.emplace_back(field.type);
+  for (size_t row : rows) {
+    for (size_t c = 0; c < batch.columns.size(); ++c) out.columns[c].append_range(batch.columns[c], row, row + 1);
+  }
+  out.rows = rows.size();
+  return out;
+}
+
 }  // namespace skippr

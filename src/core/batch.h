@@ -87,6 +87,9 @@ struct Batch {
   void add_column(const Field& field);
 };
 
+// The batch of just `rows` of `batch` (in that order).
+Batch rows_of(const Batch& batch, const std::vector<size_t>& rows);
+
 // A source's resume point, opaque to everyone but the source (JSON text by convention).
 struct Position {
   std::string token;

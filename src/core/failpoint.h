@@ -18,8 +18,12 @@ inline constexpr std::string_view kWalSegmentDelete = "wal.segment_delete";
 // group of several batches committed, before its LANDED mark.
 inline constexpr std::string_view kSinkInGroup = "sink.in_group";
 inline constexpr std::string_view kSinkAfterGroupCommit = "sink.after_group_commit";
-inline constexpr std::string_view kAll[] = {kWalBeforeFsync,   kWalAfterFsync, kSinkInTransaction,   kSinkAfterCommit,
-                                            kWalSegmentDelete, kSinkInGroup,   kSinkAfterGroupCommit};
+// Iceberg's storage catalog: v<N+1>.metadata.json is created (the commit), its version hint not yet written.
+// Armed by name only (a lake sink passes it).
+inline constexpr std::string_view kLakeBeforeVersionHint = "lake.before_version_hint";
+inline constexpr std::string_view kAll[] = {kWalBeforeFsync,       kWalAfterFsync,        kSinkInTransaction,
+                                            kSinkAfterCommit,      kWalSegmentDelete,     kSinkInGroup,
+                                            kSinkAfterGroupCommit, kLakeBeforeVersionHint};
 // The points chaos mode picks from by its seed: those every run passes through. The two coalesced-landing points
 // are reached only when batches wait for a grouping sink, so a run armed there would often end by the timer alone;
 // they are armed by name (SKIPPR_CHAOS_FAILPOINT).

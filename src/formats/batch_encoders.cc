@@ -91,7 +91,7 @@ Result<ParquetFileWriter> ParquetFileWriter::open() {
   return ParquetFileWriter(std::move(*db), std::move(*conn));
 }
 
-Status ParquetFileWriter::write(const Batch& batch, const std::filesystem::path& path, const std::string& compression) {
+Status ParquetFileWriter::write(const Batch& batch, const std::filesystem::path& path, const Options& options) {
   for (size_t f = 0; f < batch.columns.size(); ++f) {
     if (auto row = first_invalid_utf8_row(batch.columns[f])) {
       return fail(ErrorKind::kBadInput, fmt::format("field {} has invalid UTF-8 in row {}",
@@ -101,7 +101,8 @@ Status ParquetFileWriter::write(const Batch& batch, const std::filesystem::path&
   std::string definition;
   for (const auto& field : batch.schema.fields) {
     if (!definition.empty()) definition += ", ";
-    definition += fmt::format("{} {}", quote_identifier(field.name), duckdb_sql_type(field.type));
+    const bool text = options.json_as_text && field.type == Type::kJson;
+    definition += fmt::format("{} {}", quote_identifier(field.name), text ? "VARCHAR" : duckdb_sql_type(field.type));
   }
   SKIPPR_TRY(conn_.execute(fmt::format("CREATE OR REPLACE TEMP TABLE skippr_batch ({})", definition)));
   {
@@ -127,8 +128,24 @@ Status ParquetFileWriter::write(const Batch& batch, const std::filesystem::path&
     }
     SKIPPR_TRY(appender->close());
   }
-  auto copied = conn_.execute(fmt::format("COPY skippr_batch TO {} (FORMAT parquet, COMPRESSION {})",
-                                          quote_literal(path.string()), compression));
+  std::string extra;
+  if (!options.field_ids.empty()) {
+    std::string ids;
+    for (size_t f = 0; f < batch.schema.fields.size(); ++f) {
+      ids +=
+          fmt::format("{}{}: {}", f ? ", " : "", quote_literal(batch.schema.fields[f].name), options.field_ids.at(f));
+    }
+    extra += fmt::format(", FIELD_IDS {{{}}}", ids);
+  }
+  if (!options.key_value_metadata.empty()) {
+    std::string kv;
+    for (const auto& [key, value] : options.key_value_metadata) {
+      kv += fmt::format("{}{}: {}", kv.empty() ? "" : ", ", quote_literal(key), quote_literal(value));
+    }
+    extra += fmt::format(", KV_METADATA {{{}}}", kv);
+  }
+  auto copied = conn_.execute(fmt::format("COPY skippr_batch TO {} (FORMAT parquet, COMPRESSION {}{})",
+                                          quote_literal(path.string()), options.compression, extra));
   (void)conn_.execute("DROP TABLE IF EXISTS skippr_batch");  // frees the rows now, not at the next batch
   return copied;
 }

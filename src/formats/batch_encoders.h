@@ -7,9 +7,11 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
-#include "core/batch.h"
 #include "clients/duckdb/duckdb_client.h"
+#include "core/batch.h"
 
 namespace skippr {
 
@@ -23,8 +25,21 @@ std::string encode_csv(const Batch& batch);
 class ParquetFileWriter {
  public:
   static Result<ParquetFileWriter> open();
-  // Writes `batch` to `path` (compression: uncompressed, snappy, gzip or zstd). Not fsynced: the caller does it.
-  Status write(const Batch& batch, const std::filesystem::path& path, const std::string& compression);
+  // What a table format asks of its files beyond the columns (Iceberg: each column's field id, its schema in the
+  // footer's key-value metadata, JSON as plain strings).
+  struct Options {
+    std::string compression = "zstd";  // uncompressed, snappy, gzip or zstd
+    std::vector<int> field_ids;        // one per batch column, or empty
+    std::vector<std::pair<std::string, std::string>> key_value_metadata;
+    bool json_as_text = false;  // JSON columns as plain UTF-8 strings rather than Parquet's JSON type
+  };
+  // Writes `batch` to `path`. Not fsynced: the caller does it.
+  Status write(const Batch& batch, const std::filesystem::path& path, const std::string& compression) {
+    Options options;
+    options.compression = compression;
+    return write(batch, path, options);
+  }
+  Status write(const Batch& batch, const std::filesystem::path& path, const Options& options);
 
  private:
   ParquetFileWriter(DuckDbDatabase db, DuckDbConnection conn) : db_(std::move(db)), conn_(std::move(conn)) {}

@@ -38,17 +38,6 @@ std::string partition_value(const Column& column, size_t row) {
 
 }  // namespace
 
-Batch rows_of(const Batch& batch, const std::vector<size_t>& rows) {
-  Batch out;
-  out.schema = batch.schema;
-  for (const auto& field : batch.schema.fields) out.columns.emplace_back(field.type);
-  for (size_t row : rows) {
-    for (size_t c = 0; c < batch.columns.size(); ++c) out.columns[c].append_range(batch.columns[c], row, row + 1);
-  }
-  out.rows = rows.size();
-  return out;
-}
-
 // Hive-style folders ("col=value/") and the rows of each; without partition_by one object of every row.
 ObjectPartitions hive_partitions(const Batch& batch, const std::vector<std::string>& partition_by) {
   ObjectPartitions out;

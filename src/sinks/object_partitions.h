@@ -15,7 +15,4 @@ namespace skippr {
 using ObjectPartitions = std::map<std::string, std::optional<std::vector<size_t>>>;
 ObjectPartitions hive_partitions(const Batch& batch, const std::vector<std::string>& partition_by);
 
-// The batch of just `rows` (in that order).
-Batch rows_of(const Batch& batch, const std::vector<size_t>& rows);
-
 }  // namespace skippr

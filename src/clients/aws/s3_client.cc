@@ -81,6 +81,15 @@ Error S3Client::error_of(const HttpResponse& response, const std::string& what) 
   return Error{ErrorKind::kConfig, fmt::format("{}: {}", what, status)};
 }
 
+Status S3Client::put_object(const std::string& bucket, const std::string& key, std::string_view body,
+                            const char* content_type) {
+  HttpRequest r = signed_request("PUT", bucket, key, body);
+  r.headers.push_back(fmt::format("Content-Type: {}", content_type));
+  auto response = send(r, fmt::format("S3 PutObject s3://{}/{}", bucket, key));
+  if (!response) return std::unexpected(response.error());
+  return ok();
+}
+
 Result<PutOutcome> S3Client::put_object_if_absent(const std::string& bucket, const std::string& key,
                                                   std::string_view body, const char* content_type) {
   HttpRequest r = signed_request("PUT", bucket, key, body);

@@ -42,6 +42,8 @@ class S3Client {
   // lifecycle rule should clean what a crash leaves).
   Result<PutOutcome> put_large_object_if_absent(const std::string& bucket, const std::string& key,
                                                 std::string_view body, size_t part_bytes, const char* content_type);
+  // PUT that replaces what is there (a file nobody has read yet, or a pointer such as Iceberg's version hint).
+  Status put_object(const std::string& bucket, const std::string& key, std::string_view body, const char* content_type);
   // true when an object of that key exists.
   Result<bool> object_exists(const std::string& bucket, const std::string& key);
   Result<std::string> get_object(const std::string& bucket, const std::string& key);

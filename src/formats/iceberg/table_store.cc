@@ -1,0 +1,166 @@
+#include "formats/iceberg/table_store.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <openssl/rand.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace skippr {
+namespace {
+
+Error io_error(std::string_view what, const std::filesystem::path& path) {
+  const int err = errno;
+  return Error{err == ENOSPC ? ErrorKind::kDiskFull : ErrorKind::kUnavailable,
+               fmt::format("{} {}: {}", what, path.string(), std::strerror(err))};
+}
+
+Status fsync_path(const std::filesystem::path& path, int flags) {
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  if (fd < 0) return std::unexpected(io_error("opening", path));
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) return fail(ErrorKind::kFatalIo, fmt::format("fsync {}: {}", path.string(), std::strerror(errno)));
+  return ok();
+}
+
+class FolderTableStore final : public TableStore {
+ public:
+  explicit FolderTableStore(std::filesystem::path root) : root_(std::move(root)) {}
+
+  std::string uri(std::string_view relative) const override {
+    return "file://" + (root_ / std::string(relative)).string();
+  }
+  std::string where() const override { return "folder " + root_.string(); }
+
+  Result<std::optional<std::string>> read(const std::string& relative) override {
+    std::ifstream in(root_ / relative, std::ios::binary);
+    if (!in) {
+      if (errno == ENOENT) return std::optional<std::string>();
+      return std::unexpected(io_error("reading", root_ / relative));
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    return std::optional<std::string>(text.str());
+  }
+
+  Status write(const std::string& relative, std::string_view bytes) override {
+    auto temp = write_temporary(relative, bytes);
+    if (!temp) return std::unexpected(temp.error());
+    const auto target = root_ / relative;
+    if (::rename(temp->c_str(), target.c_str()) != 0) return std::unexpected(io_error("renaming into", target));
+    return fsync_path(target.parent_path(), O_RDONLY | O_DIRECTORY);
+  }
+
+  Result<CreateOutcome> create(const std::string& relative, std::string_view bytes) override {
+    auto temp = write_temporary(relative, bytes);
+    if (!temp) return std::unexpected(temp.error());
+    const auto target = root_ / relative;
+    // link(2) makes the complete file visible under its name only if the name is free: the atomic
+    // create-if-absent a rename (which replaces) cannot give.
+    const int rc = ::link(temp->c_str(), target.c_str());
+    const int err = errno;
+    ::unlink(temp->c_str());
+    if (rc != 0 && err == EEXIST) return CreateOutcome::kAlreadyExists;
+    if (rc != 0) {
+      errno = err;
+      return std::unexpected(io_error("creating", target));
+    }
+    SKIPPR_TRY(fsync_path(target.parent_path(), O_RDONLY | O_DIRECTORY));
+    return CreateOutcome::kCreated;
+  }
+
+ private:
+  // The bytes in a synced temporary file beside `relative` (hidden by its leading dot from anything listing).
+  Result<std::filesystem::path> write_temporary(const std::string& relative, std::string_view bytes) {
+    const auto target = root_ / relative;
+    std::error_code ec;
+    std::filesystem::create_directories(target.parent_path(), ec);
+    if (ec)
+      return fail(ErrorKind::kUnavailable, fmt::format("creating {}: {}", target.parent_path().string(), ec.message()));
+    unsigned char random[8];
+    RAND_bytes(random, sizeof random);
+    uint64_t suffix = 0;
+    std::memcpy(&suffix, random, sizeof suffix);
+    const auto temp = target.parent_path() / fmt::format(".{}.{:016x}.tmp", target.filename().string(), suffix);
+    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return std::unexpected(io_error("creating", temp));
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        Error e = io_error("writing", temp);
+        ::close(fd);
+        ::unlink(temp.c_str());
+        return std::unexpected(e);
+      }
+      done += static_cast<size_t>(n);
+    }
+    if (::fdatasync(fd) != 0) {
+      ::close(fd);
+      return fail(ErrorKind::kFatalIo, fmt::format("fdatasync {}: {}", temp.string(), std::strerror(errno)));
+    }
+    ::close(fd);
+    return temp;
+  }
+
+  std::filesystem::path root_;
+};
+
+class S3TableStore final : public TableStore {
+ public:
+  S3TableStore(S3Client client, std::string bucket, std::string prefix)
+      : client_(std::move(client)), bucket_(std::move(bucket)), prefix_(std::move(prefix)) {}
+
+  std::string uri(std::string_view relative) const override {
+    return fmt::format("s3://{}/{}", bucket_, key(relative));
+  }
+  std::string where() const override { return fmt::format("s3://{}/{}", bucket_, prefix_); }
+
+  Result<std::optional<std::string>> read(const std::string& relative) override {
+    return client_.get_object_if_exists(bucket_, key(relative));
+  }
+  Status write(const std::string& relative, std::string_view bytes) override {
+    return client_.put_object(bucket_, key(relative), bytes, content_type(relative));
+  }
+  Result<CreateOutcome> create(const std::string& relative, std::string_view bytes) override {
+    auto put = client_.put_object_if_absent(bucket_, key(relative), bytes, content_type(relative));
+    if (!put) return std::unexpected(put.error());
+    return *put == PutOutcome::kCreated ? CreateOutcome::kCreated : CreateOutcome::kAlreadyExists;
+  }
+
+ private:
+  std::string key(std::string_view relative) const {
+    return prefix_.empty() ? std::string(relative) : prefix_ + "/" + std::string(relative);
+  }
+  static const char* content_type(std::string_view relative) {
+    if (relative.ends_with(".json")) return "application/json";
+    if (relative.ends_with(".text")) return "text/plain";
+    return "application/octet-stream";
+  }
+
+  S3Client client_;
+  std::string bucket_;
+  std::string prefix_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<TableStore>> folder_table_store(const std::filesystem::path& root) {
+  std::error_code ec;
+  std::filesystem::create_directories(root, ec);
+  if (ec)
+    return fail(ErrorKind::kConfig, fmt::format("cannot create the table folder {}: {}", root.string(), ec.message()));
+  return std::unique_ptr<TableStore>(std::make_unique<FolderTableStore>(std::filesystem::absolute(root)));
+}
+
+std::unique_ptr<TableStore> s3_table_store(S3Client client, std::string bucket, std::string prefix) {
+  return std::make_unique<S3TableStore>(std::move(client), std::move(bucket), std::move(prefix));
+}
+
+}  // namespace skippr

@@ -1,0 +1,485 @@
+#include "formats/iceberg/table_writer.h"
+
+#include <fmt/format.h>
+#include <openssl/rand.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "core/failpoint.h"
+#include "formats/iceberg/summary_ledger.h"
+#include "formats/object_encoding.h"
+
+namespace skippr {
+namespace {
+
+// Commits lost in a row to other writers before giving up (each loss means another writer made progress).
+constexpr int kMaxConflicts = 50;
+
+std::string uuid4() {
+  unsigned char b[16];
+  RAND_bytes(b, sizeof b);
+  b[6] = (b[6] & 0x0F) | 0x40;
+  b[8] = (b[8] & 0x3F) | 0x80;
+  return fmt::format(
+      "{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}", b[0],
+      b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+int64_t new_snapshot_id() {
+  int64_t id = 0;
+  RAND_bytes(reinterpret_cast<unsigned char*>(&id), sizeof id);
+  id &= INT64_MAX;
+  return id == 0 ? 1 : id;
+}
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t summary_number(const nlohmann::json& snapshot, const char* key) {
+  const auto summary = snapshot.value("summary", nlohmann::json::object());
+  try {
+    return std::stoll(summary.value(key, std::string("0")));
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+const nlohmann::json* current_snapshot(const nlohmann::json& metadata) {
+  if (!metadata.contains("current-snapshot-id") || !metadata["current-snapshot-id"].is_number()) return nullptr;
+  const int64_t id = metadata["current-snapshot-id"].get<int64_t>();
+  if (!metadata.contains("snapshots")) return nullptr;
+  for (const auto& s : metadata.at("snapshots")) {
+    if (s.value("snapshot-id", int64_t{-1}) == id) return &s;
+  }
+  return nullptr;
+}
+
+std::string describe(const std::vector<PartitionRequest>& requests) {
+  std::string out;
+  for (const auto& r : requests) {
+    if (!out.empty()) out += ", ";
+    static const char* names[] = {"identity", "year", "month", "day", "hour"};
+    out += r.transform == Transform::kIdentity
+               ? r.source_name
+               : fmt::format("{}({})", names[static_cast<int>(r.transform)], r.source_name);
+  }
+  return out.empty() ? "nothing" : "[" + out + "]";
+}
+
+std::vector<PartitionRequest> requests_of(const PartitionSpec& spec) {
+  std::vector<PartitionRequest> out;
+  for (const auto& f : spec.fields) out.push_back({f.source_name, f.transform});
+  return out;
+}
+
+Result<std::string> read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(ErrorKind::kUnavailable, fmt::format("reading {}", path.string()));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+struct IcebergTableWriter::Plan {
+  IcebergSchema schema;
+  bool schema_added = false;
+  int last_column_id = 0;
+  PartitionSpec spec;
+  SummaryLedger ledger;  // the base's, with the new batches added
+  // What the data files depend on: the ids of the columns and the partition layout.
+  std::string layout() const { return schema.to_json()["fields"].dump() + spec.fields_json().dump(); }
+};
+
+IcebergTableWriter::IcebergTableWriter(IcebergWriterOptions options, std::unique_ptr<TableStore> store,
+                                       std::unique_ptr<IcebergCatalog> catalog)
+    : options_(std::move(options)), store_(std::move(store)), catalog_(std::move(catalog)) {}
+
+IcebergTableWriter::~IcebergTableWriter() = default;
+
+Status IcebergTableWriter::open() {
+  auto base = catalog_->load();
+  if (!base) return std::unexpected(base.error());
+  if (!*base) return ok();
+  const auto& md = (*base)->metadata;
+  if (md.value("format-version", 0) != 2) {
+    return fail(ErrorKind::kConfig, fmt::format("{}: the table at {} is Iceberg format version {}; this writer "
+                                                "writes version 2 tables (upgrade the table, or name a new one)",
+                                                options_.what, catalog_->where(), md.value("format-version", 0)));
+  }
+  auto schema = IcebergSchema::from_json(md.at("schemas").back());
+  for (const auto& s : md.at("schemas")) {
+    if (s.value("schema-id", -1) == md.value("current-schema-id", 0)) schema = IcebergSchema::from_json(s);
+  }
+  if (!schema) return fail(ErrorKind::kConfig, fmt::format("{}: {}", options_.what, schema.error().message));
+  for (const auto& s : md.at("partition-specs")) {
+    if (s.value("spec-id", -1) != md.value("default-spec-id", 0)) continue;
+    auto spec = PartitionSpec::from_json(s, *schema);
+    if (!spec) return fail(ErrorKind::kConfig, fmt::format("{}: {}", options_.what, spec.error().message));
+    PartitionSpec wanted;
+    for (const auto& r : options_.partition_by) wanted.fields.push_back({r.source_name, 0, 0, "", r.transform});
+    if (!spec->same_layout(wanted)) {
+      return fail(
+          ErrorKind::kConfig,
+          fmt::format("{}: the table at {} is partitioned by {}, and partition_by says {}; make them agree "
+                      "(this writer does not change a table's partition spec)",
+                      options_.what, catalog_->where(), describe(requests_of(*spec)), describe(options_.partition_by)));
+    }
+  }
+  return ok();
+}
+
+Result<std::optional<LedgerTip>> IcebergTableWriter::ledger_tip(std::string_view pipeline) {
+  auto base = catalog_->load();
+  if (!base) return std::unexpected(base.error());
+  if (!*base) return std::optional<LedgerTip>();
+  auto ledger = SummaryLedger::of_table((*base)->metadata);
+  if (!ledger) return std::unexpected(ledger.error());
+  return ledger->tip(pipeline);
+}
+
+Result<IcebergTableWriter::Plan> IcebergTableWriter::plan(const std::optional<TableVersion>& base,
+                                                          std::span<const BatchToLand> batches) {
+  Plan p;
+  std::optional<IcebergSchema> current;
+  int max_schema_id = -1;
+  if (base) {
+    const auto& md = base->metadata;
+    p.last_column_id = md.value("last-column-id", 0);
+    for (const auto& s : md.at("schemas")) {
+      max_schema_id = std::max(max_schema_id, s.value("schema-id", 0));
+      if (s.value("schema-id", -1) == md.value("current-schema-id", 0)) {
+        auto parsed = IcebergSchema::from_json(s);
+        if (!parsed) return std::unexpected(parsed.error());
+        current = std::move(*parsed);
+      }
+    }
+    auto ledger = SummaryLedger::of_table(md);
+    if (!ledger) return std::unexpected(ledger.error());
+    p.ledger = std::move(*ledger);
+  }
+  std::optional<IcebergSchema> schema = current;
+  for (const auto& item : batches) {
+    auto next = evolve_schema(schema, item.batch.schema, p.last_column_id, options_.what);
+    if (!next) return std::unexpected(next.error());
+    if (*next) {
+      schema = std::move(**next);
+      schema->schema_id = max_schema_id + 1;
+      p.schema_added = true;
+    }
+  }
+  p.schema = *schema;
+  if (base) {
+    const auto& md = base->metadata;
+    for (const auto& s : md.at("partition-specs")) {
+      if (s.value("spec-id", -1) != md.value("default-spec-id", 0)) continue;
+      auto spec = PartitionSpec::from_json(s, p.schema);
+      if (!spec) return std::unexpected(spec.error());
+      p.spec = std::move(*spec);
+    }
+  } else {
+    auto spec = make_partition_spec(options_.partition_by, p.schema, options_.what);
+    if (!spec) return std::unexpected(spec.error());
+    p.spec = std::move(*spec);
+  }
+  for (const auto& item : batches) p.ledger.add(item.id, item.position_after);
+  return p;
+}
+
+Result<std::vector<DataFile>> IcebergTableWriter::write_data_files(const Plan& plan,
+                                                                   std::span<const BatchToLand> batches) {
+  if (!parquet_) {
+    auto writer = ParquetFileWriter::open();
+    if (!writer) return std::unexpected(writer.error());
+    parquet_.emplace(std::move(*writer));
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(options_.scratch_dir, ec);
+  const auto scratch = options_.scratch_dir / "iceberg-data.parquet";
+  const ObjectEncoding parquet{OutputFormat::kParquet};
+  ParquetFileWriter::Options options;
+  options.compression = options_.parquet_compression;
+  options.json_as_text = true;
+  // Readers map a file's columns to the table's by these ids (a file written before a field was added lacks it).
+  options.key_value_metadata.emplace_back("iceberg.schema", plan.schema.to_json().dump());
+  std::vector<DataFile> files;
+  bool wrote_one = false;
+  for (const auto& item : batches) {
+    if (wrote_one) failpoint::hit(failpoint::kSinkInGroup);
+    options.field_ids.clear();
+    for (const auto& field : item.batch.schema.fields) options.field_ids.push_back(plan.schema.find(field.name)->id);
+    for (auto& group : partition_rows(item.batch, plan.spec)) {
+      const bool whole = group.rows.size() == item.batch.rows;
+      SKIPPR_TRY(parquet_->write(whole ? item.batch : rows_of(item.batch, group.rows), scratch, options));
+      auto bytes = read_file(scratch);
+      if (!bytes) return std::unexpected(bytes.error());
+      // Named from the BatchId: a retry writes the same name again (only a committed snapshot makes it visible).
+      const std::string rel =
+          "data/" + partition_path(plan.spec, plan.schema, group.values) + batch_object_name(item.id, parquet);
+      SKIPPR_TRY(store_->write(rel, *bytes));
+      files.push_back({store_->uri(rel), static_cast<int64_t>(group.rows.size()), static_cast<int64_t>(bytes->size()),
+                       std::move(group.values)});
+    }
+    wrote_one = true;
+  }
+  std::filesystem::remove(scratch, ec);
+  return files;
+}
+
+Result<std::string> IcebergTableWriter::relative(const std::string& location) const {
+  const std::string root = store_->uri("");
+  if (!location.starts_with(root)) {
+    return fail(ErrorKind::kBadInput,
+                fmt::format("{}: {} is outside the table's location {}", options_.what, location, root));
+  }
+  return location.substr(root.size());
+}
+
+Result<std::vector<ManifestFile>> IcebergTableWriter::carried_manifests(const nlohmann::json& base, const Plan& plan,
+                                                                        int64_t snapshot_id, int64_t sequence_number) {
+  const nlohmann::json* current = current_snapshot(base);
+  if (!current) return std::vector<ManifestFile>();
+  auto list_path = relative(current->value("manifest-list", std::string()));
+  if (!list_path) return std::unexpected(list_path.error());
+  auto list_bytes = store_->read(*list_path);
+  if (!list_bytes) return std::unexpected(list_bytes.error());
+  if (!*list_bytes) {
+    return fail(ErrorKind::kCorruption,
+                fmt::format("{}: the current snapshot's manifest list {} is missing", options_.what, *list_path));
+  }
+  auto manifests = read_manifest_list(**list_bytes);
+  if (!manifests) return std::unexpected(manifests.error());
+  if (static_cast<int>(manifests->size()) + 1 <= options_.manifest_merge_count) return manifests;
+
+  // Too many: every data manifest of the current spec becomes one, its entries EXISTING with their sequence
+  // numbers explicit (inheritance applies to ADDED entries only).
+  std::vector<ManifestFile> kept;
+  std::vector<ManifestEntry> merged;
+  int folded = 0;
+  for (const auto& m : *manifests) {
+    if (m.content != 0 || m.partition_spec_id != plan.spec.spec_id) {
+      kept.push_back(m);
+      continue;
+    }
+    auto path = relative(m.path);
+    if (!path) return std::unexpected(path.error());
+    auto bytes = store_->read(*path);
+    if (!bytes) return std::unexpected(bytes.error());
+    if (!*bytes) return fail(ErrorKind::kCorruption, fmt::format("{}: manifest {} is missing", options_.what, *path));
+    auto entries = read_manifest(**bytes);
+    if (!entries) return std::unexpected(entries.error());
+    for (auto& e : *entries) {
+      if (e.status == EntryStatus::kDeleted) continue;
+      e.snapshot_id = e.snapshot_id.value_or(m.added_snapshot_id);
+      e.sequence_number = e.sequence_number.value_or(m.sequence_number);
+      e.file_sequence_number = e.file_sequence_number.value_or(m.sequence_number);
+      e.status = EntryStatus::kExisting;
+      merged.push_back(std::move(e));
+    }
+    ++folded;
+  }
+  if (folded < 2) return manifests;
+  auto bytes = write_manifest(merged, plan.schema, plan.spec);
+  if (!bytes) return std::unexpected(bytes.error());
+  const std::string rel = fmt::format("metadata/{}-m1.avro", uuid4());
+  SKIPPR_TRY(store_->write(rel, *bytes));
+  ManifestFile m;
+  m.path = store_->uri(rel);
+  m.length = static_cast<int64_t>(bytes->size());
+  m.partition_spec_id = plan.spec.spec_id;
+  m.sequence_number = sequence_number;
+  m.min_sequence_number = sequence_number;
+  for (const auto& e : merged) m.min_sequence_number = std::min(m.min_sequence_number, *e.sequence_number);
+  m.added_snapshot_id = snapshot_id;
+  m.existing_files_count = static_cast<int32_t>(merged.size());
+  for (const auto& e : merged) m.existing_rows_count += e.file.record_count;
+  kept.insert(kept.begin(), std::move(m));
+  report_.manifests_merged = folded;
+  return kept;
+}
+
+Result<nlohmann::json> IcebergTableWriter::next_metadata(const std::optional<TableVersion>& base, const Plan& plan,
+                                                         std::span<const BatchToLand> batches,
+                                                         const std::vector<DataFile>& files) {
+  const int64_t now = now_ms();
+  nlohmann::json md;
+  if (base) {
+    md = base->metadata;
+  } else {
+    std::string location = store_->uri("");
+    if (location.ends_with('/')) location.pop_back();
+    int last_partition_id = 999;
+    for (const auto& f : plan.spec.fields) last_partition_id = std::max(last_partition_id, f.field_id);
+    md = {{"format-version", 2},
+          {"table-uuid", uuid4()},
+          {"location", location},
+          {"last-sequence-number", 0},
+          {"last-updated-ms", now},
+          {"last-column-id", 0},
+          {"schemas", nlohmann::json::array()},
+          {"current-schema-id", 0},
+          {"partition-specs", nlohmann::json::array({plan.spec.to_json()})},
+          {"default-spec-id", plan.spec.spec_id},
+          {"last-partition-id", last_partition_id},
+          {"properties", {{"write.format.default", "parquet"}}},
+          {"snapshots", nlohmann::json::array()},
+          {"snapshot-log", nlohmann::json::array()},
+          {"metadata-log", nlohmann::json::array()},
+          {"sort-orders", nlohmann::json::array({{{"order-id", 0}, {"fields", nlohmann::json::array()}}})},
+          {"default-sort-order-id", 0},
+          {"refs", nlohmann::json::object()}};
+  }
+  if (plan.schema_added) {
+    md["schemas"].push_back(plan.schema.to_json());
+    md["current-schema-id"] = plan.schema.schema_id;
+    md["last-column-id"] = plan.last_column_id;
+  }
+  const int64_t sequence_number = md.value("last-sequence-number", int64_t{0}) + 1;
+  const int64_t snapshot_id = new_snapshot_id();
+  const nlohmann::json* parent = base ? current_snapshot(base->metadata) : nullptr;
+
+  // The new files' manifest, first in the list (readers plan newest first).
+  std::vector<ManifestEntry> entries;
+  int64_t added_rows = 0;
+  for (const auto& f : files) {
+    entries.push_back({EntryStatus::kAdded, snapshot_id, std::nullopt, std::nullopt, f});
+    added_rows += f.record_count;
+  }
+  auto manifest = write_manifest(entries, plan.schema, plan.spec);
+  if (!manifest) return std::unexpected(manifest.error());
+  const std::string manifest_rel = fmt::format("metadata/{}-m0.avro", uuid4());
+  SKIPPR_TRY(store_->write(manifest_rel, *manifest));
+  ManifestFile added;
+  added.path = store_->uri(manifest_rel);
+  added.length = static_cast<int64_t>(manifest->size());
+  added.partition_spec_id = plan.spec.spec_id;
+  added.sequence_number = sequence_number;
+  added.min_sequence_number = sequence_number;
+  added.added_snapshot_id = snapshot_id;
+  added.added_files_count = static_cast<int32_t>(files.size());
+  added.added_rows_count = added_rows;
+  std::vector<ManifestFile> manifests = {added};
+  if (base) {
+    auto carried = carried_manifests(base->metadata, plan, snapshot_id, sequence_number);
+    if (!carried) return std::unexpected(carried.error());
+    manifests.insert(manifests.end(), carried->begin(), carried->end());
+  }
+  std::optional<int64_t> parent_id;
+  if (parent) parent_id = parent->value("snapshot-id", int64_t{0});
+  auto list = write_manifest_list(manifests, snapshot_id, parent_id, sequence_number);
+  if (!list) return std::unexpected(list.error());
+  const std::string list_rel = fmt::format("metadata/snap-{}-1-{}.avro", snapshot_id, uuid4());
+  SKIPPR_TRY(store_->write(list_rel, *list));
+
+  std::string ids;
+  for (const auto& item : batches) ids += (ids.empty() ? "" : ",") + item.id.str();
+  const int64_t total_records = (parent ? summary_number(*parent, "total-records") : 0) + added_rows;
+  const int64_t total_files =
+      (parent ? summary_number(*parent, "total-data-files") : 0) + static_cast<int64_t>(files.size());
+  nlohmann::json snapshot = {{"snapshot-id", snapshot_id},
+                             {"sequence-number", sequence_number},
+                             {"timestamp-ms", now},
+                             {"manifest-list", store_->uri(list_rel)},
+                             {"schema-id", plan.schema.schema_id},
+                             {"summary",
+                              {{"operation", "append"},
+                               {"added-data-files", std::to_string(files.size())},
+                               {"added-records", std::to_string(added_rows)},
+                               {"total-records", std::to_string(total_records)},
+                               {"total-data-files", std::to_string(total_files)},
+                               {"total-delete-files", "0"},
+                               {std::string(kSummaryBatchIds), ids},
+                               {std::string(kSummaryLedger), plan.ledger.dump()}}}};
+  if (parent_id) snapshot["parent-snapshot-id"] = *parent_id;
+  md["snapshots"].push_back(snapshot);
+  md["current-snapshot-id"] = snapshot_id;
+  md["refs"]["main"] = {{"snapshot-id", snapshot_id}, {"type", "branch"}};
+  md["snapshot-log"].push_back({{"timestamp-ms", now}, {"snapshot-id", snapshot_id}});
+  if (base) {
+    md["metadata-log"].push_back(
+        {{"timestamp-ms", base->metadata.value("last-updated-ms", now)}, {"metadata-file", base->location}});
+  }
+  md["last-sequence-number"] = sequence_number;
+  md["last-updated-ms"] = now;
+
+  // Bounded metadata: the oldest snapshots leave it (the ledger is carried by the newest, which always stays).
+  auto& snapshots = md["snapshots"];
+  const size_t keep = static_cast<size_t>(std::max(1, options_.max_snapshots));
+  if (snapshots.size() > keep) {
+    const size_t drop = snapshots.size() - keep;
+    snapshots.erase(snapshots.begin(), snapshots.begin() + static_cast<std::ptrdiff_t>(drop));
+    report_.snapshots_expired = static_cast<int>(drop);
+    std::set<int64_t> live;
+    for (const auto& s : snapshots) live.insert(s.value("snapshot-id", int64_t{-1}));
+    nlohmann::json log = nlohmann::json::array();
+    for (const auto& e : md["snapshot-log"]) {
+      if (live.contains(e.value("snapshot-id", int64_t{-1}))) log.push_back(e);
+    }
+    md["snapshot-log"] = std::move(log);
+  }
+  auto& previous = md["metadata-log"];
+  const size_t keep_versions = static_cast<size_t>(std::max(1, options_.max_previous_versions));
+  if (previous.size() > keep_versions) {
+    previous.erase(previous.begin(), previous.begin() + static_cast<std::ptrdiff_t>(previous.size() - keep_versions));
+  }
+  report_.snapshot_id = snapshot_id;
+  report_.data_files = static_cast<int>(files.size());
+  return md;
+}
+
+Result<std::vector<BatchLanded>> IcebergTableWriter::land(std::span<const BatchToLand> group) {
+  report_ = {};
+  std::optional<std::vector<DataFile>> files;
+  std::string files_layout;
+  for (int conflicts = 0; conflicts <= kMaxConflicts; ++conflicts) {
+    auto base = catalog_->load();
+    if (!base) return std::unexpected(base.error());
+    SummaryLedger held;
+    if (*base) {
+      auto ledger = SummaryLedger::of_table((*base)->metadata);
+      if (!ledger) return std::unexpected(ledger.error());
+      held = std::move(*ledger);
+    }
+    std::vector<BatchLanded> outcomes(group.size());
+    std::vector<BatchToLand> fresh;
+    for (size_t i = 0; i < group.size(); ++i) {
+      if (held.has(group[i].id)) {
+        outcomes[i].outcome = WriteOutcome::kAlreadyApplied;
+      } else {
+        fresh.push_back(group[i]);
+      }
+    }
+    if (fresh.empty()) return outcomes;
+    auto p = plan(*base, fresh);
+    if (!p) return std::unexpected(p.error());
+    // After a lost race the files stay good unless the winner changed the columns' ids or the layout.
+    if (!files || files_layout != p->layout()) {
+      auto written = write_data_files(*p, fresh);
+      if (!written) return std::unexpected(written.error());
+      files = std::move(*written);
+      files_layout = p->layout();
+    }
+    failpoint::hit(failpoint::kSinkInTransaction);
+    auto metadata = next_metadata(*base, *p, fresh, *files);
+    if (!metadata) return std::unexpected(metadata.error());
+    auto committed = catalog_->commit(*base, *metadata);
+    if (!committed) return std::unexpected(committed.error());
+    if (*committed == CommitResult::kCommitted) {
+      report_.conflicts = conflicts;
+      report_.version = *base ? (*base)->version + 1 : 1;
+      return outcomes;
+    }
+    spdlog::debug("{}: another writer committed first; committing again on its snapshot", options_.what);
+  }
+  return fail(ErrorKind::kUnavailable,
+              fmt::format("{}: lost the commit to other writers {} times in a row", options_.what, kMaxConflicts + 1));
+}
+
+}  // namespace skippr

@@ -1,0 +1,80 @@
+// Lands committed batches into an Apache Iceberg v2 table exactly once, whatever the catalog (SkipprLake's files,
+// AthenaIceberg's Glue): a group of batches becomes Parquet data files with Iceberg field ids, one manifest, a
+// manifest list and one snapshot whose summary records the group's BatchIds (formats/iceberg/summary_ledger.h).
+// A batch the current snapshot's ledger holds is not written again; a commit that loses the race to another
+// writer reloads the table and commits on the new base. Metadata stays bounded: manifests are merged past a count,
+// snapshots past a count are expired from the metadata.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/connector.h"
+#include "formats/batch_encoders.h"
+#include "formats/iceberg/catalog.h"
+#include "formats/iceberg/iceberg_schema.h"
+#include "formats/iceberg/manifests.h"
+#include "formats/iceberg/partition_spec.h"
+#include "formats/iceberg/table_store.h"
+
+namespace skippr {
+
+struct IcebergWriterOptions {
+  std::string what;  // "SkipprLake sink 'lake'": the start of every message
+  std::vector<PartitionRequest> partition_by;
+  std::filesystem::path scratch_dir;  // Parquet's scratch files
+  std::string parquet_compression = "zstd";
+  // More manifests than this in a snapshot: the older ones are merged into one (Iceberg's
+  // commit.manifest.min-count-to-merge).
+  int manifest_merge_count = 100;
+  // Snapshots kept in the metadata; older ones are expired from it (their data files stay: they are live).
+  int max_snapshots = 100;
+  // Entries of metadata-log kept (Iceberg's write.metadata.previous-versions-max).
+  int max_previous_versions = 100;
+};
+
+// What the last commit did, for the sink's log.
+struct IcebergCommitReport {
+  int64_t snapshot_id = 0;
+  int64_t version = 0;
+  int data_files = 0;
+  int conflicts = 0;         // commits lost to another writer before this one won
+  int manifests_merged = 0;  // manifests folded into one
+  int snapshots_expired = 0;
+};
+
+class IcebergTableWriter {
+ public:
+  IcebergTableWriter(IcebergWriterOptions options, std::unique_ptr<TableStore> store,
+                     std::unique_ptr<IcebergCatalog> catalog);
+  ~IcebergTableWriter();
+  // Checks what can be checked before anything lands: the table, if it exists, has a layout this writer can append
+  // to (partition_by matches its spec). kConfig otherwise.
+  Status open();
+  Result<std::optional<LedgerTip>> ledger_tip(std::string_view pipeline);
+  // One snapshot for the batches of `group` the table does not hold yet; one outcome per batch.
+  Result<std::vector<BatchLanded>> land(std::span<const BatchToLand> group);
+  const IcebergCommitReport& last_commit() const { return report_; }
+
+ private:
+  struct Plan;
+  Result<Plan> plan(const std::optional<TableVersion>& base, std::span<const BatchToLand> batches);
+  Result<std::vector<DataFile>> write_data_files(const Plan& plan, std::span<const BatchToLand> batches);
+  Result<nlohmann::json> next_metadata(const std::optional<TableVersion>& base, const Plan& plan,
+                                       std::span<const BatchToLand> batches, const std::vector<DataFile>& files);
+  Result<std::vector<ManifestFile>> carried_manifests(const nlohmann::json& base, const Plan& plan, int64_t snapshot_id,
+                                                      int64_t sequence_number);
+  Result<std::string> relative(const std::string& location) const;
+
+  IcebergWriterOptions options_;
+  std::unique_ptr<TableStore> store_;
+  std::unique_ptr<IcebergCatalog> catalog_;
+  std::optional<ParquetFileWriter> parquet_;
+  IcebergCommitReport report_;
+};
+
+}  // namespace skippr

@@ -1,0 +1,66 @@
+// Test support: reads an Iceberg table with icebird (an independent reader: its own Avro and Parquet code) and
+// prints one JSON object: the row count, the distinct values of a key column and an order-independent hash of every
+// row's content. Usage: ICEBIRD_DIR=third_party/icebird node iceberg_read.mjs <table-url> <key-column> [s3-endpoint]
+//   <table-url> is file:///path/to/table or s3://bucket/prefix/table; with s3, objects are fetched from the
+//   endpoint (moto_server) path-style. icebird fetches with fetch(), so fetch is given file:// and S3 here.
+import { createHash } from 'node:crypto'
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+
+// icebird is installed by scripts/install-deps.sh under third_party/, not beside this script.
+const icebird = pathToFileURL(join(process.env.ICEBIRD_DIR, 'node_modules/icebird/src/index.js'))
+const { icebergMetadata, icebergRead } = await import(icebird)
+
+const [tableUrl, keyColumn, s3Endpoint] = process.argv.slice(2)
+const realFetch = globalThis.fetch
+
+function rangeOf(init) {
+  const headers = new Headers(init?.headers)
+  const range = headers.get('range')
+  const m = range && /bytes=(\d+)-(\d*)/.exec(range)
+  return m ? [Number(m[1]), m[2] === '' ? undefined : Number(m[2]) + 1] : undefined
+}
+
+globalThis.fetch = async (url, init) => {
+  url = String(url)
+  if (url.startsWith('file://')) {
+    let bytes
+    try {
+      bytes = await readFile(fileURLToPath(url))
+    } catch {
+      return new Response(null, { status: 404, statusText: 'Not Found' })
+    }
+    const range = rangeOf(init)
+    if (range) return new Response(bytes.subarray(range[0], range[1]), { status: 206 })
+    return new Response(bytes, { status: 200, headers: { 'content-length': String(bytes.length) } })
+  }
+  // icebird turns s3://bucket/key into https://bucket.s3.amazonaws.com/key: send it to the test's server instead.
+  const s3 = /^https:\/\/([^.]+)\.s3\.amazonaws\.com\/(.*)$/.exec(url)
+  if (s3 && s3Endpoint) return realFetch(`${s3Endpoint}/${s3[1]}/${s3[2]}`, init)
+  return realFetch(url, init)
+}
+
+function canonical(value) {
+  if (typeof value === 'bigint') return value.toString()
+  if (value instanceof Date) return value.toISOString()
+  if (value instanceof Uint8Array) return Buffer.from(value).toString('base64')
+  if (value === undefined) return null
+  return value
+}
+
+const metadata = await icebergMetadata({ tableUrl })
+const rows = await icebergRead({ tableUrl, metadata })
+const lines = rows.map(row => JSON.stringify(Object.keys(row).sort().map(k => [k, canonical(row[k])])))
+lines.sort()
+const hash = createHash('sha256')
+for (const line of lines) hash.update(line + '\n')
+const keys = new Set(rows.map(row => String(canonical(row[keyColumn]))))
+const schema = metadata.schemas.find(s => s['schema-id'] === metadata['current-schema-id'])
+console.log(JSON.stringify({
+  rows: rows.length,
+  distinct_keys: keys.size,
+  hash: hash.digest('hex'),
+  columns: schema.fields.map(f => f.name),
+  snapshots: metadata.snapshots.length,
+}))
