@@ -1,8 +1,9 @@
 // Test support: reads an Iceberg table with icebird (an independent reader: its own Avro and Parquet code) and
 // prints one JSON object: the row count, the distinct values of a key column and an order-independent hash of every
-// row's content. Usage: ICEBIRD_DIR=third_party/icebird node iceberg_read.mjs <table-url> <key-column> [s3-endpoint]
-//   <table-url> is file:///path/to/table or s3://bucket/prefix/table; with s3, objects are fetched from the
-//   endpoint (moto_server) path-style. icebird fetches with fetch(), so fetch is given file:// and S3 here.
+// row's content. Usage: ICEBIRD_DIR=third_party/icebird node iceberg_read.mjs <table-url>[,<table-url>...]
+// <key-column> [s3-mirror]; several tables are read as one (what two writers' tables hold together).
+//   <table-url> is file:///path/to/table or s3://bucket/prefix/table; s3 objects are read from <s3-mirror>/<bucket>/
+//   <key>, where the test downloaded them (aws s3 cp). icebird fetches with fetch(), so fetch is given both here.
 import { createHash } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -12,7 +13,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 const icebird = pathToFileURL(join(process.env.ICEBIRD_DIR, 'node_modules/icebird/src/index.js'))
 const { icebergMetadata, icebergRead } = await import(icebird)
 
-const [tableUrl, keyColumn, s3Endpoint] = process.argv.slice(2)
+const [tableUrls, keyColumn, s3Mirror] = process.argv.slice(2)
 const realFetch = globalThis.fetch
 
 function rangeOf(init) {
@@ -24,6 +25,9 @@ function rangeOf(init) {
 
 globalThis.fetch = async (url, init) => {
   url = String(url)
+  // icebird turns s3://bucket/key into https://bucket.s3.amazonaws.com/key.
+  const s3 = /^https:\/\/([^.]+)\.s3\.amazonaws\.com\/(.*)$/.exec(url)
+  if (s3 && s3Mirror) url = pathToFileURL(join(s3Mirror, s3[1], s3[2])).href
   if (url.startsWith('file://')) {
     let bytes
     try {
@@ -35,9 +39,6 @@ globalThis.fetch = async (url, init) => {
     if (range) return new Response(bytes.subarray(range[0], range[1]), { status: 206 })
     return new Response(bytes, { status: 200, headers: { 'content-length': String(bytes.length) } })
   }
-  // icebird turns s3://bucket/key into https://bucket.s3.amazonaws.com/key: send it to the test's server instead.
-  const s3 = /^https:\/\/([^.]+)\.s3\.amazonaws\.com\/(.*)$/.exec(url)
-  if (s3 && s3Endpoint) return realFetch(`${s3Endpoint}/${s3[1]}/${s3[2]}`, init)
   return realFetch(url, init)
 }
 
@@ -49,8 +50,14 @@ function canonical(value) {
   return value
 }
 
-const metadata = await icebergMetadata({ tableUrl })
-const rows = await icebergRead({ tableUrl, metadata })
+const rows = []
+let metadata
+let snapshots = 0
+for (const tableUrl of tableUrls.split(',')) {
+  metadata = await icebergMetadata({ tableUrl })
+  snapshots += metadata.snapshots.length
+  for (const row of await icebergRead({ tableUrl, metadata })) rows.push(row)
+}
 const lines = rows.map(row => JSON.stringify(Object.keys(row).sort().map(k => [k, canonical(row[k])])))
 lines.sort()
 const hash = createHash('sha256')
@@ -62,5 +69,5 @@ console.log(JSON.stringify({
   distinct_keys: keys.size,
   hash: hash.digest('hex'),
   columns: schema.fields.map(f => f.name),
-  snapshots: metadata.snapshots.length,
+  snapshots,
 }))
