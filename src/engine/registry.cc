@@ -1,4 +1,6 @@
 // Every connector this build has: adding one is its own folder plus one line here.
+#include "sinks/athena/athena_sink.h"
+#include "sinks/athena_iceberg/athena_iceberg_sink.h"
 #include "sinks/azure_blob/azure_blob_sink.h"
 #include "sinks/duckdb/duckdb_sink.h"
 #include "sinks/file/file_sink.h"
@@ -22,7 +24,7 @@ const std::vector<ConnectorSpec>& connector_registry() {
       sample_source_spec(),      file_source_spec(),  postgres_source_spec(),  http_server_source_spec(),
       http_client_source_spec(), kafka_source_spec(), duckdb_sink_spec(),      postgres_sink_spec(),
       stdout_sink_spec(),        file_sink_spec(),    s3_sink_spec(),          azure_blob_sink_spec(),
-      gcs_sink_spec(),           sftp_sink_spec(),    skippr_lake_sink_spec(),
+      gcs_sink_spec(),           sftp_sink_spec(),    skippr_lake_sink_spec(), athena_iceberg_sink_spec(), athena_sink_spec(),
   };
   return registry;
 }

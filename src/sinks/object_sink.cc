@@ -19,8 +19,11 @@ void ObjectSink::make_scratch_dir() const {
 Result<WriteOutcome> ObjectSink::write(const Batch& batch, const BatchId& id, const Position&) {
   if (batch.rows == 0) return WriteOutcome::kApplied;  // dead letters only: no object
   SKIPPR_TRY(open());
+  SKIPPR_TRY(before_objects(batch));
   bool created = false;
+  std::vector<std::string> folders;
   for (const auto& [folder, rows] : hive_partitions(batch, options_.partition_by)) {
+    folders.push_back(folder);
     const std::string name = options_.prefix + folder + batch_object_name(id, options_.encoding);
     auto bytes = rows ? encoder_.encode(rows_of(batch, *rows)) : encoder_.encode(batch);
     if (!bytes) return std::unexpected(bytes.error());
@@ -30,6 +33,10 @@ Result<WriteOutcome> ObjectSink::write(const Batch& batch, const BatchId& id, co
       return fail(put.error().kind, fmt::format("{}: batch {}: {}", options_.what, id.str(), put.error().message));
     }
     created = created || *put == ObjectPut::kCreated;
+  }
+  if (auto done = after_objects(folders); !done) {
+    write_failed();
+    return fail(done.error().kind, fmt::format("{}: batch {}: {}", options_.what, id.str(), done.error().message));
   }
   return created ? WriteOutcome::kApplied : WriteOutcome::kAlreadyApplied;
 }

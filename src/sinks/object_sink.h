@@ -38,6 +38,15 @@ class ObjectSink : public Sink {
                                           const char* content_type) = 0;
   // After a write failed: e.g. drop a connection that broke, so the engine's retry (which calls open()) reconnects.
   virtual void write_failed() {}
+  // Before a batch's objects are put (Athena: its catalog table gets the batch's new columns).
+  virtual Status before_objects(const Batch&) { return ok(); }
+  // After every object of a batch is there, put now or found from an earlier try, with the partition folders
+  // ("col=value/", "" without partition_by) they are in (Athena: registers them in its catalog). A replay passes here
+  // too, so what a crash interrupted is finished.
+  virtual Status after_objects(const std::vector<std::string>& folders) {
+    (void)folders;
+    return ok();
+  }
   const ObjectSinkOptions& object_options() const { return options_; }
   const std::string& what() const { return options_.what; }
   // The scratch folder exists (call from open()).

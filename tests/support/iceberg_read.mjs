@@ -1,7 +1,8 @@
 // Test support: reads an Iceberg table with icebird (an independent reader: its own Avro and Parquet code) and
 // prints one JSON object: the row count, the distinct values of a key column and an order-independent hash of every
 // row's content. Usage: ICEBIRD_DIR=third_party/icebird node iceberg_read.mjs <table-url>[,<table-url>...]
-// <key-column> [s3-mirror]; several tables are read as one (what two writers' tables hold together).
+// <key-column> [s3-mirror]; several tables are read as one (what two writers' tables hold together). A URL may end
+// in @<metadata file name>: the version to read (a Glue table has no version hint; its catalog names the file).
 //   <table-url> is file:///path/to/table or s3://bucket/prefix/table; s3 objects are read from <s3-mirror>/<bucket>/
 //   <key>, where the test downloaded them (aws s3 cp). icebird fetches with fetch(), so fetch is given both here.
 import { createHash } from 'node:crypto'
@@ -53,8 +54,9 @@ function canonical(value) {
 const rows = []
 let metadata
 let snapshots = 0
-for (const tableUrl of tableUrls.split(',')) {
-  metadata = await icebergMetadata({ tableUrl })
+for (const table of tableUrls.split(',')) {
+  const [tableUrl, metadataFileName] = table.split('@')
+  metadata = await icebergMetadata({ tableUrl, metadataFileName })
   snapshots += metadata.snapshots.length
   for (const row of await icebergRead({ tableUrl, metadata })) rows.push(row)
 }

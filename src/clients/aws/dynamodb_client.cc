@@ -7,29 +7,16 @@
 #include <regex>
 #include <thread>
 
-#include "clients/http/http_request.h"
+#include "clients/aws/aws_json.h"
 
 namespace skippr {
 namespace {
 
 constexpr std::string_view kConditionFailed = "ConditionalCheckFailedException";
 
-// "com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException" -> "ConditionalCheckFailedException".
-std::string error_type(const nlohmann::json& body) {
-  std::string type = body.is_object() ? body.value("__type", std::string()) : std::string();
-  const size_t hash = type.rfind('#');
-  return hash == std::string::npos ? type : type.substr(hash + 1);
-}
+constexpr AwsJsonApi kDynamoDb = {"DynamoDB", "dynamodb", "DynamoDB_20120810", "application/x-amz-json-1.0"};
 
-bool is_throttling(const std::string& type) {
-  return type == "ProvisionedThroughputExceededException" || type == "ThrottlingException" ||
-         type == "RequestLimitExceeded" || type == "LimitExceededException" || type == "TransactionConflictException";
-}
-
-bool is_credentials_problem(const std::string& type) {
-  return type == "UnrecognizedClientException" || type == "InvalidSignatureException" ||
-         type == "AccessDeniedException" || type == "ExpiredTokenException" || type == "MissingAuthenticationToken";
-}
+bool is_read(std::string_view operation) { return operation == "GetItem" || operation == "DescribeTable"; }
 
 }  // namespace
 
@@ -56,55 +43,15 @@ bool dynamo_get_bool(const nlohmann::json& item, const char* name, bool fallback
 }
 
 Result<nlohmann::json> DynamoDbClient::call(std::string_view operation, const nlohmann::json& request) {
-  const std::string body = request.dump();
-  HttpRequest r;
-  r.method = "POST";
-  r.url = service_.endpoint + "/";
-  r.body = body;
-  r.timeout_seconds = 20;
-  r.aws_sigv4 = service_.sigv4("dynamodb");
-  r.aws_key_id = service_.credentials.access_key_id;
-  r.aws_secret = service_.credentials.secret_access_key;
-  r.headers = {"Content-Type: application/x-amz-json-1.0",
-               fmt::format("X-Amz-Target: DynamoDB_20120810.{}", operation)};
-  if (!service_.credentials.session_token.empty()) {
-    r.headers.push_back("x-amz-security-token: " + service_.credentials.session_token);
-  }
-  const std::string what = fmt::format("DynamoDB {} on {}", operation, service_.endpoint);
-  const bool is_read = operation == "GetItem" || operation == "DescribeTable";
-  auto response = http_send(r);
-  if (!response) {
-    const ErrorKind kind = is_read ? ErrorKind::kUnavailable : response.error().kind;
-    return fail(kind, fmt::format("{}: {}", what, response.error().message));
-  }
-  auto json = nlohmann::json::parse(response->body, nullptr, false);
-  if (response->status == 200 && !json.is_discarded()) return json;
-  const std::string type = error_type(json);
-  // AWS's message for a refused signature can quote the canonical request, session token included: not shown.
-  const std::string message = json.is_object() && !is_credentials_problem(type)
-                                  ? json.value("message", json.value("Message", std::string()))
-                                  : std::string();
-  const std::string status =
-      fmt::format("HTTP {} {}{}", response->status, type.empty() ? "" : type, message.empty() ? "" : ": " + message);
-  if (type == kConditionFailed) return fail(ErrorKind::kUnavailable, std::string(kConditionFailed));
-  if (response->status >= 500 || response->status == 200) {
-    // A 5xx after a write reached the service: it may have been applied.
-    return fail(is_read ? ErrorKind::kUnavailable : ErrorKind::kUnknownOutcome, fmt::format("{}: {}", what, status));
-  }
-  if (is_throttling(type)) return fail(ErrorKind::kUnavailable, fmt::format("{}: {}; retried", what, status));
-  if (is_credentials_problem(type) || response->status == 403) {
-    return fail(ErrorKind::kConfig, fmt::format("{}: {}: the credentials from {} are refused or may not do this; fix "
-                                                "them or the table's policy",
-                                                what, status, service_.credentials.source));
-  }
-  return fail(ErrorKind::kConfig, fmt::format("{}: {}", what, status));
+  auto response = aws_json_call(service_, kDynamoDb, operation, request, is_read(operation));
+  if (!response) return std::unexpected(response.error());
+  return std::move(response->body);
 }
 
 Result<ConditionalWrite> DynamoDbClient::conditional(std::string_view operation, const nlohmann::json& request) {
-  auto response = call(operation, request);
-  if (response) return ConditionalWrite::kApplied;
-  if (response.error().message == kConditionFailed) return ConditionalWrite::kConditionFailed;
-  return std::unexpected(response.error());
+  auto response = aws_json_call(service_, kDynamoDb, operation, request, is_read(operation), {kConditionFailed});
+  if (!response) return std::unexpected(response.error());
+  return response->error_type.empty() ? ConditionalWrite::kApplied : ConditionalWrite::kConditionFailed;
 }
 
 Result<std::optional<nlohmann::json>> DynamoDbClient::get_item(const std::string& table, const nlohmann::json& key) {

@@ -20,10 +20,8 @@ class DynamoDbClient {
  public:
   explicit DynamoDbClient(AwsService service) : service_(std::move(service)) {}
 
-  // One call ("GetItem", "UpdateItem", ...) with its request JSON; the response JSON. Errors: kConfig for what waiting
-  // cannot fix (credentials, a missing table, a malformed request), kUnavailable when nothing happened (no connection,
-  // throttling), kUnknownOutcome when a write may have happened (a timeout after sending, a 5xx). A failed condition
-  // is the error kind kUnavailable with `condition_failed` set: use the typed calls below instead.
+  // One call ("GetItem", "UpdateItem", ...) with its request JSON; the response JSON. Errors as aws_json_call says
+  // (clients/aws/aws_json.h); a failed condition is one too: use the typed calls below for conditional writes.
   Result<nlohmann::json> call(std::string_view operation, const nlohmann::json& request);
 
   // The item under `key`, read strongly consistent; nullopt when there is none.

@@ -46,7 +46,7 @@ class StorageCatalog final : public IcebergCatalog {
     if (!metadata.is_object()) {
       return fail(ErrorKind::kCorruption, fmt::format("{}: {} is not JSON", store_.where(), version_path(at)));
     }
-    return std::optional<TableVersion>(TableVersion{std::move(metadata), store_.uri(version_path(at)), at});
+    return std::optional<TableVersion>(TableVersion{std::move(metadata), store_.uri(version_path(at)), at, ""});
   }
 
   Result<CommitResult> commit(const std::optional<TableVersion>& base, const nlohmann::json& metadata) override {

@@ -18,6 +18,7 @@ struct TableVersion {
   nlohmann::json metadata;
   std::string location;  // the metadata file's full location
   int64_t version = 0;   // the catalog's counter (storage catalog: N of vN.metadata.json)
+  std::string token;     // what the catalog's conditional commit checks (Glue: the table's VersionId)
 };
 
 enum class CommitResult { kCommitted, kConflict };
