@@ -120,7 +120,7 @@ std::string parquet_digest(const std::filesystem::path& dir) {
 TEST(Athena, AfterKillsGluePartitionsMatchTheFoldersAndTheObjectsHoldEveryRowOnce) {
   auto& moto = SharedMoto();
   const std::string bucket = moto.create_bucket("athena");
-  constexpr uint64_t kRows = 80000;
+  constexpr uint64_t kRows = 100000;
   std::map<std::string, std::string> env = moto.env();
   env["BUFFER_THRESHOLD_BYTES"] = "256KiB";
   env["WAL_BYTES_PER_FILE"] = "500000";
@@ -135,8 +135,8 @@ TEST(Athena, AfterKillsGluePartitionsMatchTheFoldersAndTheObjectsHoldEveryRowOnc
   ASSERT_EQ(clean.exit_code, 0) << clean.err;
   PipelineFixture f(sample_to(sink("rides"), kRows, 6));
   // Each batch is a Parquet object per station (16) and a Glue call: slower than the other sinks, longer runs.
-  env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.5";
-  env["SKIPPR_CHAOS_MAX_SECONDS"] = "2.0";
+  env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.4";
+  env["SKIPPR_CHAOS_MAX_SECONDS"] = "1.5";
   const ChaosRuns runs = sync_until_done_under_chaos(f, "bikehire", env, 2300, 300, 0, /*each_failpoint_in_turn=*/true);
   ASSERT_TRUE(runs.finished) << runs.failure;
   EXPECT_GE(runs.kills, 15) << runs.summary();
