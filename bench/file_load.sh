@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Files -> DuckDB and Parquet: skipprd's File source into its DuckDB sink (JSON lines and CSV) and into its File sink
-# (Parquet), each a whole `skipprd sync --once` (reader, WAL with fdatasync, sink, exit), against DuckDB loading the
+# Files -> DuckDB and Parquet: skipprd's File source into its DuckDB sink (JSON lines and CSV), into its File sink
+# (Parquet) and into a SkipprLake Iceberg table on a folder (Parquet plus manifests and a commit per group), each a whole `skipprd sync --once` (reader, WAL with fdatasync, sink, exit), against DuckDB loading the
 # same file by itself (bench/file_load_bench.cc); plus each run's peak RSS (/usr/bin/time). The data comes from
 # bench/gen_jsonl.py (seeded): SKIPPR_BENCH_JSON_RECORDS records of ~565 bytes (400000: ~226 MB); the CSV is DuckDB's
 # own COPY of it (nested values as DuckDB's text of its STRUCTs and LISTs). Not the same work on both sides: DuckDB
@@ -48,7 +48,9 @@ report() {  # label file peer_seconds "seconds rss"
 json=$(pipeline jsonl "$DIR/events.jsonl" 'DuckDB: { path: out.duckdb, table: events }')
 csv=$(pipeline csv "$DIR/events.csv" 'DuckDB: { path: out.duckdb, table: events }')
 parquet=$(pipeline jsonl "$DIR/events.jsonl" 'File: { path: out, format: parquet }')
+lake=$(pipeline jsonl "$DIR/events.jsonl" 'SkipprLake: { path: out, table: events }')
 report "jsonl -> duckdb (vs read_json CTAS)" "$DIR/events.jsonl" "${alone[json]}" "$json"
 report "csv -> duckdb (vs read_csv CTAS)" "$DIR/events.csv" "${alone[csv]}" "$csv"
 report "jsonl -> parquet files (vs COPY read_json TO parquet)" "$DIR/events.jsonl" "${alone[parquet]}" "$parquet"
+report "jsonl -> SkipprLake Iceberg table (vs COPY read_json TO parquet)" "$DIR/events.jsonl" "${alone[parquet]}" "$lake"
 rm -rf "$DIR"

@@ -143,8 +143,9 @@ Result<Settings> settings_from_env(const std::filesystem::path& relative_to) {
   }
   env.read("SKIPPR_CHAOS_SEED", s.chaos_seed, "an unsigned 64-bit integer such as 42", parse_uint64);
   if (auto point = env.get("SKIPPR_CHAOS_FAILPOINT")) {
-    if (std::ranges::find(failpoint::kAll, std::string_view(*point)) == std::end(failpoint::kAll)) {
+    if (!failpoint::known_point(*point)) {
       std::vector<std::string> names(std::begin(failpoint::kAll), std::end(failpoint::kAll));
+      names.insert(names.end(), std::begin(failpoint::kSinkSpecific), std::end(failpoint::kSinkSpecific));
       env.problem(
           fmt::format("SKIPPR_CHAOS_FAILPOINT='{}' is not a failpoint; use one of: {}", *point, join(names, ", ")));
     }

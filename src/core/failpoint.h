@@ -2,6 +2,7 @@
 // Production code calls hit("wal.before_fsync"); with no handler installed it costs one relaxed load.
 #pragma once
 
+#include <optional>
 #include <string_view>
 
 namespace skippr::failpoint {
@@ -18,12 +19,23 @@ inline constexpr std::string_view kWalSegmentDelete = "wal.segment_delete";
 // group of several batches committed, before its LANDED mark.
 inline constexpr std::string_view kSinkInGroup = "sink.in_group";
 inline constexpr std::string_view kSinkAfterGroupCommit = "sink.after_group_commit";
-// Iceberg's storage catalog: v<N+1>.metadata.json is created (the commit), its version hint not yet written.
-// Armed by name only (a lake sink passes it).
+inline constexpr std::string_view kAll[] = {kWalBeforeFsync,   kWalAfterFsync, kSinkInTransaction,   kSinkAfterCommit,
+                                            kWalSegmentDelete, kSinkInGroup,   kSinkAfterGroupCommit};
+// Points only some sinks pass, armed by name (SKIPPR_CHAOS_FAILPOINT) by their tests. Iceberg's storage catalog:
+// v<N+1>.metadata.json is created (the commit), its version hint not yet written.
 inline constexpr std::string_view kLakeBeforeVersionHint = "lake.before_version_hint";
-inline constexpr std::string_view kAll[] = {kWalBeforeFsync,       kWalAfterFsync,        kSinkInTransaction,
-                                            kSinkAfterCommit,      kWalSegmentDelete,     kSinkInGroup,
-                                            kSinkAfterGroupCommit, kLakeBeforeVersionHint};
+inline constexpr std::string_view kSinkSpecific[] = {kLakeBeforeVersionHint};
+
+// The point of that name (kAll or kSinkSpecific, whose names live for the program), or nullopt.
+inline std::optional<std::string_view> known_point(std::string_view name) {
+  for (auto point : kAll) {
+    if (point == name) return point;
+  }
+  for (auto point : kSinkSpecific) {
+    if (point == name) return point;
+  }
+  return std::nullopt;
+}
 // The points chaos mode picks from by its seed: those every run passes through. The two coalesced-landing points
 // are reached only when batches wait for a grouping sink, so a run armed there would often end by the timer alone;
 // they are armed by name (SKIPPR_CHAOS_FAILPOINT).

@@ -52,9 +52,8 @@ void start_chaos(const ChaosOptions& options) {
   const auto& points = failpoint::kArmedAtRandom;
   g_armed_failpoint = points[std::uniform_int_distribution<size_t>(0, std::size(points) - 1)(rng)];
   g_hits_left = std::uniform_int_distribution<int>(1, 6)(rng);
-  for (auto point : failpoint::kAll) {
-    if (point != options.failpoint) continue;
-    g_armed_failpoint = point;
+  if (auto point = failpoint::known_point(options.failpoint)) {
+    g_armed_failpoint = *point;
     g_hits_left = options.failpoint_pass;
   }
   spdlog::warn(

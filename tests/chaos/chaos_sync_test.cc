@@ -28,7 +28,6 @@ TEST(Chaos, EveryRowLandsExactlyOnceWhateverInstantTheProcessIsKilledAt) {
     // Sample -> DuckDB lands as fast as it commits here, so groups rarely form and the two coalesced-landing
     // failpoints are seldom reached: CoalescedLanding.* kills there on purpose, and PostgresChaos reaches them.
     if (point == failpoint::kSinkInGroup || point == failpoint::kSinkAfterGroupCommit) continue;
-    if (point == failpoint::kLakeBeforeVersionHint) continue;  // a lake sink's (SkipprLake's kill tests)
     EXPECT_GE(chaos_runs.by_cause.count(std::string(point)), 1u) << "never killed at " << point;
   }
 

@@ -173,5 +173,62 @@ TEST(Athena, AfterKillsGluePartitionsMatchTheFoldersAndTheObjectsHoldEveryRowOnc
               registered.size(), runs.summary().c_str());
 }
 
+// A field that appears later becomes a new Glue column; a field whose type changes stops the run naming it.
+TEST(Athena, NewFieldsBecomeGlueColumnsAndAChangedTypeIsAClearError) {
+  auto& moto = SharedMoto();
+  const std::string bucket = moto.create_bucket("athena-evolve");
+  PipelineFixture f(fmt::format(R"(data_sources:
+  files:
+    File: {{ path: "in/*.jsonl", format: jsonl }}
+data_sinks:
+  lake:
+    Athena: {{ bucket: {}, database: evolve, table: events }}
+pipelines:
+  p:
+    data_source: data_sources.files
+    data_sink: data_sinks.lake
+)",
+                                bucket));
+  auto columns = [&] {
+    const auto table = glue(moto, {"get-table", "--database-name", "evolve", "--name", "events"})["Table"];
+    std::vector<std::string> out;
+    for (const auto& c : table["StorageDescriptor"]["Columns"]) {
+      out.push_back(c.value("Name", "") + " " + c.value("Type", ""));
+    }
+    return out;
+  };
+  write_text(f.path("in/1.jsonl"), "{\"id\": 1, \"name\": \"a\"}\n");
+  auto first = f.skipprd({"sync", "--pipeline", "p", "--once"}, moto.env());
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(columns(), (std::vector<std::string>{"id bigint", "name string"}));
+
+  write_text(f.path("in/2.jsonl"), "{\"id\": 2, \"name\": \"b\", \"score\": 2.5}\n");
+  auto second = f.skipprd({"sync", "--pipeline", "p", "--once"}, moto.env());
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(columns(), (std::vector<std::string>{"id bigint", "name string", "score double"}));
+
+  // The File source keeps the types it learned: a line of another type is a dead letter there, never a batch. A
+  // second pipeline whose `id` is text meets the sink's check instead.
+  PipelineFixture other(fmt::format(R"(data_sources:
+  files:
+    File: {{ path: "in/*.jsonl", format: jsonl }}
+data_sinks:
+  lake:
+    Athena: {{ bucket: {}, database: evolve, table: events }}
+pipelines:
+  q:
+    data_source: data_sources.files
+    data_sink: data_sinks.lake
+)",
+                                    bucket));
+  write_text(other.path("in/1.jsonl"), "{\"id\": \"three\", \"name\": \"c\"}\n");
+  auto third = other.skipprd({"sync", "--pipeline", "q", "--once"}, moto.env());
+  EXPECT_NE(third.exit_code, 0) << third.err;
+  EXPECT_NE(third.err.find("field 'id' is bigint in Glue table evolve.events and string in this batch"),
+            std::string::npos)
+      << third.err;
+  EXPECT_EQ(columns(), (std::vector<std::string>{"id bigint", "name string", "score double"}));
+}
+
 }  // namespace
 }  // namespace skippr::test

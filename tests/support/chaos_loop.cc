@@ -32,14 +32,16 @@ void count_logged_kills(const PipelineFixture& fixture, const std::string& pipel
 ChaosRuns chaos_loop(const PipelineFixture& fixture, const std::string& pipeline,
                      std::map<std::string, std::string> env, int seed_base,
                      const std::function<bool(const ChaosRuns&)>& more, int lose_data_dir_every = 0,
-                     bool each_failpoint_in_turn = false) {
+                     bool each_failpoint_in_turn = false, const std::vector<std::string_view>& extra = {}) {
+  std::vector<std::string_view> rotation(std::begin(failpoint::kAll), std::end(failpoint::kAll));
+  rotation.insert(rotation.end(), extra.begin(), extra.end());
   ChaosRuns result;
   env["SKIPPR_CHAOS_MODE"] = "yes";
   while (more(result)) {
     env["SKIPPR_CHAOS_SEED"] = std::to_string(seed_base + result.runs);
     if (each_failpoint_in_turn) {
-      const size_t points = std::size(failpoint::kAll);
-      env["SKIPPR_CHAOS_FAILPOINT"] = std::string(failpoint::kAll[result.runs % points]);
+      const size_t points = rotation.size();
+      env["SKIPPR_CHAOS_FAILPOINT"] = std::string(rotation[result.runs % points]);
       env["SKIPPR_CHAOS_FAILPOINT_PASS"] = std::to_string(1 + (result.runs / points) % 3);
     }
     auto r = fixture.skipprd({"sync", "--pipeline", pipeline, "--once", "--output", "text"}, env);
@@ -79,11 +81,12 @@ std::map<std::string, std::string> armed_at(std::map<std::string, std::string> e
 
 ChaosRuns sync_until_done_under_chaos(const PipelineFixture& fixture, const std::string& pipeline,
                                       std::map<std::string, std::string> env, int seed_base, int max_runs,
-                                      int lose_data_dir_every, bool each_failpoint_in_turn) {
+                                      int lose_data_dir_every, bool each_failpoint_in_turn,
+                                      const std::vector<std::string_view>& extra_failpoints) {
   ChaosRuns result = chaos_loop(
       fixture, pipeline, std::move(env), seed_base,
       [&](const ChaosRuns& r) { return !r.finished && r.failure.empty() && r.runs < max_runs; }, lose_data_dir_every,
-      each_failpoint_in_turn);
+      each_failpoint_in_turn, extra_failpoints);
   if (!result.finished && result.failure.empty()) {
     result.failure = "no run finished within " + std::to_string(result.runs) + " runs";
   }

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "support/pipeline_fixture.h"
 
@@ -26,9 +28,11 @@ struct ChaosRuns {
 // machine were replaced: an exactly-once destination must then still end up with every row once.
 // `each_failpoint_in_turn` arms run n at failpoint::kAll[n % size] (passes 1 to 3) instead of the seed's choice, so
 // every failpoint is armed within a few runs (the timer still strikes at random).
+// `extra_failpoints` join the rotation (failpoint::kSinkSpecific points the sink under test passes).
 ChaosRuns sync_until_done_under_chaos(const PipelineFixture& fixture, const std::string& pipeline,
                                       std::map<std::string, std::string> env, int seed_base, int max_runs = 400,
-                                      int lose_data_dir_every = 0, bool each_failpoint_in_turn = false);
+                                      int lose_data_dir_every = 0, bool each_failpoint_in_turn = false,
+                                      const std::vector<std::string_view>& extra_failpoints = {});
 
 // `env` with chaos mode armed to kill at the `pass`-th pass through failpoint `point`, the timer ruled out: to replay
 // one crash on purpose.
