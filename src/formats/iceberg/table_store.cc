@@ -28,6 +28,14 @@ Status fsync_path(const std::filesystem::path& path, int flags) {
   return ok();
 }
 
+Result<std::string> read_whole(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::unexpected(io_error("reading", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 class FolderTableStore final : public TableStore {
  public:
   explicit FolderTableStore(std::filesystem::path root) : root_(std::move(root)) {}
@@ -38,14 +46,11 @@ class FolderTableStore final : public TableStore {
   std::string where() const override { return "folder " + root_.string(); }
 
   Result<std::optional<std::string>> read(const std::string& relative) override {
-    std::ifstream in(root_ / relative, std::ios::binary);
-    if (!in) {
-      if (errno == ENOENT) return std::optional<std::string>();
-      return std::unexpected(io_error("reading", root_ / relative));
-    }
-    std::ostringstream text;
-    text << in.rdbuf();
-    return std::optional<std::string>(text.str());
+    std::error_code ec;
+    if (!std::filesystem::exists(root_ / relative, ec)) return std::optional<std::string>();
+    auto text = read_whole(root_ / relative);
+    if (!text) return std::unexpected(text.error());
+    return std::optional<std::string>(std::move(*text));
   }
 
   Status write(const std::string& relative, std::string_view bytes) override {
@@ -53,6 +58,19 @@ class FolderTableStore final : public TableStore {
     if (!temp) return std::unexpected(temp.error());
     const auto target = root_ / relative;
     if (::rename(temp->c_str(), target.c_str()) != 0) return std::unexpected(io_error("renaming into", target));
+    return fsync_path(target.parent_path(), O_RDONLY | O_DIRECTORY);
+  }
+
+  // A file of the same file system is synced and renamed into place: no copy of a data file's bytes.
+  Status write_file(const std::string& relative, const std::filesystem::path& from) override {
+    const auto target = root_ / relative;
+    std::error_code ec;
+    std::filesystem::create_directories(target.parent_path(), ec);
+    SKIPPR_TRY(fsync_path(from, O_RDONLY));
+    if (::rename(from.c_str(), target.c_str()) != 0) {
+      if (errno != EXDEV) return std::unexpected(io_error("renaming into", target));
+      return TableStore::write_file(relative, from);  // another file system: copy
+    }
     return fsync_path(target.parent_path(), O_RDONLY | O_DIRECTORY);
   }
 
@@ -150,6 +168,15 @@ class S3TableStore final : public TableStore {
 };
 
 }  // namespace
+
+Status TableStore::write_file(const std::string& relative, const std::filesystem::path& from) {
+  auto bytes = read_whole(from);
+  if (!bytes) return std::unexpected(bytes.error());
+  SKIPPR_TRY(write(relative, *bytes));
+  std::error_code ec;
+  std::filesystem::remove(from, ec);
+  return ok();
+}
 
 Result<std::unique_ptr<TableStore>> folder_table_store(const std::filesystem::path& root) {
   std::error_code ec;

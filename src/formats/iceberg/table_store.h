@@ -25,6 +25,8 @@ class TableStore {
   virtual Result<std::optional<std::string>> read(const std::string& relative) = 0;
   // Writes the file whole, replacing one of that path; readers see the old or the new content, never a part.
   virtual Status write(const std::string& relative, std::string_view bytes) = 0;
+  // Writes the local file `from` as `relative` (the file is consumed: moved, or read and removed); as write().
+  virtual Status write_file(const std::string& relative, const std::filesystem::path& from);
   // Creates the file whole only if no file has that path: the catalog's commit (two writers racing for the next
   // version: exactly one creates it). kUnknownOutcome when it may have been created.
   virtual Result<CreateOutcome> create(const std::string& relative, std::string_view bytes) = 0;

@@ -78,14 +78,6 @@ std::vector<PartitionRequest> requests_of(const PartitionSpec& spec) {
   return out;
 }
 
-Result<std::string> read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return fail(ErrorKind::kUnavailable, fmt::format("reading {}", path.string()));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 }  // namespace
 
 struct IcebergTableWriter::Plan {
@@ -218,18 +210,19 @@ Result<std::vector<DataFile>> IcebergTableWriter::write_data_files(const Plan& p
     for (auto& group : partition_rows(item.batch, plan.spec)) {
       const bool whole = group.rows.size() == item.batch.rows;
       SKIPPR_TRY(parquet_->write(whole ? item.batch : rows_of(item.batch, group.rows), scratch, options));
-      auto bytes = read_file(scratch);
-      if (!bytes) return std::unexpected(bytes.error());
+      std::error_code size_error;
+      const auto size = static_cast<int64_t>(std::filesystem::file_size(scratch, size_error));
+      if (size_error) {
+        return fail(ErrorKind::kUnavailable, fmt::format("{}: {}", scratch.string(), size_error.message()));
+      }
       // Named from the BatchId: a retry writes the same name again (only a committed snapshot makes it visible).
       const std::string rel =
           "data/" + partition_path(plan.spec, plan.schema, group.values) + batch_object_name(item.id, parquet);
-      SKIPPR_TRY(store_->write(rel, *bytes));
-      files.push_back({store_->uri(rel), static_cast<int64_t>(group.rows.size()), static_cast<int64_t>(bytes->size()),
-                       std::move(group.values)});
+      SKIPPR_TRY(store_->write_file(rel, scratch));
+      files.push_back({store_->uri(rel), static_cast<int64_t>(group.rows.size()), size, std::move(group.values)});
     }
     wrote_one = true;
   }
-  std::filesystem::remove(scratch, ec);
   return files;
 }
 
