@@ -41,6 +41,12 @@ Result<WriteOutcome> ObjectSink::write(const Batch& batch, const BatchId& id, co
   return created ? WriteOutcome::kApplied : WriteOutcome::kAlreadyApplied;
 }
 
+Status check_bucket_name(std::string_view what, const std::string& bucket) {
+  if (!bucket.empty() && bucket.find('/') == std::string::npos) return ok();
+  return fail(ErrorKind::kConfig,
+              fmt::format("{}: bucket '{}' must be a bucket name (put folders into prefix)", what, bucket));
+}
+
 std::vector<ParamSpec> object_sink_params() {
   std::vector<ParamSpec> params = {
       {"partition_by", ParamType::kStringList, false, nullptr, "fields whose values make Hive-style folders"},

@@ -57,6 +57,9 @@ class ObjectSink : public Sink {
   ObjectEncoder encoder_;
 };
 
+// kConfig naming `what` unless `bucket` is a bucket name (no '/': folders go into prefix).
+Status check_bucket_name(std::string_view what, const std::string& bucket);
+
 // partition_by and the format parameters, as every object sink declares them.
 std::vector<ParamSpec> object_sink_params();
 // The shared options of sink `ctx` of type `type`: kConfig naming it for a landing other than append or a bad

@@ -48,10 +48,7 @@ Result<S3ObjectSinkOptions> read_s3_object_sink_options(const ConnectorContext& 
   o.object = std::move(*object);
   const std::string& what = o.object.what;
   o.bucket = p.value("bucket", std::string());
-  if (o.bucket.empty() || o.bucket.find('/') != std::string::npos) {
-    return fail(ErrorKind::kConfig,
-                fmt::format("{}: bucket '{}' must be a bucket name (put folders into prefix)", what, o.bucket));
-  }
+  SKIPPR_TRY(check_bucket_name(what, o.bucket));
   auto aws = read_aws_options(p, what);
   if (!aws) return std::unexpected(aws.error());
   o.aws = std::move(*aws);

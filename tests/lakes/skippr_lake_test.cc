@@ -252,6 +252,20 @@ TEST(SkipprLake, ConfigMistakesStopWithExit2BeforeAnythingIsRead) {
     EXPECT_FALSE(std::filesystem::exists(lakes / "trips" / "metadata"));
   }
 
+  // The Glue-catalogued sinks check their names and bucket at load time.
+  for (const auto& [sink, expect] : std::vector<std::pair<std::string, std::string>>{
+           {"AthenaIceberg: { bucket: b, database: Sales, table: t }", "'Sales' is not a Glue name"},
+           {"Athena: { bucket: b, database: d, table: my-table }", "'my-table' is not a Glue name"},
+           {"AthenaIceberg: { bucket: b/x, database: d, table: t }", "bucket 'b/x' must be a bucket name"}}) {
+    PipelineFixture f(
+        fmt::format("data_sources:\n  s:\n    Sample: {{ rows: 10 }}\ndata_sinks:\n  lake:\n    {}\n"
+                    "pipelines:\n  p:\n    data_source: data_sources.s\n    data_sink: data_sinks.lake\n",
+                    sink));
+    auto run = f.skipprd({"sync", "--pipeline", "p", "--once"});
+    EXPECT_EQ(run.exit_code, 2) << sink << run.err;
+    EXPECT_NE(run.err.find(expect), std::string::npos) << run.err;
+  }
+
   // A table that exists with another partition spec: said at open, before anything is read.
   PipelineFixture first(sample_to_lake_config(1000, 1, path, "bikehire", ", partition_by: [\"day(event_time)\"]"));
   ASSERT_EQ(first.skipprd({"sync", "--pipeline", "bikehire", "--once"}).exit_code, 0);

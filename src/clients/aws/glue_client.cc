@@ -11,6 +11,14 @@ constexpr AwsJsonApi kGlue = {"Glue", "glue", "AWSGlue", "application/x-amz-json
 
 }  // namespace
 
+Status check_glue_name(std::string_view where, const std::string& name) {
+  if (!name.empty() && name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos) {
+    return ok();
+  }
+  return fail(ErrorKind::kConfig,
+              fmt::format("{}: '{}' is not a Glue name (lower-case letters, digits and underscores)", where, name));
+}
+
 Status GlueClient::ensure_database(const std::string& database) {
   auto got = aws_json_call(service_, kGlue, "GetDatabase", {{"Name", database}}, true, {"EntityNotFoundException"});
   if (!got) return std::unexpected(got.error());

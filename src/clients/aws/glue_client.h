@@ -6,12 +6,17 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "clients/aws/aws_config.h"
 #include "core/result.h"
 
 namespace skippr {
+
+// kConfig naming `where` unless `name` is a name Athena accepts for a database or table (lower-case letters,
+// digits, underscores).
+Status check_glue_name(std::string_view where, const std::string& name);
 
 enum class GlueWrite { kApplied, kAlreadyExists, kConflict };
 

@@ -185,13 +185,8 @@ ConnectorSpec athena_sink_spec() {
     auto s3 = read_s3_object_sink_options(ctx, "Athena");
     if (!s3) return std::unexpected(s3.error());
     AthenaOptions o{ctx.params.value("database", std::string()), ctx.params.value("table", std::string())};
-    for (const auto& name : {o.database, o.table}) {
-      if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
-        return fail(ErrorKind::kConfig, fmt::format("{}: '{}' is not a Glue name (lower-case letters, digits and "
-                                                    "underscores)",
-                                                    s3->object.what, name));
-      }
-    }
+    SKIPPR_TRY(check_glue_name(s3->object.what, o.database));
+    SKIPPR_TRY(check_glue_name(s3->object.what, o.table));
     if (s3->object.prefix.empty()) s3->object.prefix = o.table + "/";  // the table's own folder
     return std::make_unique<AthenaSink>(std::move(*s3), std::move(o));
   };

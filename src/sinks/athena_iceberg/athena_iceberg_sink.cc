@@ -7,6 +7,7 @@
 #include "clients/aws/s3_client.h"
 #include "formats/iceberg/glue_catalog.h"
 #include "sinks/iceberg_sink.h"
+#include "sinks/object_sink.h"
 
 namespace skippr {
 namespace {
@@ -58,18 +59,9 @@ ConnectorSpec athena_iceberg_sink_spec() {
     at.bucket = p.value("bucket", std::string());
     at.database = p.value("database", std::string());
     at.table = p.value("table", std::string());
-    if (at.bucket.empty() || at.bucket.find('/') != std::string::npos) {
-      return fail(ErrorKind::kConfig,
-                  fmt::format("{}: bucket '{}' must be a bucket name (put folders into prefix)", what, at.bucket));
-    }
-    // Glue's names: lower case letters, digits and underscores (Athena refuses others).
-    for (const auto& name : {at.database, at.table}) {
-      if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
-        return fail(ErrorKind::kConfig, fmt::format("{}: '{}' is not a Glue name (lower-case letters, digits and "
-                                                    "underscores)",
-                                                    what, name));
-      }
-    }
+    SKIPPR_TRY(check_bucket_name(what, at.bucket));
+    SKIPPR_TRY(check_glue_name(what, at.database));
+    SKIPPR_TRY(check_glue_name(what, at.table));
     std::string prefix = p.value("prefix", std::string());
     while (!prefix.empty() && prefix.front() == '/') prefix.erase(0, 1);
     while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();

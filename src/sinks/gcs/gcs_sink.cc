@@ -87,10 +87,7 @@ ConnectorSpec gcs_sink_spec() {
     o.object = std::move(*object);
     const std::string& what = o.object.what;
     o.bucket = p.value("bucket", std::string());
-    if (o.bucket.empty() || o.bucket.find('/') != std::string::npos) {
-      return fail(ErrorKind::kConfig,
-                  fmt::format("{}: bucket '{}' must be a bucket name (put folders into prefix)", what, o.bucket));
-    }
+    SKIPPR_TRY(check_bucket_name(what, o.bucket));
     o.gcs.credentials_file = p.value("credentials_file", std::string());
     o.gcs.endpoint = p.value("endpoint", std::string());
     const int64_t threshold = p.value("resumable_threshold_bytes", int64_t{64 << 20});
