@@ -158,6 +158,7 @@ Status read_avro_file(std::string_view bytes, const std::function<Status(avro_va
   }
   avro_value_decref(&record);
   avro_value_iface_decref(iface);
+  avro_schema_decref(schema);  // the reader handed out a reference
   avro_file_reader_close(reader);
   return status;
 }
@@ -240,7 +241,8 @@ Status avro_set_int(avro_value_t& record, const char* name, int32_t v) {
 Status avro_set_string(avro_value_t& record, const char* name, std::string_view v) {
   auto field = avro_field(record, name);
   if (!field) return std::unexpected(field.error());
-  if (avro_value_set_string_len(&*field, v.data(), v.size() + 1)) return std::unexpected(avro_error(name));
+  const std::string text(v);  // libavro takes the terminating NUL too
+  if (avro_value_set_string_len(&*field, text.c_str(), text.size() + 1)) return std::unexpected(avro_error(name));
   return ok();
 }
 

@@ -164,6 +164,14 @@ TEST(IcebergFormat, TheSummaryLedgerAnswersPerLineageAndKeepsTheNewestTip) {
   EXPECT_EQ(tip->position_after.token, "new lineage");
   EXPECT_EQ(tip->max_epoch, 3u);
   EXPECT_FALSE(SummaryLedger::parse("[1,2]"));
+  // Another tool expired the snapshot that held it: the table's properties still answer.
+  const nlohmann::json expired = {{"current-snapshot-id", 9},
+                                  {"snapshots", {{{"snapshot-id", 9}, {"summary", {{"operation", "replace"}}}}}},
+                                  {"properties", {{"skippr.ledger", ledger.dump()}}}};
+  auto from_properties = SummaryLedger::of_table(expired);
+  ASSERT_TRUE(from_properties);
+  EXPECT_TRUE(from_properties->has({"p", 1, 6, "aaaa"}));
+  EXPECT_FALSE(from_properties->has({"p", 1, 7, "aaaa"}));
 }
 
 struct FolderTable {

@@ -85,6 +85,10 @@ class GlueCatalog final : public IcebergCatalog {
         (*current)->value("Parameters", nlohmann::json::object()).value("metadata_location", "") != base->location) {
       return CommitResult::kConflict;
     }
+    // UpdateTable replaces the parameters: keep what others set there.
+    auto parameters = (*current)->value("Parameters", nlohmann::json::object());
+    parameters.update(input["Parameters"]);
+    input["Parameters"] = std::move(parameters);
     auto updated = glue_.update_table(database_, input, base->token);
     if (!updated) return std::unexpected(updated.error());
     return *updated == GlueWrite::kApplied ? CommitResult::kCommitted : CommitResult::kConflict;

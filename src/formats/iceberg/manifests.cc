@@ -152,7 +152,7 @@ Result<std::string> write_manifest(const std::vector<ManifestEntry>& entries, co
       if (!file) return std::unexpected(file.error());
       SKIPPR_TRY(avro_set_int(*file, "content", 0));
       SKIPPR_TRY(avro_set_string(*file, "file_path", entry.file.path));
-      SKIPPR_TRY(avro_set_string(*file, "file_format", "PARQUET"));
+      SKIPPR_TRY(avro_set_string(*file, "file_format", entry.file.format));
       auto partition = avro_field(*file, "partition");
       if (!partition) return std::unexpected(partition.error());
       for (size_t i = 0; i < spec.fields.size(); ++i) {
@@ -190,6 +190,7 @@ Result<std::vector<ManifestEntry>> read_manifest(std::string_view bytes) {
     auto size = avro_get_long(*file, "file_size_in_bytes");
     if (!path || !count || !size) return fail(ErrorKind::kBadInput, "a manifest entry without its data file");
     e.file.path = *path;
+    if (auto format = avro_get_string(*file, "file_format")) e.file.format = *format;
     e.file.record_count = *count;
     e.file.file_size_in_bytes = *size;
     auto partition = avro_field(*file, "partition");

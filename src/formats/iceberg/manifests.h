@@ -20,6 +20,7 @@ struct DataFile {
   int64_t record_count = 0;
   int64_t file_size_in_bytes = 0;
   std::vector<PartitionValue> partition;  // one per spec field
+  std::string format = "PARQUET";         // as the manifest names it (another writer's may be ORC or AVRO)
 };
 
 enum class EntryStatus : int { kExisting = 0, kAdded = 1, kDeleted = 2 };

@@ -42,6 +42,11 @@ Result<SummaryLedger> SummaryLedger::of_table(const nlohmann::json& metadata) {
       id = snapshot["parent-snapshot-id"].get<int64_t>();
     }
   }
+  // No snapshot in reach has one (expired by another tool, or never written by us): the table's properties.
+  const auto properties = metadata.value("properties", nlohmann::json::object());
+  if (auto text = properties.find(std::string(kSummaryLedger)); text != properties.end() && text->is_string()) {
+    return parse(text->get<std::string>());
+  }
   return SummaryLedger{};
 }
 

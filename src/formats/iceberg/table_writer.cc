@@ -215,9 +215,12 @@ Result<std::vector<DataFile>> IcebergTableWriter::write_data_files(const Plan& p
       if (size_error) {
         return fail(ErrorKind::kUnavailable, fmt::format("{}: {}", scratch.string(), size_error.message()));
       }
-      // Named from the BatchId: a retry writes the same name again (only a committed snapshot makes it visible).
-      const std::string rel =
-          "data/" + partition_path(plan.spec, plan.schema, group.values) + batch_object_name(item.id, parquet);
+      // Named from the BatchId, plus a random part: another writer of the same batch (a lease being handed over)
+      // never overwrites a committed file, and two partition groups never share a name. A retry writes new files;
+      // those a crash leaves uncommitted are never in a snapshot.
+      std::string name = batch_object_name(item.id, parquet);
+      name.insert(name.size() - parquet.extension().size(), "-" + uuid4().substr(0, 8));
+      const std::string rel = "data/" + partition_path(plan.spec, plan.schema, group.values) + name;
       SKIPPR_TRY(store_->write_file(rel, scratch));
       files.push_back({store_->uri(rel), static_cast<int64_t>(group.rows.size()), size, std::move(group.values)});
     }
@@ -391,6 +394,9 @@ Result<nlohmann::json> IcebergTableWriter::next_metadata(const std::optional<Tab
                                {std::string(kSummaryBatchIds), ids},
                                {std::string(kSummaryLedger), plan.ledger.dump()}}}};
   if (parent_id) snapshot["parent-snapshot-id"] = *parent_id;
+  // Also in the table's properties, which other engines carry forward: the ledger survives another tool expiring
+  // the snapshot that holds it (SummaryLedger::of_table falls back to it).
+  md["properties"][std::string(kSummaryLedger)] = plan.ledger.dump();
   md["snapshots"].push_back(snapshot);
   md["current-snapshot-id"] = snapshot_id;
   md["refs"]["main"] = {{"snapshot-id", snapshot_id}, {"type", "branch"}};
@@ -406,9 +412,17 @@ Result<nlohmann::json> IcebergTableWriter::next_metadata(const std::optional<Tab
   auto& snapshots = md["snapshots"];
   const size_t keep = static_cast<size_t>(std::max(1, options_.max_snapshots));
   if (snapshots.size() > keep) {
-    const size_t drop = snapshots.size() - keep;
-    snapshots.erase(snapshots.begin(), snapshots.begin() + static_cast<std::ptrdiff_t>(drop));
-    report_.snapshots_expired = static_cast<int>(drop);
+    // The newest `keep`, and any a branch or tag (another engine's) still names.
+    std::set<int64_t> referenced;
+    for (const auto& [name, ref] : md["refs"].items()) referenced.insert(ref.value("snapshot-id", int64_t{-1}));
+    nlohmann::json kept = nlohmann::json::array();
+    for (size_t i = 0; i < snapshots.size(); ++i) {
+      if (i + keep >= snapshots.size() || referenced.contains(snapshots[i].value("snapshot-id", int64_t{-1}))) {
+        kept.push_back(snapshots[i]);
+      }
+    }
+    report_.snapshots_expired = static_cast<int>(snapshots.size() - kept.size());
+    snapshots = std::move(kept);
     std::set<int64_t> live;
     for (const auto& s : snapshots) live.insert(s.value("snapshot-id", int64_t{-1}));
     nlohmann::json log = nlohmann::json::array();
@@ -452,12 +466,15 @@ Result<std::vector<BatchLanded>> IcebergTableWriter::land(std::span<const BatchT
     if (fresh.empty()) return outcomes;
     auto p = plan(*base, fresh);
     if (!p) return std::unexpected(p.error());
-    // After a lost race the files stay good unless the winner changed the columns' ids or the layout.
-    if (!files || files_layout != p->layout()) {
+    // After a lost race the files stay good unless the winner changed the columns' ids or the layout, or landed
+    // some of the same batches (a lease being handed over): then they are written again for what is left.
+    std::string fresh_ids;
+    for (const auto& item : fresh) fresh_ids += item.id.str() + ",";
+    if (!files || files_layout != p->layout() + fresh_ids) {
       auto written = write_data_files(*p, fresh);
       if (!written) return std::unexpected(written.error());
       files = std::move(*written);
-      files_layout = p->layout();
+      files_layout = p->layout() + fresh_ids;
     }
     failpoint::hit(failpoint::kSinkInTransaction);
     auto metadata = next_metadata(*base, *p, fresh, *files);
