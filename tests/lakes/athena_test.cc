@@ -177,18 +177,22 @@ TEST(Athena, AfterKillsGluePartitionsMatchTheFoldersAndTheObjectsHoldEveryRowOnc
 TEST(Athena, NewFieldsBecomeGlueColumnsAndAChangedTypeIsAClearError) {
   auto& moto = SharedMoto();
   const std::string bucket = moto.create_bucket("athena-evolve");
-  PipelineFixture f(fmt::format(R"(data_sources:
+  // JSON lines files in in/ -> the Glue table evolve.events, as pipeline `pipeline`.
+  auto files_to_athena = [&bucket](const std::string& pipeline) {
+    return fmt::format(R"(data_sources:
   files:
     File: {{ path: "in/*.jsonl", format: jsonl }}
 data_sinks:
   lake:
     Athena: {{ bucket: {}, database: evolve, table: events }}
 pipelines:
-  p:
+  {}:
     data_source: data_sources.files
     data_sink: data_sinks.lake
 )",
-                                bucket));
+                       bucket, pipeline);
+  };
+  PipelineFixture f(files_to_athena("p"));
   auto columns = [&] {
     const auto table = glue(moto, {"get-table", "--database-name", "evolve", "--name", "events"})["Table"];
     std::vector<std::string> out;
@@ -209,18 +213,7 @@ pipelines:
 
   // The File source keeps the types it learned: a line of another type is a dead letter there, never a batch. A
   // second pipeline whose `id` is text meets the sink's check instead.
-  PipelineFixture other(fmt::format(R"(data_sources:
-  files:
-    File: {{ path: "in/*.jsonl", format: jsonl }}
-data_sinks:
-  lake:
-    Athena: {{ bucket: {}, database: evolve, table: events }}
-pipelines:
-  q:
-    data_source: data_sources.files
-    data_sink: data_sinks.lake
-)",
-                                    bucket));
+  PipelineFixture other(files_to_athena("q"));
   write_text(other.path("in/1.jsonl"), "{\"id\": \"three\", \"name\": \"c\"}\n");
   auto third = other.skipprd({"sync", "--pipeline", "q", "--once"}, moto.env());
   EXPECT_NE(third.exit_code, 0) << third.err;

@@ -137,9 +137,10 @@ Result<std::optional<LedgerTip>> IcebergTableWriter::ledger_tip(std::string_view
   return ledger->tip(pipeline);
 }
 
-Result<IcebergTableWriter::Plan> IcebergTableWriter::plan(const std::optional<TableVersion>& base,
+Result<IcebergTableWriter::Plan> IcebergTableWriter::plan(const std::optional<TableVersion>& base, SummaryLedger held,
                                                           std::span<const BatchToLand> batches) {
   Plan p;
+  p.ledger = std::move(held);
   std::optional<IcebergSchema> current;
   int max_schema_id = -1;
   if (base) {
@@ -153,9 +154,6 @@ Result<IcebergTableWriter::Plan> IcebergTableWriter::plan(const std::optional<Ta
         current = std::move(*parsed);
       }
     }
-    auto ledger = SummaryLedger::of_table(md);
-    if (!ledger) return std::unexpected(ledger.error());
-    p.ledger = std::move(*ledger);
   }
   std::optional<IcebergSchema> schema = current;
   for (const auto& item : batches) {
@@ -464,7 +462,7 @@ Result<std::vector<BatchLanded>> IcebergTableWriter::land(std::span<const BatchT
       }
     }
     if (fresh.empty()) return outcomes;
-    auto p = plan(*base, fresh);
+    auto p = plan(*base, std::move(held), fresh);
     if (!p) return std::unexpected(p.error());
     // After a lost race the files stay good unless the winner changed the columns' ids or the layout, or landed
     // some of the same batches (a lease being handed over): then they are written again for what is left.

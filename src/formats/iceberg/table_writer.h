@@ -19,6 +19,7 @@
 #include "formats/iceberg/iceberg_schema.h"
 #include "formats/iceberg/manifests.h"
 #include "formats/iceberg/partition_spec.h"
+#include "formats/iceberg/summary_ledger.h"
 #include "formats/iceberg/table_store.h"
 
 namespace skippr {
@@ -62,7 +63,8 @@ class IcebergTableWriter {
 
  private:
   struct Plan;
-  Result<Plan> plan(const std::optional<TableVersion>& base, std::span<const BatchToLand> batches);
+  // `held`: the base's ledger, as land() read it to find the new batches; the plan adds them to it.
+  Result<Plan> plan(const std::optional<TableVersion>& base, SummaryLedger held, std::span<const BatchToLand> batches);
   Result<std::vector<DataFile>> write_data_files(const Plan& plan, std::span<const BatchToLand> batches);
   Result<nlohmann::json> next_metadata(const std::optional<TableVersion>& base, const Plan& plan,
                                        std::span<const BatchToLand> batches, const std::vector<DataFile>& files);
