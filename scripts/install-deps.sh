@@ -17,6 +17,8 @@ DEBIAN_PACKAGES+=(libmicrohttpd-dev)  # HttpServer source: an event-driven HTTP 
 DEBIAN_PACKAGES+=(kcat)  # bench/kafka.sh: the peer a Kafka read is compared with
 DEBIAN_PACKAGES+=(libssl-dev libxml2-dev)  # object stores: SigV4 payload hashes, S3's XML answers
 DEBIAN_PACKAGES+=(libssh-dev openssh-server)  # SFTP sink: libssh, and the private sshd the tests start
+DEBIAN_PACKAGES+=(librabbitmq-dev amqp-tools rabbitmq-server)  # AMQP sink: rabbitmq-c, and the broker the tests start
+DEBIAN_PACKAGES+=(clickhouse-server clickhouse-client zookeeper)  # ClickHouse sink: the server (and ZooKeeper for replicated tables)
 DEBIAN_PACKAGES+=(libavro-dev)  # lakes: Iceberg manifests are Avro files (the C library encodes them)
 # npm fetches DuckDB; the machine may already have Node.js from elsewhere, which Debian's npm would conflict with.
 command -v npm >/dev/null || DEBIAN_PACKAGES+=(nodejs npm)

@@ -87,6 +87,9 @@ struct BatchToLand {
   const Batch& batch;
   const BatchId& id;
   const Position& position_after;  // goes into the destination's ledger with the id
+  // An earlier run or an earlier attempt of this one may have landed it (a replay after a restart, a retry after a
+  // failure). A sink without a ledger (at least once) asks its destination first only then, when it is cheap to.
+  bool maybe_landed = false;
 };
 
 // What became of one batch of a group.

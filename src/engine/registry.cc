@@ -1,7 +1,9 @@
 // Every connector this build has: adding one is its own folder plus one line here.
+#include "sinks/amqp/amqp_sink.h"
 #include "sinks/athena/athena_sink.h"
 #include "sinks/athena_iceberg/athena_iceberg_sink.h"
 #include "sinks/azure_blob/azure_blob_sink.h"
+#include "sinks/clickhouse/clickhouse_sink.h"
 #include "sinks/duckdb/duckdb_sink.h"
 #include "sinks/file/file_sink.h"
 #include "sinks/gcs/gcs_sink.h"
@@ -25,6 +27,7 @@ const std::vector<ConnectorSpec>& connector_registry() {
       http_client_source_spec(), kafka_source_spec(), duckdb_sink_spec(),      postgres_sink_spec(),
       stdout_sink_spec(),        file_sink_spec(),    s3_sink_spec(),          azure_blob_sink_spec(),
       gcs_sink_spec(),           sftp_sink_spec(),    skippr_lake_sink_spec(), athena_iceberg_sink_spec(), athena_sink_spec(),
+      clickhouse_sink_spec(),    amqp_sink_spec(),
   };
   return registry;
 }

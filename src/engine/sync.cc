@@ -447,7 +447,7 @@ class SyncRun {
       return mark_landed(group, std::vector<BatchLanded>(group.size()));
     }
     std::vector<BatchToLand> items;
-    for (const auto& b : group) items.push_back({b.batch, b.id, b.position_after});
+    for (const auto& b : group) items.push_back({b.batch, b.id, b.position_after, b.replayed});
     std::optional<Clock::time_point> failing_since;
     auto backoff = std::chrono::milliseconds(100);
     while (true) {
@@ -495,6 +495,7 @@ class SyncRun {
         record_error(e);
         return false;
       }
+      for (auto& item : items) item.maybe_landed = true;  // the failed attempt may have landed it
       if (!failing_since) {
         failing_since = Clock::now();
         spdlog::warn("writing {} failed, retrying with backoff: {}", group_ids(items), e.message);

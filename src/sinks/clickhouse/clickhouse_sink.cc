@@ -1,0 +1,315 @@
+#include "sinks/clickhouse/clickhouse_sink.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+
+#include "clients/clickhouse/clickhouse_client.h"
+#include "core/failpoint.h"
+#include "formats/json_rows.h"
+#include "sinks/clickhouse/ch_types.h"
+#include "sinks/conform_batch.h"
+#include "sinks/schema_evolution.h"
+
+namespace skippr {
+namespace {
+
+constexpr std::string_view kDefaultEngine = "ReplacingMergeTree ORDER BY (_skippr_batch_id, _skippr_row)";
+constexpr std::string_view kBatchIdColumn = "_skippr_batch_id";
+constexpr std::string_view kRowColumn = "_skippr_row";
+
+ColumnRules ch_column_rules() {
+  return {[](std::string_view a, std::string_view b) { return a == b; }, ch_column_accepts, ch_quote_identifier,
+          ch_int_range};
+}
+
+uint64_t parse_count(std::string_view text) {
+  uint64_t n = 0;
+  std::from_chars(text.data(), text.data() + text.size(), n);
+  return n;
+}
+
+// `{database}` and `{table}` in the engine clause (a ReplicatedMergeTree path) become the sink's own.
+std::string engine_clause(std::string engine, const std::string& database, const std::string& table) {
+  for (auto [key, value] :
+       {std::pair{std::string_view("{database}"), database}, std::pair{std::string_view("{table}"), table}}) {
+    for (size_t at = engine.find(key); at != std::string::npos; at = engine.find(key, at + value.size())) {
+      engine.replace(at, key.size(), value);
+    }
+  }
+  return engine;
+}
+
+class ClickHouseSink final : public Sink {
+ public:
+  ClickHouseSink(ClickHouseConfig config, std::string database, std::string table, std::string engine)
+      : client_(std::move(config)),
+        database_(std::move(database)),
+        table_(std::move(table)),
+        engine_(engine_clause(std::move(engine), database_, table_)) {}
+
+  Guarantee guarantee() const override { return Guarantee::kAtLeastOnce; }
+  Status open() override;
+  using Sink::write;
+  Result<WriteOutcome> write(const Batch& batch, const BatchId& id, const Position& position_after) override {
+    return land({batch, id, position_after, /*maybe_landed=*/true});
+  }
+  Result<std::vector<BatchLanded>> write_group(std::span<const BatchToLand> group) override {
+    std::vector<BatchLanded> landed;
+    for (const auto& item : group) {
+      auto outcome = land(item);
+      if (!outcome) return std::unexpected(outcome.error());
+      landed.push_back({*outcome, *outcome == WriteOutcome::kApplied ? last_rejected_ : 0});
+    }
+    return landed;
+  }
+  uint64_t rows_rejected_by_last_write() const override { return last_rejected_; }
+
+ private:
+  std::string target() const { return ch_quote_identifier(database_) + "." + ch_quote_identifier(table_); }
+  std::string rejects() const {
+    return ch_quote_identifier(database_) + "." + ch_quote_identifier(table_ + std::string(kRejectedSuffix));
+  }
+  std::string where() const { return fmt::format("{}: table {}.{}", client_.where(), database_, table_); }
+  Result<std::vector<TableColumn>> describe();
+  Status prepare_table(const Batch& batch);
+  Result<WriteOutcome> land(const BatchToLand& item);
+  Result<uint64_t> rows_there(const std::string& table, std::string_view id_column, std::string_view row_column,
+                              const BatchId& id);
+  Status write_rejects(const BatchId& id, const std::vector<RejectedRow>& rows);
+
+  ClickHouseClient client_;
+  std::string database_, table_, engine_;
+  bool has_datetime64_ = false;
+  bool has_dedup_token_ = false;
+  std::vector<TableColumn> columns_;  // the target's, as last described (empty: not there yet)
+  bool rejects_ready_ = false;
+  uint64_t last_rejected_ = 0;
+  std::string encoded_;  // reused across batches
+};
+
+Status ClickHouseSink::open() {
+  SKIPPR_TRY(client_.query("SELECT 1"));
+  auto databases =
+      client_.query(fmt::format("SELECT count() FROM system.databases WHERE name = {}", ch_quote_literal(database_)));
+  if (!databases) return std::unexpected(databases.error());
+  if (parse_count(*databases) == 0) {
+    return fail(ErrorKind::kConfig, fmt::format("{}: database {} does not exist on the ClickHouse server; create it "
+                                                "(CREATE DATABASE {}) or correct the sink's database",
+                                                client_.where(), database_, ch_quote_identifier(database_)));
+  }
+  auto features = client_.query(
+      "SELECT (SELECT count() FROM system.data_type_families WHERE name = 'DateTime64'), "
+      "(SELECT count() FROM system.settings WHERE name = 'insert_deduplication_token') FORMAT TSV");
+  if (!features) return std::unexpected(features.error());
+  const size_t tab = features->find('\t');
+  has_datetime64_ = parse_count(*features) > 0;
+  has_dedup_token_ = tab != std::string::npos && parse_count(std::string_view(*features).substr(tab + 1)) > 0;
+  auto columns = describe();
+  if (!columns) return std::unexpected(columns.error());
+  return ok();
+}
+
+Result<std::vector<TableColumn>> ClickHouseSink::describe() {
+  auto rows = client_.query(fmt::format(
+      "SELECT name, type FROM system.columns WHERE database = {} AND table = {} FORMAT TSV",
+      ch_quote_literal(database_), ch_quote_literal(table_)));
+  if (!rows) return std::unexpected(rows.error());
+  std::vector<TableColumn> columns;
+  std::string_view text = *rows;
+  while (!text.empty()) {
+    const size_t end = std::min(text.find('\n'), text.size());
+    const std::string_view line = text.substr(0, end);
+    text.remove_prefix(std::min(end + 1, text.size()));
+    const size_t tab = line.find('\t');
+    if (tab == std::string_view::npos) continue;
+    // TSV escapes a backslash and a quote in the type ('UTC' is DateTime(\'UTC\')).
+    std::string type;
+    for (size_t i = tab + 1; i < line.size(); ++i) {
+      if (line[i] == '\\' && i + 1 < line.size()) ++i;
+      type.push_back(line[i]);
+    }
+    columns.push_back({std::string(line.substr(0, tab)), std::move(type)});
+  }
+  columns_ = columns;
+  return columns;
+}
+
+Status ClickHouseSink::prepare_table(const Batch& batch) {
+  if (columns_.empty()) {
+    std::string sql = fmt::format("CREATE TABLE IF NOT EXISTS {} (", target());
+    for (const auto& field : batch.schema.fields) {
+      if (field.name == kBatchIdColumn || field.name == kRowColumn) continue;
+      sql += fmt::format("{} {}, ", ch_quote_identifier(field.name), ch_new_column_type(field.type, has_datetime64_));
+    }
+    sql += fmt::format("{} String, {} UInt32) ENGINE = {}", kBatchIdColumn, kRowColumn, engine_);
+    SKIPPR_TRY(client_.query(sql));
+    SKIPPR_TRY(describe());
+  }
+  for (std::string_view ours : {kBatchIdColumn, kRowColumn}) {
+    if (!find_column(columns_, ours, ch_column_rules())) {
+      return fail(ErrorKind::kConfig, fmt::format("{} has no column {}, which every row of this sink carries; add it "
+                                                  "({} String, {} UInt32) or choose another table",
+                                                  where(), ours, kBatchIdColumn, kRowColumn));
+    }
+  }
+  auto missing = fields_to_add(columns_, batch.schema, ch_column_rules(), where(), /*skip_change_fields=*/false);
+  if (!missing) return std::unexpected(missing.error());
+  if (missing->empty()) return ok();
+  for (const auto& field : *missing) {
+    // ADD COLUMN is idempotent with IF NOT EXISTS: a retry after a lost answer or a second writer changes nothing.
+    SKIPPR_TRY(
+        client_.query(fmt::format("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {}", target(),
+                                  ch_quote_identifier(field.name), ch_new_column_type(field.type, has_datetime64_))));
+  }
+  SKIPPR_TRY(describe());
+  return ok();
+}
+
+Result<uint64_t> ClickHouseSink::rows_there(const std::string& table, std::string_view id_column,
+                                            std::string_view row_column, const BatchId& id) {
+  auto answer = client_.query(fmt::format("SELECT uniqExact({}) FROM {} WHERE {} = {}", row_column, table, id_column,
+                                          ch_quote_literal(id.str())));
+  if (!answer) return std::unexpected(answer.error());
+  return parse_count(*answer);
+}
+
+Status ClickHouseSink::write_rejects(const BatchId& id, const std::vector<RejectedRow>& rows) {
+  if (!rejects_ready_) {
+    SKIPPR_TRY(client_.query(
+        fmt::format("CREATE TABLE IF NOT EXISTS {} (batch_id String, `row` Int64, reason String, record String, "
+                    "rejected_at DateTime DEFAULT now()) ENGINE = ReplacingMergeTree ORDER BY (batch_id, `row`)",
+                    rejects())));
+    rejects_ready_ = true;
+  }
+  for (const auto& sql : rejects_insert_sql(rejects(), id.str(), rows, ch_quote_literal)) {
+    SKIPPR_TRY(client_.query(sql));
+  }
+  return ok();
+}
+
+Result<WriteOutcome> ClickHouseSink::land(const BatchToLand& item) {
+  const Batch& batch = item.batch;
+  last_rejected_ = 0;
+  const bool table_was_there = !columns_.empty();
+  SKIPPR_TRY(prepare_table(batch));
+  auto conformed = conform_batch(batch, columns_, ch_column_rules(), where());
+  if (!conformed) return std::unexpected(conformed.error());
+  const Batch& rows = *conformed ? (*conformed)->batch : batch;
+  std::vector<RejectedRow> rejected = *conformed ? std::move((*conformed)->rejected) : std::vector<RejectedRow>();
+
+  // Each field's column and encoding; then the rows a column cannot hold (a null in a non-Nullable column, a date
+  // out of range) join the rejects instead of failing the batch.
+  std::vector<ChColumnEncoding> encodings;
+  std::string column_list;
+  for (const auto& field : rows.schema.fields) {
+    const TableColumn* column = find_column(columns_, field.name, ch_column_rules());
+    auto encoding = column ? ch_encoding(column->type) : std::nullopt;
+    if (!encoding) {
+      return fail(ErrorKind::kConfig, fmt::format("{}: column {} has type {}, which this sink cannot write; change "
+                                                  "its type or drop the field before the sink",
+                                                  where(), field.name, column ? column->type : "(none)"));
+    }
+    encodings.push_back(*encoding);
+    column_list += ch_quote_identifier(field.name) + ", ";
+  }
+  // The accepted rows by their number in the batch as it came (conform_batch keeps their order).
+  std::vector<uint32_t> row_numbers;
+  {
+    std::vector<bool> was_rejected(batch.rows, false);
+    for (const auto& r : rejected) was_rejected[r.row] = true;
+    for (uint32_t r = 0; r < batch.rows; ++r) {
+      if (!was_rejected[r]) row_numbers.push_back(r);
+    }
+  }
+  std::vector<size_t> keep;
+  for (size_t r = 0; r < rows.rows; ++r) {
+    std::optional<std::string> problem;
+    size_t f = 0;
+    for (; f < encodings.size() && !problem; ++f) problem = ch_value_problem(encodings[f], rows.columns[f], r);
+    if (problem) {
+      std::string record;
+      append_row_json(rows, r, record);
+      rejected.push_back(
+          {row_numbers[r], fmt::format("field '{}' {}", rows.schema.fields[f - 1].name, *problem), std::move(record)});
+    } else {
+      keep.push_back(r);
+    }
+  }
+
+  if (item.maybe_landed && table_was_there) {
+    auto there = rows_there(target(), kBatchIdColumn, kRowColumn, item.id);
+    if (!there) return std::unexpected(there.error());
+    if (*there == keep.size() && keep.size() > 0) return WriteOutcome::kAlreadyApplied;
+  }
+  if (!rejected.empty()) SKIPPR_TRY(write_rejects(item.id, rejected));
+
+  encoded_.clear();
+  const std::string batch_id = item.id.str();
+  for (size_t r : keep) {
+    for (size_t f = 0; f < encodings.size(); ++f) ch_append_value(encodings[f], rows.columns[f], r, encoded_);
+    ch_append_string(batch_id, encoded_);
+    const uint32_t number = row_numbers[r];
+    encoded_.append(reinterpret_cast<const char*>(&number), sizeof number);
+  }
+  ClickHouseSettings settings;
+  if (has_dedup_token_) settings.emplace_back("insert_deduplication_token", batch_id);
+  failpoint::hit(failpoint::kSinkInTransaction);
+  if (!keep.empty()) {
+    SKIPPR_TRY(client_.insert(
+        fmt::format("INSERT INTO {} ({}{}, {}) FORMAT RowBinary", target(), column_list, kBatchIdColumn, kRowColumn),
+        encoded_, settings));
+  }
+  failpoint::hit(failpoint::kSinkAfterCommit);
+  last_rejected_ = rejected.size();
+  return WriteOutcome::kApplied;
+}
+
+}  // namespace
+
+ConnectorSpec clickhouse_sink_spec() {
+  ConnectorSpec spec;
+  spec.type_name = "ClickHouse";
+  spec.is_source = false;
+  spec.summary = "a ClickHouse table over HTTP (RowBinary, one INSERT per batch; rows carry their batch id)";
+  spec.guarantee = Guarantee::kAtLeastOnce;
+  spec.params = {
+      {"url", ParamType::kString, true, nullptr, "the server's HTTP interface, e.g. http://127.0.0.1:8123"},
+      {"database", ParamType::kString, false, "default", "the database; it must exist"},
+      {"table", ParamType::kString, true, nullptr, "the target table; created from the first batch's schema"},
+      {"user", ParamType::kString, false, "default", "the ClickHouse user"},
+      {"password", ParamType::kString, false, "", "the user's password (a secret: give it as ${VAR})"},
+      {"engine", ParamType::kString, false, std::string(kDefaultEngine),
+       "the engine clause of a table the sink creates; {database} and {table} are replaced"},
+      {"timeout_seconds", ParamType::kDouble, false, 300.0, "how long one request may take"},
+  };
+  spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
+    const std::string where = fmt::format("sink '{}'", ctx.name);
+    if (ctx.landing != Landing::kAppend) {
+      return fail(ErrorKind::kConfig, fmt::format("{}: landing {} is not supported by ClickHouse (at least once); use "
+                                                  "append",
+                                                  where, to_string(ctx.landing)));
+    }
+    ClickHouseConfig config;
+    config.url = ctx.params.value("url", std::string());
+    config.user = ctx.params.value("user", std::string("default"));
+    config.password = ctx.params.value("password", std::string());
+    config.timeout_seconds = ctx.params.value("timeout_seconds", 300.0);
+    config.where = where;
+    if (!config.url.starts_with("http://") && !config.url.starts_with("https://")) {
+      return fail(ErrorKind::kConfig, fmt::format("{}: url must be the server's HTTP interface (http:// or https://, "
+                                                  "e.g. http://127.0.0.1:8123)",
+                                                  where));
+    }
+    const std::string database = ctx.params.value("database", std::string("default"));
+    const std::string table = ctx.params.value("table", std::string());
+    if (database.empty() || table.empty()) {
+      return fail(ErrorKind::kConfig, fmt::format("{}: ClickHouse needs a table (and a non-empty database)", where));
+    }
+    return std::make_unique<ClickHouseSink>(std::move(config), database, table,
+                                            ctx.params.value("engine", std::string(kDefaultEngine)));
+  };
+  return spec;
+}
+
+}  // namespace skippr
