@@ -111,9 +111,9 @@ Status ClickHouseSink::open() {
 }
 
 Result<std::vector<TableColumn>> ClickHouseSink::describe() {
-  auto rows = client_.query(fmt::format(
-      "SELECT name, type FROM system.columns WHERE database = {} AND table = {} FORMAT TSV",
-      ch_quote_literal(database_), ch_quote_literal(table_)));
+  auto rows =
+      client_.query(fmt::format("SELECT name, type FROM system.columns WHERE database = {} AND table = {} FORMAT TSV",
+                                ch_quote_literal(database_), ch_quote_literal(table_)));
   if (!rows) return std::unexpected(rows.error());
   std::vector<TableColumn> columns;
   std::string_view text = *rows;
@@ -157,10 +157,14 @@ Status ClickHouseSink::prepare_table(const Batch& batch) {
   if (!missing) return std::unexpected(missing.error());
   if (missing->empty()) return ok();
   for (const auto& field : *missing) {
-    // ADD COLUMN is idempotent with IF NOT EXISTS: a retry after a lost answer or a second writer changes nothing.
-    SKIPPR_TRY(
-        client_.query(fmt::format("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {}", target(),
-                                  ch_quote_identifier(field.name), ch_new_column_type(field.type, has_datetime64_))));
+    // Older servers (18.x) have no ADD COLUMN IF NOT EXISTS: a failed ADD is fine when the column is there now (a
+    // retry after a lost answer, or a second writer).
+    auto added = client_.query(fmt::format("ALTER TABLE {} ADD COLUMN {} {}", target(), ch_quote_identifier(field.name),
+                                           ch_new_column_type(field.type, has_datetime64_)));
+    if (!added) {
+      SKIPPR_TRY(describe());
+      if (!find_column(columns_, field.name, ch_column_rules())) return std::unexpected(added.error());
+    }
   }
   SKIPPR_TRY(describe());
   return ok();
