@@ -85,8 +85,10 @@ Result<std::unique_ptr<AmqpConnection>> AmqpConnection::open(const AmqpConfig& c
   amqp_set_handshake_timeout(conn, &timeout);
   c->where_ = peer;
   c->timeout_seconds_ = config.timeout_seconds;
+  // "amqp://host/" parses to the empty vhost; nobody means that, RabbitMQ's default "/" is what they mean.
+  const char* vhost = info.vhost && *info.vhost ? info.vhost : "/";
   const amqp_rpc_reply_t login =
-      amqp_login(conn, info.vhost, 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, info.user, info.password);
+      amqp_login(conn, vhost, 0, 131072, 0, AMQP_SASL_METHOD_PLAIN, info.user, info.password);
   if (login.reply_type != AMQP_RESPONSE_NORMAL) {
     // RabbitMQ closes a refused login with 403 ACCESS_REFUSED (or just drops the socket on old versions) and a
     // vhost the user may not open with 530 NOT_ALLOWED.
@@ -96,7 +98,7 @@ Result<std::unique_ptr<AmqpConnection>> AmqpConnection::open(const AmqpConfig& c
       return fail(is_config_reply(close->reply_code) ? ErrorKind::kConfig : ErrorKind::kUnavailable,
                   fmt::format("{} refused the connection to vhost '{}' ({} {}); check the url's user, password and "
                               "vhost",
-                              peer, info.vhost, close->reply_code, reason));
+                              peer, vhost, close->reply_code, reason));
     }
     if (login.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION && login.library_error == AMQP_STATUS_CONNECTION_CLOSED) {
       return fail(ErrorKind::kConfig, fmt::format("{} closed the connection during login; check the url's user, "
@@ -110,11 +112,14 @@ Result<std::unique_ptr<AmqpConnection>> AmqpConnection::open(const AmqpConfig& c
   SKIPPR_TRY(c->rpc_reply("opening a channel"));
   amqp_confirm_select(conn, kChannel);
   SKIPPR_TRY(c->rpc_reply("selecting publisher confirms"));
+  c->ready_ = true;
   return c;
 }
 
 AmqpConnection::~AmqpConnection() {
-  if (state_ && state_->conn && !broken_) {
+  // A connection that never opened fully (a refused login) has nothing to close politely, and waiting for a
+  // close-ok there would only take the RPC timeout.
+  if (state_ && state_->conn && ready_ && !broken_) {
     amqp_channel_close(state_->conn, kChannel, AMQP_REPLY_SUCCESS);
     amqp_connection_close(state_->conn, AMQP_REPLY_SUCCESS);
   }

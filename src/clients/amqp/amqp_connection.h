@@ -78,6 +78,7 @@ class AmqpConnection {
   std::unique_ptr<State> state_;
   std::string where_;  // "sink 'x': AMQP broker host:port"
   double timeout_seconds_ = 30;
+  bool ready_ = false;  // open() finished: the channel is in confirm mode
   bool broken_ = false;
   uint64_t published_ = 0;  // since the last wait_for_confirms
   uint64_t next_tag_ = 1;   // the delivery tag of the next message on this channel

@@ -1,0 +1,42 @@
+// Test support: a private RabbitMQ broker (Debian's rabbitmq-server) on free loopback ports, one per test binary
+// (it takes several seconds to start), run as the rabbitmq user with its own node name, folders and epmd port bound
+// to 127.0.0.1, so it meets no other broker and opens nothing beyond loopback. guest/guest may log in over loopback.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "support/process.h"
+
+namespace skippr::test {
+
+struct ReceivedMessage {
+  std::string message_id;
+  std::string body;
+  std::string batch_id_header;
+};
+
+class RabbitMqServer {
+ public:
+  RabbitMqServer();
+  ~RabbitMqServer();
+  RabbitMqServer(const RabbitMqServer&) = delete;
+  RabbitMqServer& operator=(const RabbitMqServer&) = delete;
+
+  int port() const { return port_; }
+  std::string url(const std::string& vhost = "") const {
+    return "amqp://guest:guest@127.0.0.1:" + std::to_string(port_) + "/" + vhost;
+  }
+  // Takes every message waiting in `queue` (basic.get with acks) on the default vhost.
+  std::vector<ReceivedMessage> drain(const std::string& queue) const;
+
+ private:
+  TempDir dir_;
+  int port_ = 0;
+  int pid_ = 0;
+  std::string epmd_port_;
+};
+
+RabbitMqServer& SharedRabbitMq();
+
+}  // namespace skippr::test
