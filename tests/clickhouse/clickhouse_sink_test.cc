@@ -8,6 +8,7 @@
 #include "support/chaos_loop.h"
 #include "support/clickhouse_server.h"
 #include "support/pipeline_fixture.h"
+#include "support/zookeeper_server.h"
 
 namespace skippr::test {
 namespace {
@@ -37,6 +38,34 @@ std::string content_digest(const std::string& table) {
       table));
 }
 
+// A ClickHouse sink made and opened as the engine would, on `url`.
+std::unique_ptr<Sink> open_sink(const std::string& url, const std::string& db, const std::string& table,
+                                const std::string& engine) {
+  const ConnectorSpec* spec = find_connector("ClickHouse", /*is_source=*/false);
+  if (!spec) throw std::runtime_error("no ClickHouse sink");
+  ConnectorContext ctx;
+  ctx.name = "ch";
+  ctx.pipeline = "p";
+  ctx.params = {{"url", url},     {"database", db},   {"table", table},         {"user", "default"},
+                {"password", ""}, {"engine", engine}, {"timeout_seconds", 30.0}};
+  auto sink = spec->make_sink(ctx);
+  if (!sink) throw std::runtime_error(sink.error().message);
+  if (auto st = (*sink)->open(); !st) throw std::runtime_error(st.error().message);
+  return std::move(*sink);
+}
+
+Batch thousand_rows() {
+  Batch batch;
+  batch.schema.fields = {{"id", Type::kInt64}, {"name", Type::kString}};
+  batch.columns = {Column(Type::kInt64), Column(Type::kString)};
+  for (int i = 0; i < 1000; ++i) {
+    batch.columns[0].append_int(i);
+    batch.columns[1].append_string(fmt::format("row {}", i));
+  }
+  batch.rows = 1000;
+  return batch;
+}
+
 TEST(ClickHouseSink, LandsEveryRowWithItsIdentity) {
   auto& ch = SharedClickHouse();
   const std::string db = ch.fresh_database("lands");
@@ -61,37 +90,19 @@ TEST(ClickHouseSink, LandsEveryRowWithItsIdentity) {
 TEST(ClickHouseSink, AsksBeforeResendingAndTheRecipeFoldsRepeats) {
   auto& ch = SharedClickHouse();
   const std::string db = ch.fresh_database("asks");
-  const ConnectorSpec* spec = find_connector("ClickHouse", /*is_source=*/false);
-  ASSERT_NE(spec, nullptr);
-  ConnectorContext ctx;
-  ctx.name = "ch";
-  ctx.pipeline = "p";
-  ctx.params = {{"url", ch.url()},        {"database", db},
-                {"table", "t"},           {"user", "default"},
-                {"password", ""},         {"engine", "ReplacingMergeTree ORDER BY (_skippr_batch_id, _skippr_row)"},
-                {"timeout_seconds", 30.0}};
-  auto sink = spec->make_sink(ctx);
-  ASSERT_TRUE(sink) << sink.error().message;
-  ASSERT_TRUE((*sink)->open());
-  Batch batch;
-  batch.schema.fields = {{"id", Type::kInt64}, {"name", Type::kString}};
-  batch.columns = {Column(Type::kInt64), Column(Type::kString)};
-  for (int i = 0; i < 1000; ++i) {
-    batch.columns[0].append_int(i);
-    batch.columns[1].append_string(fmt::format("row {}", i));
-  }
-  batch.rows = 1000;
+  auto sink = open_sink(ch.url(), db, "t", "ReplacingMergeTree ORDER BY (_skippr_batch_id, _skippr_row)");
+  const Batch batch = thousand_rows();
   const BatchId id{"p", 1, 1, "0123456789abcdef0123456789abcdef"};
   const Position position;
-  auto first = (*sink)->write_group(std::vector<BatchToLand>{{batch, id, position, false}});
+  auto first = sink->write_group(std::vector<BatchToLand>{{batch, id, position, false}});
   ASSERT_TRUE(first) << first.error().message;
   EXPECT_EQ(first->front().outcome, WriteOutcome::kApplied);
-  auto replay = (*sink)->write_group(std::vector<BatchToLand>{{batch, id, position, true}});
+  auto replay = sink->write_group(std::vector<BatchToLand>{{batch, id, position, true}});
   ASSERT_TRUE(replay) << replay.error().message;
   EXPECT_EQ(replay->front().outcome, WriteOutcome::kAlreadyApplied);
   EXPECT_EQ(ch.query(fmt::format("SELECT count() FROM {}.t", db)), "1000");
   // What a crash between the insert and that knowledge gives: the same rows again, with the same identity.
-  auto repeat = (*sink)->write_group(std::vector<BatchToLand>{{batch, id, position, false}});
+  auto repeat = sink->write_group(std::vector<BatchToLand>{{batch, id, position, false}});
   ASSERT_TRUE(repeat) << repeat.error().message;
   EXPECT_EQ(ch.query(fmt::format("SELECT count(), uniqExact(_skippr_batch_id, _skippr_row) FROM {}.t", db)),
             "2000\t1000");
@@ -162,6 +173,58 @@ TEST(ClickHouseSink, KillLoopLeavesEveryRowAndOnlyRecognisableRepeats) {
   EXPECT_EQ(content_digest(db + ".killed"), content_digest(db + ".unkilled"));
   std::printf("[ metrics  ] rows=%llu plain_count=%s %s\n", static_cast<unsigned long long>(kRows),
               ch.query(fmt::format("SELECT count() FROM {}.killed", db)).c_str(), runs.summary().c_str());
+}
+
+// The second recipe: ReplicatedMergeTree (with ZooKeeper) drops a retried block identical to one it stored, so a
+// plain count() is exact — a batch sent twice without the check (what a kill mid-insert gives) lands once, and a
+// SIGKILL loop ends with exactly the unkilled run's rows.
+TEST(ClickHouseSink, ReplicatedRecipeGivesAnExactPlainCount) {
+  ZooKeeperServer zookeeper;
+  ClickHouseServer ch(zookeeper.port());
+  ch.query("CREATE DATABASE replicated");
+  const std::string engine =
+      ", engine: \"ReplicatedMergeTree('/clickhouse/tables/{database}/{table}', '{replica}') ORDER BY "
+      "(_skippr_batch_id, _skippr_row)\"";
+  auto config = [&](uint64_t rows, const std::string& table) {
+    std::string text = sample_to_clickhouse(rows, "replicated", table, engine);
+    const std::string shared_url = SharedClickHouse().url();
+    text.replace(text.find(shared_url), shared_url.size(), ch.url());
+    return text;
+  };
+  std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "64KiB"}, {"WAL_BYTES_PER_FILE", "1000000"}};
+  constexpr uint64_t kRows = 300000;
+  PipelineFixture unkilled(config(kRows, "unkilled"));
+  auto clean = unkilled.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 300);
+  ASSERT_EQ(clean.exit_code, 0) << clean.err;
+  EXPECT_NE(ch.query("SHOW CREATE TABLE replicated.unkilled").find("ReplicatedMergeTree"), std::string::npos);
+
+  PipelineFixture f(config(kRows, "killed"));
+  env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.05";
+  env["SKIPPR_CHAOS_MAX_SECONDS"] = "0.4";
+  const ChaosRuns runs = sync_until_done_under_chaos(f, "bikehire", env, 3600, 300);
+  ASSERT_TRUE(runs.finished) << runs.failure;
+  EXPECT_GE(runs.kills, 15) << runs.summary();
+  EXPECT_EQ(ch.query("SELECT count(), uniqExact(trip_id) FROM replicated.killed"), fmt::format("{}\t{}", kRows, kRows));
+  const std::string digest =
+      "SELECT count(), sum(cityHash64(toString(trip_id), toString(rider_id), toString(event_time), toString(station), "
+      "toString(duration_s), toString(metadata))) FROM replicated.";
+  EXPECT_EQ(ch.query(digest + "killed"), ch.query(digest + "unkilled"));
+
+  // The same batch twice, the second time without asking first (what a kill mid-insert gives): the server drops
+  // the identical block.
+  ch.query("CREATE DATABASE twice");
+  auto sink = open_sink(ch.url(), "twice", "t",
+                        "ReplicatedMergeTree('/clickhouse/tables/{database}/{table}', '{replica}') ORDER BY "
+                        "(_skippr_batch_id, _skippr_row)");
+  const Batch batch = thousand_rows();
+  const BatchId id{"p", 1, 1, "0123456789abcdef0123456789abcdef"};
+  const Position position;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto landed = sink->write_group(std::vector<BatchToLand>{{batch, id, position, false}});
+    ASSERT_TRUE(landed) << landed.error().message;
+  }
+  EXPECT_EQ(ch.query("SELECT count(), sum(id) FROM twice.t"), "1000\t499500");
+  std::printf("[ metrics  ] rows=%llu %s\n", static_cast<unsigned long long>(kRows), runs.summary().c_str());
 }
 
 }  // namespace

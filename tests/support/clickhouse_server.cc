@@ -31,7 +31,7 @@ ClickHouseClient client(int port) {
 
 }  // namespace
 
-ClickHouseServer::ClickHouseServer() {
+ClickHouseServer::ClickHouseServer(int zookeeper_port) {
   std::ifstream in("/etc/clickhouse-server/config.xml");
   if (!in) throw std::runtime_error("clickhouse-server is not installed (run make deps)");
   std::stringstream text;
@@ -46,6 +46,12 @@ ClickHouseServer::ClickHouseServer() {
   replace_all(config, "/var/lib/clickhouse/", dir + "data/");
   replace_all(config, "/var/log/clickhouse-server/", dir);
   replace_all(config, "<listen_host>::1</listen_host>", "");
+  if (zookeeper_port > 0) {
+    replace_all(config, R"(<zookeeper incl="zookeeper-servers" optional="true" />)",
+                "<zookeeper><node><host>127.0.0.1</host><port>" + std::to_string(zookeeper_port) +
+                    "</port></node></zookeeper>");
+    replace_all(config, R"(<macros incl="macros" optional="true" />)", "<macros><replica>r1</replica></macros>");
+  }
   write_text(dir_ / "config.xml", config);
   std::filesystem::copy_file("/etc/clickhouse-server/users.xml", dir_ / "users.xml");
   std::filesystem::create_directories(dir_ / "data");

@@ -11,7 +11,8 @@ namespace skippr::test {
 
 class ClickHouseServer {
  public:
-  ClickHouseServer();
+  // `zookeeper_port` > 0: the server uses that ZooKeeper (ReplicatedMergeTree tables), with macro {replica} = r1.
+  explicit ClickHouseServer(int zookeeper_port = 0);
   ~ClickHouseServer();
   ClickHouseServer(const ClickHouseServer&) = delete;
   ClickHouseServer& operator=(const ClickHouseServer&) = delete;
