@@ -1,6 +1,5 @@
 #include "support/clickhouse_server.h"
 
-#include <pwd.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -56,15 +55,7 @@ ClickHouseServer::ClickHouseServer(int zookeeper_port) {
   std::filesystem::copy_file("/etc/clickhouse-server/users.xml", dir_ / "users.xml");
   std::filesystem::create_directories(dir_ / "data");
   std::vector<std::string> args = {"/usr/sbin/clickhouse-server", "--config-file=" + (dir_ / "config.xml").string()};
-  if (geteuid() == 0) {
-    const passwd* pw = getpwnam("clickhouse");
-    if (!pw) throw std::runtime_error("no clickhouse user (the package makes it)");
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(dir_.path())) {
-      (void)chown(entry.path().c_str(), pw->pw_uid, pw->pw_gid);
-    }
-    (void)chown(dir_.path().c_str(), pw->pw_uid, pw->pw_gid);
-    args.insert(args.begin(), {"/usr/sbin/runuser", "-u", "clickhouse", "--"});
-  }
+  args = as_service_user("clickhouse", dir_.path(), std::move(args));
   pid_ = spawn_process(args, dir_.path());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < deadline) {

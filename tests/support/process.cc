@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -156,6 +157,19 @@ std::vector<std::string> files_containing(const std::filesystem::path& dir, cons
     }
   }
   return found;
+}
+
+std::vector<std::string> as_service_user(const std::string& user, const std::filesystem::path& dir,
+                                         std::vector<std::string> args) {
+  if (geteuid() != 0) return args;
+  const passwd* pw = getpwnam(user.c_str());
+  if (!pw) throw std::runtime_error("no system user " + user + " (its package makes it: run make deps)");
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    (void)chown(entry.path().c_str(), pw->pw_uid, pw->pw_gid);
+  }
+  (void)chown(dir.c_str(), pw->pw_uid, pw->pw_gid);
+  args.insert(args.begin(), {"/usr/sbin/runuser", "-u", user, "--"});
+  return args;
 }
 
 }  // namespace skippr::test

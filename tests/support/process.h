@@ -40,6 +40,11 @@ std::string read_text(const std::filesystem::path& file);
 // The full path of `name` on PATH (spawn_process and run_process take a path); throws when absent.
 std::string program_path(const std::string& name);
 
+// `args` to run as the system user `user` (a server package's own, e.g. clickhouse), with `dir` and everything in it
+// given to that user, when we are root; `args` as they are otherwise. Throws when the user does not exist.
+std::vector<std::string> as_service_user(const std::string& user, const std::filesystem::path& dir,
+                                         std::vector<std::string> args);
+
 // A TCP port on 127.0.0.1 that was free a moment ago (for a server a test starts).
 int free_loopback_port();
 

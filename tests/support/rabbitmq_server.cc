@@ -2,7 +2,6 @@
 
 #include <amqp.h>
 #include <amqp_tcp_socket.h>
-#include <pwd.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -63,15 +62,7 @@ RabbitMqServer::RabbitMqServer() {
                                    "RABBITMQ_ENABLED_PLUGINS_FILE=" + dir + "/enabled_plugins",
                                    "RABBITMQ_PID_FILE=" + dir + "/pid",
                                    "/usr/lib/rabbitmq/bin/rabbitmq-server"};
-  if (geteuid() == 0) {
-    const passwd* pw = getpwnam("rabbitmq");
-    if (!pw) throw std::runtime_error("no rabbitmq user (the package makes it)");
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(dir_.path())) {
-      (void)chown(entry.path().c_str(), pw->pw_uid, pw->pw_gid);
-    }
-    (void)chown(dir_.path().c_str(), pw->pw_uid, pw->pw_gid);
-    args.insert(args.begin(), {"/usr/sbin/runuser", "-u", "rabbitmq", "--"});
-  }
+  args = as_service_user("rabbitmq", dir_.path(), std::move(args));
   pid_ = spawn_process(args, dir_.path());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
   while (std::chrono::steady_clock::now() < deadline) {

@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <pwd.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -46,15 +45,7 @@ ZooKeeperServer::ZooKeeperServer() {
                                    "/usr/share/zookeeper/bin/zkServer.sh",
                                    "start-foreground",
                                    dir + "/zoo.cfg"};
-  if (geteuid() == 0) {
-    const passwd* pw = getpwnam("zookeeper");
-    if (!pw) throw std::runtime_error("no zookeeper user (the package makes it)");
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(dir_.path())) {
-      (void)chown(entry.path().c_str(), pw->pw_uid, pw->pw_gid);
-    }
-    (void)chown(dir_.path().c_str(), pw->pw_uid, pw->pw_gid);
-    args.insert(args.begin(), {"/usr/sbin/runuser", "-u", "zookeeper", "--"});
-  }
+  args = as_service_user("zookeeper", dir_.path(), std::move(args));
   pid_ = spawn_process(args, dir_.path());
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < deadline) {
