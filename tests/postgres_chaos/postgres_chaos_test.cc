@@ -10,7 +10,7 @@
 namespace skippr::test {
 namespace {
 
-constexpr uint64_t kRows = 3000000;  // enough work that 20 kills happen on a fast machine too
+constexpr uint64_t kRows = 5000000;  // enough work that 20 kills happen on a fast machine too
 
 TEST(PostgresChaos, EveryRowLandsExactlyOnceWhateverInstantTheProcessIsKilledAt) {
   auto& pg = SharedPostgres();
