@@ -87,9 +87,8 @@ Result<std::string> ClickHouseClient::send(std::string_view url_query, std::stri
   request.method = "POST";
   std::string base = config_.url;
   while (!base.empty() && base.back() == '/') base.pop_back();
-  // The first parameter only anchors the '&'s that follow; ClickHouse ignores unknown HTTP parameters that are not
-  // settings, so it is a real one: the answer's format for errors stays plain text.
-  request.url = fmt::format("{}/?output_format_json_quote_64bit_integers=0{}", base, url_query);
+  // Parameters come as "&name=value" pieces; the first one's '&' becomes the '?'.
+  request.url = url_query.empty() ? base + "/" : fmt::format("{}/?{}", base, url_query.substr(1));
   request.headers.push_back(basic_auth(config_.user, config_.password));
   request.headers.push_back("Content-Type: application/octet-stream");
   request.body = body;

@@ -74,8 +74,8 @@ class ClickHouseSink final : public Sink {
   Result<std::vector<TableColumn>> describe();
   Status prepare_table(const Batch& batch);
   Result<WriteOutcome> land(const BatchToLand& item);
-  Result<uint64_t> rows_there(const std::string& table, std::string_view id_column, std::string_view row_column,
-                              const BatchId& id);
+  // How many distinct rows of batch `id` the target holds.
+  Result<uint64_t> rows_there(const BatchId& id);
   Status write_rejects(const BatchId& id, const std::vector<RejectedRow>& rows);
 
   ClickHouseClient client_;
@@ -170,10 +170,9 @@ Status ClickHouseSink::prepare_table(const Batch& batch) {
   return ok();
 }
 
-Result<uint64_t> ClickHouseSink::rows_there(const std::string& table, std::string_view id_column,
-                                            std::string_view row_column, const BatchId& id) {
-  auto answer = client_.query(fmt::format("SELECT uniqExact({}) FROM {} WHERE {} = {}", row_column, table, id_column,
-                                          ch_quote_literal(id.str())));
+Result<uint64_t> ClickHouseSink::rows_there(const BatchId& id) {
+  auto answer = client_.query(fmt::format("SELECT uniqExact({}) FROM {} WHERE {} = {}", kRowColumn, target(),
+                                          kBatchIdColumn, ch_quote_literal(id.str())));
   if (!answer) return std::unexpected(answer.error());
   return parse_count(*answer);
 }
@@ -242,7 +241,7 @@ Result<WriteOutcome> ClickHouseSink::land(const BatchToLand& item) {
   }
 
   if (item.maybe_landed && table_was_there) {
-    auto there = rows_there(target(), kBatchIdColumn, kRowColumn, item.id);
+    auto there = rows_there(item.id);
     if (!there) return std::unexpected(there.error());
     if (*there == keep.size() && keep.size() > 0) return WriteOutcome::kAlreadyApplied;
   }
