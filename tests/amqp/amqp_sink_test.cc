@@ -109,7 +109,7 @@ TEST(AmqpSink, KillLoopIntoAQuorumQueueRepeatsOnlyKnownIds) {
   PipelineFixture f(sample_to_amqp(kRows, to_queue("killed")));
   env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.05";
   env["SKIPPR_CHAOS_MAX_SECONDS"] = "0.5";
-  const ChaosRuns runs = sync_until_done_under_chaos(f, "bikehire", env, 2600, 300);
+  const ChaosRuns runs = sync_until_done_under_chaos(f, "bikehire", env, 2600, {.min_kills = 15});
   ASSERT_TRUE(runs.finished) << runs.failure;
   EXPECT_GE(runs.kills, 15) << runs.summary();
 

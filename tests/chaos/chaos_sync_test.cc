@@ -13,13 +13,13 @@ constexpr uint64_t kRows = 1500000;
 
 TEST(Chaos, EveryRowLandsExactlyOnceWhateverInstantTheProcessIsKilledAt) {
   PipelineFixture chaos(sample_to_duckdb_config(kRows, 42));
-  const auto chaos_runs = sync_until_done_under_chaos(chaos, "bikehire",
-                                                      {{"SKIPPR_CHAOS_MIN_SECONDS", "0.3"},
-                                                       {"SKIPPR_CHAOS_MAX_SECONDS", "2.5"},
-                                                       {"BUFFER_THRESHOLD_BYTES", "300000"},
-                                                       {"WAL_BYTES_PER_FILE", "500000"}},
-                                                      /*seed_base=*/1000, /*max_runs=*/400, /*lose_data_dir_every=*/0,
-                                                      /*each_failpoint_in_turn=*/true);
+  const auto chaos_runs = sync_until_done_under_chaos(
+      chaos, "bikehire",
+      {{"SKIPPR_CHAOS_MIN_SECONDS", "0.3"},
+       {"SKIPPR_CHAOS_MAX_SECONDS", "2.5"},
+       {"BUFFER_THRESHOLD_BYTES", "300000"},
+       {"WAL_BYTES_PER_FILE", "500000"}},
+      /*seed_base=*/1000, {.max_runs = 400, .each_failpoint_in_turn = true, .min_kills = 20});
   ASSERT_TRUE(chaos_runs.finished) << chaos_runs.failure;
   std::cout << "chaos: " << chaos_runs.summary() << "\n";
   EXPECT_EQ(chaos_runs.logged_kills, chaos_runs.kills);
@@ -40,13 +40,13 @@ TEST(Chaos, EveryRowLandsExactlyOnceWhateverInstantTheProcessIsKilledAt) {
 TEST(Chaos, EveryRowLandsExactlyOnceWhenDataDirIsLostBetweenKills) {
   constexpr uint64_t kLossRows = 300000;
   PipelineFixture chaos(sample_to_duckdb_config(kLossRows, 7));
-  const auto chaos_runs = sync_until_done_under_chaos(chaos, "bikehire",
-                                                      {{"SKIPPR_CHAOS_MIN_SECONDS", "0.2"},
-                                                       {"SKIPPR_CHAOS_MAX_SECONDS", "1.5"},
-                                                       {"BUFFER_THRESHOLD_BYTES", "200000"},
-                                                       {"WAL_BYTES_PER_FILE", "500000"}},
-                                                      /*seed_base=*/3000, /*max_runs=*/400,
-                                                      /*lose_data_dir_every=*/3);
+  const auto chaos_runs =
+      sync_until_done_under_chaos(chaos, "bikehire",
+                                  {{"SKIPPR_CHAOS_MIN_SECONDS", "0.2"},
+                                   {"SKIPPR_CHAOS_MAX_SECONDS", "1.5"},
+                                   {"BUFFER_THRESHOLD_BYTES", "200000"},
+                                   {"WAL_BYTES_PER_FILE", "500000"}},
+                                  /*seed_base=*/3000, {.max_runs = 400, .lose_data_dir_every = 3, .min_kills = 9});
   ASSERT_TRUE(chaos_runs.finished) << chaos_runs.failure;
   std::cout << "chaos with DATA_DIR loss: " << chaos_runs.summary() << "\n";
   EXPECT_GE(chaos_runs.kills, 9);

@@ -159,7 +159,7 @@ TEST(ClickHouseSink, KillLoopLeavesEveryRowAndOnlyRecognisableRepeats) {
   PipelineFixture f(sample_to_clickhouse(kRows, db, "killed"));
   env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.05";
   env["SKIPPR_CHAOS_MAX_SECONDS"] = "0.4";
-  const ChaosRuns runs = sync_until_done_under_chaos(f, "bikehire", env, 1600, 300);
+  const ChaosRuns runs = sync_until_done_under_chaos(f, "bikehire", env, 1600, {.min_kills = 15});
   ASSERT_TRUE(runs.finished) << runs.failure;
   EXPECT_GE(runs.kills, 15) << runs.summary();
 
@@ -201,7 +201,7 @@ TEST(ClickHouseSink, ReplicatedRecipeGivesAnExactPlainCount) {
   PipelineFixture f(config(kRows, "killed"));
   env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.05";
   env["SKIPPR_CHAOS_MAX_SECONDS"] = "0.4";
-  const ChaosRuns runs = sync_until_done_under_chaos(f, "bikehire", env, 3600, 300);
+  const ChaosRuns runs = sync_until_done_under_chaos(f, "bikehire", env, 3600, {.min_kills = 15});
   ASSERT_TRUE(runs.finished) << runs.failure;
   EXPECT_GE(runs.kills, 15) << runs.summary();
   EXPECT_EQ(ch.query("SELECT count(), uniqExact(trip_id) FROM replicated.killed"), fmt::format("{}\t{}", kRows, kRows));

@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "support/jsonl_data.h"
 #include "support/chaos_loop.h"
+#include "support/jsonl_data.h"
 #include "support/pipeline_fixture.h"
 
 namespace skippr::test {
@@ -64,7 +64,7 @@ void run_chaos_until_done(const JsonlDataSpec& spec, const std::string& min_seco
        // fast machine (a kill is armed for the 1st to 6th pass through one failpoint).
        {"BUFFER_THRESHOLD_BYTES", "100000"},
        {"WAL_BYTES_PER_FILE", "500000"}},
-      /*seed_base=*/500, /*max_runs=*/300);
+      /*seed_base=*/500, {.min_kills = 15});
   ASSERT_TRUE(chaos_runs.finished) << chaos_runs.failure;
   std::cout << "chaos: " << chaos_runs.summary() << "\n";
   EXPECT_GE(chaos_runs.kills, 15) << "chaos did not strike often enough to test anything";

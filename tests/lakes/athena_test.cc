@@ -64,7 +64,8 @@ TEST(AthenaIceberg, EveryRowLandsOnceUnderKillsAndGlueNamesTheCurrentMetadata) {
   PipelineFixture f(sample_to(sink("trips"), kRows, 4));
   env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.3";
   env["SKIPPR_CHAOS_MAX_SECONDS"] = "1.2";
-  const ChaosRuns runs = sync_until_done_under_chaos(f, "bikehire", env, 2100, 300, /*lose_data_dir_every=*/5);
+  const ChaosRuns runs =
+      sync_until_done_under_chaos(f, "bikehire", env, 2100, {.lose_data_dir_every = 5, .min_kills = 15});
   ASSERT_TRUE(runs.finished) << runs.failure;
   EXPECT_GE(runs.kills, 15) << runs.summary();
 
@@ -137,7 +138,8 @@ TEST(Athena, AfterKillsGluePartitionsMatchTheFoldersAndTheObjectsHoldEveryRowOnc
   // Each batch is a Parquet object per station (16) and a Glue call: slower than the other sinks, longer runs.
   env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.4";
   env["SKIPPR_CHAOS_MAX_SECONDS"] = "1.5";
-  const ChaosRuns runs = sync_until_done_under_chaos(f, "bikehire", env, 2300, 300, 0, /*each_failpoint_in_turn=*/true);
+  const ChaosRuns runs =
+      sync_until_done_under_chaos(f, "bikehire", env, 2300, {.each_failpoint_in_turn = true, .min_kills = 15});
   ASSERT_TRUE(runs.finished) << runs.failure;
   EXPECT_GE(runs.kills, 15) << runs.summary();
 

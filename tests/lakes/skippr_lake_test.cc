@@ -80,9 +80,11 @@ TEST(SkipprLake, EveryRowLandsOnceOnAFolderUnderKillsAndDataDirLoss) {
   PipelineFixture f(sample_to_lake_config(kRows, 5, (lakes / "killed").string()));
   env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.2";
   env["SKIPPR_CHAOS_MAX_SECONDS"] = "0.9";
-  const ChaosRuns runs =
-      sync_until_done_under_chaos(f, "bikehire", env, 1500, 300, /*lose_data_dir_every=*/4,
-                                  /*each_failpoint_in_turn=*/true, {failpoint::kLakeBeforeVersionHint});
+  const ChaosRuns runs = sync_until_done_under_chaos(f, "bikehire", env, 1500,
+                                                     {.lose_data_dir_every = 4,
+                                                      .each_failpoint_in_turn = true,
+                                                      .extra_failpoints = {failpoint::kLakeBeforeVersionHint},
+                                                      .min_kills = 15});
   ASSERT_TRUE(runs.finished) << runs.failure;
   EXPECT_GE(runs.kills, 15) << runs.summary();
   EXPECT_GE(runs.data_dirs_lost, 3) << runs.summary();
@@ -121,8 +123,9 @@ TEST(SkipprLake, EveryRowLandsOnceOnS3PartitionedByDayUnderKills) {
   PipelineFixture f(sample_to_lake_config(kRows, 9, fmt::format("s3://{}/killed", bucket), "bikehire", kDaily));
   env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.3";
   env["SKIPPR_CHAOS_MAX_SECONDS"] = "1.2";
-  const ChaosRuns runs = sync_until_done_under_chaos(f, "bikehire", env, 1700, 300, 0, /*each_failpoint_in_turn=*/true,
-                                                     {failpoint::kLakeBeforeVersionHint});
+  const ChaosRuns runs = sync_until_done_under_chaos(
+      f, "bikehire", env, 1700,
+      {.each_failpoint_in_turn = true, .extra_failpoints = {failpoint::kLakeBeforeVersionHint}, .min_kills = 15});
   ASSERT_TRUE(runs.finished) << runs.failure;
   EXPECT_GE(runs.kills, 15) << runs.summary();
 

@@ -79,7 +79,7 @@ TEST(AzureBlobSink, EveryRowLandsOnceUnderKillsWithTheContentOfAnUnkilledRun) {
   env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.2";
   env["SKIPPR_CHAOS_MAX_SECONDS"] = "0.8";
   const auto started = std::chrono::steady_clock::now();
-  const ChaosRuns runs = sync_until_done_under_chaos(f, "bikehire", env, 1700, 300);
+  const ChaosRuns runs = sync_until_done_under_chaos(f, "bikehire", env, 1700, {.min_kills = 10});
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   ASSERT_TRUE(runs.finished) << runs.failure;
   EXPECT_GE(runs.kills, 10) << runs.summary();

@@ -93,7 +93,7 @@ ChaosOutcome run_with_and_without_kills(const std::string& bucket, uint64_t rows
   env["SKIPPR_CHAOS_MAX_SECONDS"] = "0.8";
   ChaosOutcome out;
   const auto started = std::chrono::steady_clock::now();
-  out.runs = sync_until_done_under_chaos(f, "bikehire", env, seed, 300);
+  out.runs = sync_until_done_under_chaos(f, "bikehire", env, seed, {.min_kills = 10});
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   EXPECT_TRUE(out.runs.finished) << out.runs.failure;
   EXPECT_GE(out.runs.kills, 10) << out.runs.summary();

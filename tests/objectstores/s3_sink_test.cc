@@ -58,7 +58,7 @@ TEST(S3Sink, EveryRowLandsOnceUnderKillsWithTheContentOfAnUnkilledRun) {
   PipelineFixture f(sample_to_s3_config(kRows, bucket, "killed"));
   env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.2";
   env["SKIPPR_CHAOS_MAX_SECONDS"] = "0.8";
-  const ChaosRuns runs = sync_until_done_under_chaos(f, "bikehire", env, 1300, 300);
+  const ChaosRuns runs = sync_until_done_under_chaos(f, "bikehire", env, 1300, {.min_kills = 10});
   ASSERT_TRUE(runs.finished) << runs.failure;
   EXPECT_GE(runs.kills, 10) << runs.summary();
 

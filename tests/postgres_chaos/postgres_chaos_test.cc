@@ -21,8 +21,8 @@ TEST(PostgresChaos, EveryRowLandsExactlyOnceWhateverInstantTheProcessIsKilledAt)
               {"SKIPPR_CHAOS_MAX_SECONDS", "2.5"},
               {"BUFFER_THRESHOLD_BYTES", "300000"},
               {"WAL_BYTES_PER_FILE", "500000"}});
-  const auto chaos_runs = sync_until_done_under_chaos(chaos, "bikehire", env, /*seed_base=*/2000, /*max_runs=*/400,
-                                                      /*lose_data_dir_every=*/0, /*each_failpoint_in_turn=*/true);
+  const auto chaos_runs = sync_until_done_under_chaos(
+      chaos, "bikehire", env, /*seed_base=*/2000, {.max_runs = 400, .each_failpoint_in_turn = true, .min_kills = 20});
   ASSERT_TRUE(chaos_runs.finished) << chaos_runs.failure;
   std::cout << "postgres chaos: " << chaos_runs.summary() << "\n";
   EXPECT_GE(chaos_runs.kills, 20);
@@ -123,8 +123,8 @@ TEST(PostgresChaos, EveryRowLandsExactlyOnceWhenDataDirIsLostBetweenKills) {
               {"SKIPPR_CHAOS_MAX_SECONDS", "1.5"},
               {"BUFFER_THRESHOLD_BYTES", "200000"},
               {"WAL_BYTES_PER_FILE", "500000"}});
-  const auto chaos_runs = sync_until_done_under_chaos(chaos, "bikehire", env, /*seed_base=*/4000, /*max_runs=*/400,
-                                                      /*lose_data_dir_every=*/3);
+  const auto chaos_runs = sync_until_done_under_chaos(chaos, "bikehire", env, /*seed_base=*/4000,
+                                                      {.max_runs = 400, .lose_data_dir_every = 3, .min_kills = 9});
   ASSERT_TRUE(chaos_runs.finished) << chaos_runs.failure;
   std::cout << "postgres chaos with DATA_DIR loss: " << chaos_runs.summary() << "\n";
   EXPECT_GE(chaos_runs.kills, 9);

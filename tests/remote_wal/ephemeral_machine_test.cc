@@ -77,8 +77,8 @@ TEST(EphemeralMachine, EveryRowLandsOnceWhenDataDirIsDeletedBeforeEveryRestart) 
   // still gets past that start when another test binary shares the two cores (at 1.2 s, 300 runs once made none).
   env.insert(
       {{"SKIPPR_CHAOS_MIN_SECONDS", "0.3"}, {"SKIPPR_CHAOS_MAX_SECONDS", "2.0"}, {"BUFFER_THRESHOLD_BYTES", "131072"}});
-  const ChaosRuns runs = sync_until_done_under_chaos(chaos, "bikehire", env, /*seed_base=*/5000, /*max_runs=*/300,
-                                                     /*lose_data_dir_every=*/1);
+  const ChaosRuns runs = sync_until_done_under_chaos(chaos, "bikehire", env, /*seed_base=*/5000,
+                                                     {.lose_data_dir_every = 1, .min_kills = 20});
   ASSERT_TRUE(runs.finished) << runs.failure;
   std::cout << "ephemeral machine: " << runs.summary() << "\n";
   EXPECT_GE(runs.kills, 20);

@@ -289,7 +289,8 @@ TEST(HttpClientEdges, NewestFirstIncrementalUnderKillsLandsEveryRecordOnce) {
   std::map<std::string, std::string> env = kBatchPerPage;
   env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.1";
   env["SKIPPR_CHAOS_MAX_SECONDS"] = "0.5";
-  const ChaosRuns runs = sync_until_done_under_chaos(f, "api", env, 2300, 200, /*lose_data_dir_every=*/3);
+  const ChaosRuns runs =
+      sync_until_done_under_chaos(f, "api", env, 2300, {.max_runs = 200, .lose_data_dir_every = 3, .min_kills = 3});
   ASSERT_TRUE(runs.finished) << runs.failure;
   EXPECT_GE(runs.kills, 3) << runs.summary();
   const auto db = f.path("out.duckdb");

@@ -27,24 +27,33 @@ void count_logged_kills(const PipelineFixture& fixture, const std::string& pipel
   }
 }
 
-// Reruns `sync --once` in chaos mode while `more(result)` holds; every run must exit 0 or be SIGKILLed. With
-// `lose_data_dir_every` = n > 0, DATA_DIR is deleted after every n-th kill (the machine's disk is gone).
+// Reruns `sync --once` in chaos mode while `more(result)` holds; every run must exit 0 or be SIGKILLed.
 ChaosRuns chaos_loop(const PipelineFixture& fixture, const std::string& pipeline,
                      std::map<std::string, std::string> env, int seed_base,
-                     const std::function<bool(const ChaosRuns&)>& more, int lose_data_dir_every = 0,
-                     bool each_failpoint_in_turn = false, const std::vector<std::string_view>& extra = {}) {
+                     const std::function<bool(const ChaosRuns&)>& more, const ChaosOptions& options = {}) {
   std::vector<std::string_view> rotation(std::begin(failpoint::kAll), std::end(failpoint::kAll));
-  rotation.insert(rotation.end(), extra.begin(), extra.end());
+  rotation.insert(rotation.end(), options.extra_failpoints.begin(), options.extra_failpoints.end());
+  constexpr std::string_view kEveryBatchPasses[] = {failpoint::kWalBeforeFsync, failpoint::kWalAfterFsync};
   ChaosRuns result;
+  size_t turns = 0;      // runs armed from the rotation
+  size_t owed_runs = 0;  // runs armed to pay a kill owed to min_kills
   env["SKIPPR_CHAOS_MODE"] = "yes";
   while (more(result)) {
-    env["SKIPPR_CHAOS_SEED"] = std::to_string(seed_base + result.runs);
-    if (each_failpoint_in_turn) {
+    auto run_env = env;
+    run_env["SKIPPR_CHAOS_SEED"] = std::to_string(seed_base + result.runs);
+    // While kills are owed, every other run still takes its turn in the rotation, so each point is armed early.
+    const bool owed = result.kills < options.min_kills && !(options.each_failpoint_in_turn && result.runs % 2 == 0);
+    if (owed) {
+      run_env["SKIPPR_CHAOS_FAILPOINT"] = std::string(kEveryBatchPasses[owed_runs % 2]);
+      run_env["SKIPPR_CHAOS_FAILPOINT_PASS"] = std::to_string(1 + (owed_runs / 2) % 3);
+      ++owed_runs;
+    } else if (options.each_failpoint_in_turn) {
       const size_t points = rotation.size();
-      env["SKIPPR_CHAOS_FAILPOINT"] = std::string(rotation[result.runs % points]);
-      env["SKIPPR_CHAOS_FAILPOINT_PASS"] = std::to_string(1 + (result.runs / points) % 3);
+      run_env["SKIPPR_CHAOS_FAILPOINT"] = std::string(rotation[turns % points]);
+      run_env["SKIPPR_CHAOS_FAILPOINT_PASS"] = std::to_string(1 + (turns / points) % 3);
+      ++turns;
     }
-    auto r = fixture.skipprd({"sync", "--pipeline", pipeline, "--once", "--output", "text"}, env);
+    auto r = fixture.skipprd({"sync", "--pipeline", pipeline, "--once", "--output", "text"}, run_env);
     ++result.runs;
     if (r.exit_code == 0) {
       result.finished = true;
@@ -57,7 +66,7 @@ ChaosRuns chaos_loop(const PipelineFixture& fixture, const std::string& pipeline
     }
     result.finished = false;
     ++result.kills;
-    if (lose_data_dir_every > 0 && result.kills % lose_data_dir_every == 0) {
+    if (options.lose_data_dir_every > 0 && result.kills % options.lose_data_dir_every == 0) {
       count_logged_kills(fixture, pipeline, result);
       std::filesystem::remove_all(fixture.path("data"));
       ++result.data_dirs_lost;
@@ -80,13 +89,11 @@ std::map<std::string, std::string> armed_at(std::map<std::string, std::string> e
 }
 
 ChaosRuns sync_until_done_under_chaos(const PipelineFixture& fixture, const std::string& pipeline,
-                                      std::map<std::string, std::string> env, int seed_base, int max_runs,
-                                      int lose_data_dir_every, bool each_failpoint_in_turn,
-                                      const std::vector<std::string_view>& extra_failpoints) {
+                                      std::map<std::string, std::string> env, int seed_base,
+                                      const ChaosOptions& options) {
   ChaosRuns result = chaos_loop(
       fixture, pipeline, std::move(env), seed_base,
-      [&](const ChaosRuns& r) { return !r.finished && r.failure.empty() && r.runs < max_runs; }, lose_data_dir_every,
-      each_failpoint_in_turn, extra_failpoints);
+      [&](const ChaosRuns& r) { return !r.finished && r.failure.empty() && r.runs < options.max_runs; }, options);
   if (!result.finished && result.failure.empty()) {
     result.failure = "no run finished within " + std::to_string(result.runs) + " runs";
   }

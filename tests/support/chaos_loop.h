@@ -23,16 +23,28 @@ struct ChaosRuns {
   std::string summary() const;  // "N runs, K kills: cause=n ..."
 };
 
+// How a chaos loop runs. `max_runs`: give up after that many. `lose_data_dir_every` = n > 0 deletes DATA_DIR after
+// every n-th kill, as if the machine were replaced: an exactly-once destination must then still end up with every
+// row once. `each_failpoint_in_turn` arms run n at failpoint::kAll[n % size] (passes 1 to 3) instead of the seed's
+// choice, so every failpoint is armed within a few runs (the timer still strikes at random); `extra_failpoints` join
+// the rotation (failpoint::kSinkSpecific points the sink under test passes).
+// `min_kills`: until that many runs were killed, each run is armed at the 1st to 3rd pass through the WAL's own
+// commit (before or after its fdatasync, in turn), which every batch of every pipeline passes. The kill count then
+// depends on the number of batches, not on how fast the machine is (a fast machine would otherwise finish between
+// two timer kills); the timer still strikes at random in those runs, and the later runs are armed as above.
+struct ChaosOptions {
+  int max_runs = 300;
+  int lose_data_dir_every = 0;
+  bool each_failpoint_in_turn = false;
+  std::vector<std::string_view> extra_failpoints = {};
+  int min_kills = 0;
+};
+
 // `env` is added to every run; SKIPPR_CHAOS_MODE=yes and SKIPPR_CHAOS_SEED=<seed_base + run> are set here, so run n
-// can be replayed with that seed. `lose_data_dir_every` = n > 0 deletes DATA_DIR after every n-th kill, as if the
-// machine were replaced: an exactly-once destination must then still end up with every row once.
-// `each_failpoint_in_turn` arms run n at failpoint::kAll[n % size] (passes 1 to 3) instead of the seed's choice, so
-// every failpoint is armed within a few runs (the timer still strikes at random).
-// `extra_failpoints` join the rotation (failpoint::kSinkSpecific points the sink under test passes).
+// can be replayed with that seed.
 ChaosRuns sync_until_done_under_chaos(const PipelineFixture& fixture, const std::string& pipeline,
-                                      std::map<std::string, std::string> env, int seed_base, int max_runs = 400,
-                                      int lose_data_dir_every = 0, bool each_failpoint_in_turn = false,
-                                      const std::vector<std::string_view>& extra_failpoints = {});
+                                      std::map<std::string, std::string> env, int seed_base,
+                                      const ChaosOptions& options = {});
 
 // `env` with chaos mode armed to kill at the `pass`-th pass through failpoint `point`, the timer ruled out: to replay
 // one crash on purpose.

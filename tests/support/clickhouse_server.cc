@@ -39,7 +39,8 @@ ClickHouseServer::ClickHouseServer(int zookeeper_port) {
   http_port_ = free_loopback_port();
   const std::string dir = dir_.path().string() + "/";
   replace_all(config, "<http_port>8123</http_port>", "<http_port>" + std::to_string(http_port_) + "</http_port>");
-  replace_all(config, "<tcp_port>9000</tcp_port>", "<tcp_port>" + std::to_string(free_loopback_port()) + "</tcp_port>");
+  tcp_port_ = free_loopback_port();
+  replace_all(config, "<tcp_port>9000</tcp_port>", "<tcp_port>" + std::to_string(tcp_port_) + "</tcp_port>");
   replace_all(config, "<interserver_http_port>9009</interserver_http_port>",
               "<interserver_http_port>" + std::to_string(free_loopback_port()) + "</interserver_http_port>");
   replace_all(config, "/var/lib/clickhouse/", dir + "data/");

@@ -18,6 +18,7 @@ class ClickHouseServer {
   ClickHouseServer& operator=(const ClickHouseServer&) = delete;
 
   int http_port() const { return http_port_; }
+  int tcp_port() const { return tcp_port_; }  // the native protocol, for clickhouse-client
   std::string url() const { return "http://127.0.0.1:" + std::to_string(http_port_); }
   // The answer's text (TSV for a SELECT); throws on an error answer.
   std::string query(const std::string& sql) const;
@@ -27,6 +28,7 @@ class ClickHouseServer {
  private:
   TempDir dir_;
   int http_port_ = 0;
+  int tcp_port_ = 0;
   int pid_ = 0;
   int databases_ = 0;
 };

@@ -69,7 +69,7 @@ void expect_every_line_once_under_kills(const RemoteInbox& inbox, int files, int
   env["WAL_BYTES_PER_FILE"] = "500000";
   env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.2";
   env["SKIPPR_CHAOS_MAX_SECONDS"] = "1.2";
-  const ChaosRuns runs = sync_until_done_under_chaos(f, "files", env, seed_base, 300);
+  const ChaosRuns runs = sync_until_done_under_chaos(f, "files", env, seed_base, {.min_kills = min_kills});
   ASSERT_TRUE(runs.finished) << runs.failure;
   EXPECT_GE(runs.kills, min_kills) << runs.summary();
 
