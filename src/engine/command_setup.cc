@@ -49,12 +49,30 @@ static Status refuse_state_left_in_the_working_folder(const Settings& settings, 
                           pipeline, old_state.string(), settings.data_dir.string(), old_dir.string()));
 }
 
+// Clustered mode keeps a second copy of the WAL so that losing a machine loses no committed batch, and a failover
+// replays what the lost primary may already have written. A destination whose retries can repeat rows would turn that
+// replay into duplicates, so such sinks are refused, decided by the guarantee each sink declares (not by name). It is
+// checked before WAL_STORAGE's own validation, which refuses clustered mode in this build: the user learns first
+// what no build would accept.
+static Status refuse_sink_clustered_mode_cannot_protect(const Config& config, const std::string& pipeline) {
+  const char* storage = std::getenv("WAL_STORAGE");
+  if (storage == nullptr || std::string_view(storage) != "clustered") return ok();
+  const ConnectorConfig& sink = config.sinks.at(config.pipelines.at(pipeline).data_sink);
+  const Guarantee guarantee = sink.spec != nullptr ? sink.spec->guarantee : Guarantee::kNone;
+  if (guarantee == Guarantee::kExactlyOnce || guarantee == Guarantee::kOverwriteOnRetry) return ok();
+  return fail(ErrorKind::kConfig,
+              fmt::format("{}: sink '{}' ({}) is {} on retry, and WAL_STORAGE=clustered accepts only sinks whose "
+                          "retries cannot repeat rows; use WAL_STORAGE=disk or s3 for this pipeline",
+                          sink.where.str(), sink.name, sink.type, to_string(guarantee)));
+}
+
 Result<SyncSetup> prepare_sync(const std::optional<std::filesystem::path>& explicit_path, const std::string& pipeline) {
   auto config = discover_and_load_config(explicit_path);
   if (!config) return std::unexpected(config.error());
+  SKIPPR_TRY(config->pipeline(pipeline));
+  SKIPPR_TRY(refuse_sink_clustered_mode_cannot_protect(*config, pipeline));
   auto settings = settings_from_env(config->file.parent_path());
   if (!settings) return std::unexpected(settings.error());
-  SKIPPR_TRY(config->pipeline(pipeline));
   SKIPPR_TRY(refuse_state_left_in_the_working_folder(*settings, pipeline));
   return SyncSetup{std::move(*config), std::move(*settings)};
 }

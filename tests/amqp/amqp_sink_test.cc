@@ -17,18 +17,7 @@ namespace skippr::test {
 namespace {
 
 std::string sample_to_amqp(uint64_t rows, const std::string& sink_params) {
-  return fmt::format(R"(data_sources:
-  sample:
-    Sample: {{ rows: {}, seed: 3 }}
-data_sinks:
-  mq:
-    AMQP: {{ {} }}
-pipelines:
-  bikehire:
-    data_source: data_sources.sample
-    data_sink: data_sinks.mq
-)",
-                     rows, sink_params);
+  return sample_to_sink_config(fmt::format("AMQP: {{ {} }}", sink_params), rows, 3);
 }
 
 std::string to_queue(const std::string& queue, const std::string& extra = "") {

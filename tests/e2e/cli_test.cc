@@ -1,6 +1,8 @@
 // The CLI's contract for mistakes: exit 2 with file:line, nothing read or written; and its informational commands.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "support/pipeline_fixture.h"
 
 namespace skippr::test {
@@ -173,6 +175,31 @@ TEST(Cli, AnErrorIsPrintedOnce) {
   size_t count = 0;
   for (size_t at = all.find("is disabled"); at != std::string::npos; at = all.find("is disabled", at + 1)) ++count;
   EXPECT_EQ(count, 1u) << all;
+}
+
+// Clustered mode refuses a sink whose retries can repeat rows, from the guarantee the sink declares, before anything
+// is opened (the URLs point nowhere); an exactly-once sink meets only the refusal of clustered mode in this build.
+TEST(Cli, ClusteredModeRefusesSinksWhoseRetriesCanRepeatRows) {
+  const std::map<std::string, std::string> clustered = {{"WAL_STORAGE", "clustered"}};
+  const std::pair<const char*, const char*> refused[] = {
+      {"ClickHouse: { url: \"http://127.0.0.1:9\", database: d, table: t }", "at least once on retry"},
+      {"AMQP: { url: \"amqp://guest:guest@127.0.0.1:9/\", routing_key: q }", "at least once on retry"},
+      {"Stdout: {}", "none on retry"},
+  };
+  for (const auto& [sink, words] : refused) {
+    PipelineFixture f(sample_to_sink_config(sink, 10));
+    auto r = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, clustered);
+    EXPECT_EQ(r.exit_code, 2) << sink << ": " << r.err;
+    EXPECT_NE(r.err.find(words), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("accepts only sinks whose retries cannot repeat rows"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("skippr.yml:"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("guest:guest"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(f.path("data")));
+  }
+  PipelineFixture duck(sample_to_duckdb_config(10));
+  auto r = duck.skipprd({"sync", "--pipeline", "bikehire", "--once"}, clustered);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("WAL_STORAGE=clustered is not supported by this build"), std::string::npos) << r.err;
 }
 
 TEST(Cli, DataDirIsPrivateToItsUser) {

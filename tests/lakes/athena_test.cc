@@ -29,21 +29,6 @@ nlohmann::json glue(const MotoServer& moto, const std::vector<std::string>& args
   return nlohmann::json::parse(r.out, nullptr, false);
 }
 
-std::string sample_to(const std::string& sink, uint64_t rows, uint64_t seed) {
-  return fmt::format(R"(data_sources:
-  sample:
-    Sample: {{ rows: {}, seed: {} }}
-data_sinks:
-  lake:
-    {}
-pipelines:
-  bikehire:
-    data_source: data_sources.sample
-    data_sink: data_sinks.lake
-)",
-                     rows, seed, sink);
-}
-
 TEST(AthenaIceberg, EveryRowLandsOnceUnderKillsAndGlueNamesTheCurrentMetadata) {
   auto& moto = SharedMoto();
   const std::string bucket = moto.create_bucket("athena-ice");
@@ -57,11 +42,11 @@ TEST(AthenaIceberg, EveryRowLandsOnceUnderKillsAndGlueNamesTheCurrentMetadata) {
         "max_snapshots: 100000 }}",
         bucket, table);
   };
-  PipelineFixture unkilled(sample_to(sink("trips_unkilled"), kRows, 4));
+  PipelineFixture unkilled(sample_to_sink_config(sink("trips_unkilled"), kRows, 4));
   auto clean = unkilled.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 300);
   ASSERT_EQ(clean.exit_code, 0) << clean.err;
 
-  PipelineFixture f(sample_to(sink("trips"), kRows, 4));
+  PipelineFixture f(sample_to_sink_config(sink("trips"), kRows, 4));
   env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.3";
   env["SKIPPR_CHAOS_MAX_SECONDS"] = "1.2";
   const ChaosRuns runs =
@@ -131,10 +116,10 @@ TEST(Athena, AfterKillsGluePartitionsMatchTheFoldersAndTheObjectsHoldEveryRowOnc
         "partition_by: [station] }}",
         bucket, table, table);
   };
-  PipelineFixture unkilled(sample_to(sink("rides_unkilled"), kRows, 6));
+  PipelineFixture unkilled(sample_to_sink_config(sink("rides_unkilled"), kRows, 6));
   auto clean = unkilled.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 300);
   ASSERT_EQ(clean.exit_code, 0) << clean.err;
-  PipelineFixture f(sample_to(sink("rides"), kRows, 6));
+  PipelineFixture f(sample_to_sink_config(sink("rides"), kRows, 6));
   // Each batch is a Parquet object per station (16) and a Glue call: slower than the other sinks, longer runs.
   env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.4";
   env["SKIPPR_CHAOS_MAX_SECONDS"] = "1.5";

@@ -6,19 +6,23 @@
 
 namespace skippr::test {
 
-std::string sample_to_duckdb_config(uint64_t rows, uint64_t seed, const std::string& db) {
+std::string sample_to_sink_config(const std::string& sink, uint64_t rows, uint64_t seed) {
   return fmt::format(R"(data_sources:
   sample:
     Sample: {{ rows: {}, seed: {} }}
 data_sinks:
   warehouse:
-    DuckDB: {{ path: {}, table: trips }}
+    {}
 pipelines:
   bikehire:
     data_source: data_sources.sample
     data_sink: data_sinks.warehouse
 )",
-                     rows, seed, db);
+                     rows, seed, sink);
+}
+
+std::string sample_to_duckdb_config(uint64_t rows, uint64_t seed, const std::string& db) {
+  return sample_to_sink_config(fmt::format("DuckDB: {{ path: {}, table: trips }}", db), rows, seed);
 }
 
 TableDigest trips_digest(const std::filesystem::path& db) {

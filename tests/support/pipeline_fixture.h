@@ -31,6 +31,9 @@ class PipelineFixture {
   TempDir dir_;
 };
 
+// A config with the Sample source (rows, seed) into `sink` (one YAML flow line, e.g. "Stdout: {}"), pipeline
+// "bikehire".
+std::string sample_to_sink_config(const std::string& sink, uint64_t rows, uint64_t seed = 1);
 // A config with the Sample source (rows, seed) into DuckDB file out.duckdb, table trips, pipeline "bikehire".
 std::string sample_to_duckdb_config(uint64_t rows, uint64_t seed = 1, const std::string& db = "out.duckdb");
 
