@@ -58,6 +58,27 @@ TEST(AmqpSink, OneMessagePerBatch) {
   EXPECT_EQ(lines, 5000u);
 }
 
+// amqps:// with the broker's CA: the messages arrive over TLS; without it the broker's certificate is not trusted,
+// which is a setup mistake (exit 2), not something a retry mends.
+TEST(AmqpSink, AmqpsVerifiesTheBrokerAgainstTheGivenCa) {
+  auto& mq = SharedRabbitMq();
+  const std::string queue = fmt::format("url: \"{}\", routing_key: tls, declare: {{ queue: tls }}", mq.tls_url());
+  PipelineFixture f(sample_to_amqp(300, fmt::format("{}, ca_file: \"{}\"", queue, mq.ca_file().string())));
+  auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto messages = mq.drain("tls");
+  std::set<std::string> ids;
+  for (const auto& m : messages) ids.insert(m.message_id);
+  EXPECT_EQ(messages.size(), 300u);
+  EXPECT_EQ(ids.size(), 300u);
+
+  PipelineFixture untrusted(sample_to_amqp(10, queue));
+  auto refused = untrusted.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"SINK_RETRY_SECONDS", "2"}});
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("certificate"), std::string::npos) << refused.err;
+  EXPECT_EQ(refused.err.find("guest:guest"), std::string::npos) << refused.err;
+}
+
 TEST(AmqpSink, MistakesStopWithExitTwoOrSeventyFive) {
   auto& mq = SharedRabbitMq();
   struct Case {

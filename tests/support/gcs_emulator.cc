@@ -11,27 +11,12 @@
 #include <thread>
 
 #include "clients/http/http_request.h"
+#include "support/test_keys.h"
 
 namespace skippr::test {
 namespace {
 
 constexpr const char* kClientEmail = "skippr-test@emulated-project.iam.gserviceaccount.com";
-
-void run_or_throw(const std::vector<std::string>& args, const std::filesystem::path& cwd) {
-  auto r = run_process(args, cwd, {}, 120);
-  if (r.exit_code != 0) throw std::runtime_error(fmt::format("{} failed: {}{}", args[0], r.out, r.err));
-}
-
-// A new RSA key (PKCS#8 PEM, as Google's key files hold it) and its public half.
-std::string make_key(const std::filesystem::path& dir, const std::string& name) {
-  const auto key = dir / (name + ".pem");
-  run_or_throw({program_path("openssl"), "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out",
-                key.string()},
-               dir);
-  run_or_throw(
-      {program_path("openssl"), "pkey", "-in", key.string(), "-pubout", "-out", (dir / (name + ".pub")).string()}, dir);
-  return read_text(key);
-}
 
 void write_service_account(const std::filesystem::path& file, const std::string& key, const std::string& token_uri) {
   const nlohmann::json sa = {
@@ -56,7 +41,7 @@ GcsEmulator::GcsEmulator(int token_ttl_seconds) {
   admin_token_ = "admin-" + random_hex(16);
   const std::string token_uri = endpoint() + "/token";
   for (const char* name : {"key", "other"}) {
-    const std::string pem = make_key(dir_.path(), name);
+    const std::string pem = make_rsa_key(dir_.path(), name);
     std::istringstream lines(pem);
     for (std::string line; std::getline(lines, line);) {
       if (!line.starts_with("-----") && line.size() >= 40) key_lines_.push_back(line);

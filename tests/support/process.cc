@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
@@ -157,6 +158,13 @@ std::vector<std::string> files_containing(const std::filesystem::path& dir, cons
     }
   }
   return found;
+}
+
+void run_or_throw(const std::vector<std::string>& args, const std::filesystem::path& cwd) {
+  auto r = run_process(args, cwd, {}, 60);
+  if (r.exit_code != 0) {
+    throw std::runtime_error(fmt::format("{} failed (exit {}): {}{}", args[0], r.exit_code, r.out, r.err));
+  }
 }
 
 std::vector<std::string> as_service_user(const std::string& user, const std::filesystem::path& dir,

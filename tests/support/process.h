@@ -37,6 +37,8 @@ class TempDir {
 
 void write_text(const std::filesystem::path& file, const std::string& text);
 std::string read_text(const std::filesystem::path& file);
+// Runs `args` in `cwd` (60 s at most); throws with its output when it does not exit 0.
+void run_or_throw(const std::vector<std::string>& args, const std::filesystem::path& cwd);
 // The full path of `name` on PATH (spawn_process and run_process take a path); throws when absent.
 std::string program_path(const std::string& name);
 

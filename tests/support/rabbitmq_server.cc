@@ -2,6 +2,7 @@
 
 #include <amqp.h>
 #include <amqp_tcp_socket.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -41,7 +42,18 @@ amqp_connection_state_t connect(int port) {
 RabbitMqServer::RabbitMqServer() {
   port_ = free_loopback_port();
   const std::string dir = dir_.path().string();
-  write_text(dir_ / "rabbitmq.conf", "listeners.tcp.1 = 127.0.0.1:" + std::to_string(port_) + "\n");
+  tls_port_ = free_loopback_port();
+  tls_ = make_tls_files(dir_.path());
+  write_text(dir_ / "rabbitmq.conf",
+             fmt::format(R"(listeners.tcp.1 = 127.0.0.1:{}
+listeners.ssl.1 = 127.0.0.1:{}
+ssl_options.cacertfile = {}
+ssl_options.certfile = {}
+ssl_options.keyfile = {}
+ssl_options.verify = verify_none
+ssl_options.fail_if_no_peer_cert = false
+)",
+                         port_, tls_port_, tls_.ca.string(), tls_.cert.string(), tls_.key.string()));
   write_text(dir_ / "enabled_plugins", "[].\n");
   std::filesystem::create_directories(dir_ / "mnesia");
   std::filesystem::create_directories(dir_ / "log");

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "support/process.h"
+#include "support/test_keys.h"
 
 namespace skippr::test {
 
@@ -27,12 +28,17 @@ class RabbitMqServer {
   std::string url(const std::string& vhost = "") const {
     return "amqp://guest:guest@127.0.0.1:" + std::to_string(port_) + "/" + vhost;
   }
+  // The TLS listener (a certificate for localhost signed by ca_file()), guest/guest on the default vhost.
+  std::string tls_url() const { return "amqps://guest:guest@localhost:" + std::to_string(tls_port_) + "/"; }
+  std::filesystem::path ca_file() const { return tls_.ca; }
   // Takes every message waiting in `queue` (basic.get with acks) on the default vhost.
   std::vector<ReceivedMessage> drain(const std::string& queue) const;
 
  private:
   TempDir dir_;
   int port_ = 0;
+  int tls_port_ = 0;
+  TlsFiles tls_;
   int pid_ = 0;
   std::string epmd_port_;
 };

@@ -17,13 +17,6 @@
 namespace skippr::test {
 namespace {
 
-void run_or_throw(const std::vector<std::string>& args, const std::filesystem::path& cwd) {
-  auto r = run_process(args, cwd, {}, 60);
-  if (r.exit_code != 0) {
-    throw std::runtime_error(fmt::format("{} failed (exit {}): {}{}", args[0], r.exit_code, r.out, r.err));
-  }
-}
-
 std::string random_hex(size_t n) {
   std::random_device rd;
   std::string out;

@@ -79,6 +79,13 @@ Result<std::unique_ptr<AmqpConnection>> AmqpConnection::open(const AmqpConfig& c
   }
   timeval timeout = to_timeval(config.timeout_seconds);
   if (int st = amqp_socket_open_noblock(socket, info.host, info.port, &timeout); st != AMQP_STATUS_OK) {
+    // A certificate we do not trust, or one for another name, stays so on every retry: the setup is wrong.
+    if (st == AMQP_STATUS_SSL_PEER_VERIFY_FAILED || st == AMQP_STATUS_SSL_HOSTNAME_VERIFY_FAILED) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("{}: the broker's TLS certificate is not trusted ({}); give the CA that signed it as "
+                              "ca_file, and the host name the certificate names in the url",
+                              peer, amqp_error_string2(st)));
+    }
     return fail(ErrorKind::kUnavailable, fmt::format("{}: cannot connect: {}", peer, amqp_error_string2(st)));
   }
   amqp_set_rpc_timeout(conn, &timeout);
