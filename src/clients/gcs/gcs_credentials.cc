@@ -1,8 +1,6 @@
 #include "clients/gcs/gcs_credentials.h"
 
 #include <fmt/format.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>
@@ -10,20 +8,11 @@
 #include <memory>
 #include <sstream>
 
+#include "clients/auth/jwt.h"
 #include "clients/http/http_request.h"
 
 namespace skippr {
 namespace {
-
-std::string base64url(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
-  out.resize(static_cast<size_t>(n));
-  while (!out.empty() && out.back() == '=') out.pop_back();
-  for (char& c : out) c = c == '+' ? '-' : c == '/' ? '_' : c;
-  return out;
-}
 
 std::string env(const char* name) {
   const char* value = std::getenv(name);
@@ -95,32 +84,7 @@ Result<std::string> gcs_jwt_assertion(const GcsServiceAccount& account, std::tim
                                  {"aud", account.token_uri},
                                  {"iat", static_cast<int64_t>(now)},
                                  {"exp", static_cast<int64_t>(now) + 3600}};
-  const std::string signing_input = base64url(header.dump()) + "." + base64url(claims.dump());
-  const auto unreadable = [&] {
-    return fail(ErrorKind::kConfig, fmt::format("the private_key of the service-account key from {} is not a PEM "
-                                                "RSA key",
-                                                account.source));
-  };
-  std::unique_ptr<BIO, decltype(&BIO_free)> bio(
-      BIO_new_mem_buf(account.private_key.data(), static_cast<int>(account.private_key.size())), BIO_free);
-  if (!bio) return unreadable();
-  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr),
-                                                          EVP_PKEY_free);
-  if (!key) return unreadable();
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  size_t length = 0;
-  if (!ctx || EVP_DigestSignInit(ctx.get(), nullptr, EVP_sha256(), nullptr, key.get()) != 1 ||
-      EVP_DigestSign(ctx.get(), nullptr, &length, reinterpret_cast<const unsigned char*>(signing_input.data()),
-                     signing_input.size()) != 1) {
-    return unreadable();
-  }
-  std::string signature(length, '\0');
-  if (EVP_DigestSign(ctx.get(), reinterpret_cast<unsigned char*>(signature.data()), &length,
-                     reinterpret_cast<const unsigned char*>(signing_input.data()), signing_input.size()) != 1) {
-    return unreadable();
-  }
-  signature.resize(length);
-  return signing_input + "." + base64url(signature);
+  return sign_rs256_jwt(header, claims, account.private_key, "the service-account key from " + account.source);
 }
 
 Result<std::string> GcsTokenSource::token() {

@@ -1,0 +1,260 @@
+// The Snowflake sink against tests/support/snowflake_emulator (the SQL API v2 on a real DuckDB): every row once with
+// one ledger row per batch, under SIGKILLs and dropped answers, every resend under its first requestId; login and
+// setup mistakes stop with exit 2 and no secret.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <map>
+#include <regex>
+#include <set>
+
+#include "clients/snowflake/snowflake_client.h"
+#include "support/chaos_loop.h"
+#include "support/duckdb_probe.h"
+#include "support/fault_proxy.h"
+#include "support/pipeline_fixture.h"
+#include "support/snowflake_emulator.h"
+#include "support/test_keys.h"
+
+namespace skippr::test {
+namespace {
+
+struct Keys {
+  TempDir dir;
+  std::filesystem::path private_key, public_key;
+  Keys() {
+    make_rsa_key(dir.path(), "loader");
+    private_key = dir / "loader.pem";
+    public_key = dir / "loader.pub";
+  }
+};
+
+Keys& SharedKeys() {
+  static Keys keys;
+  return keys;
+}
+
+SnowflakeEmulator& SharedSnowflake() {
+  static SnowflakeEmulator emulator({.public_key_pem = read_text(SharedKeys().public_key)});
+  return emulator;
+}
+
+std::string snowflake_sink(const std::string& endpoint, const std::string& table, const std::string& extra = "") {
+  return fmt::format(
+      "Snowflake: {{ account: testorg-skippr, user: loader, private_key_file: \"{}\", warehouse: LOAD_WH, "
+      "database: ANALYTICS, table: {}, endpoint: \"{}\"{} }}",
+      SharedKeys().private_key.string(), table, endpoint, extra);
+}
+
+// count, distinct ids and a content hash of a table in the emulator (every column as text).
+std::string digest(const std::string& table) {
+  const auto rows = SharedSnowflake().query(fmt::format(
+      "SELECT count(*), count(DISTINCT trip_id), sum(hash(trip_id::VARCHAR, rider_id::VARCHAR, bike_id, event_type, "
+      "event_time::VARCHAR, station, duration_s::VARCHAR, firmware, metadata::VARCHAR))::VARCHAR FROM "
+      "\"ANALYTICS\".\"PUBLIC\".\"{}\"",
+      table));
+  return fmt::format("{} {} {}", rows[0][0], rows[0][1], rows[0][2]);
+}
+
+// (ledger rows of `table`, distinct batch ids among them).
+std::pair<std::string, std::string> ledger_of(const std::string& table) {
+  const auto rows = SharedSnowflake().query(fmt::format(
+      "SELECT count(*), count(DISTINCT batch_id) FROM \"ANALYTICS\".\"PUBLIC\".\"_skippr_batches\" WHERE target_table "
+      "= '\"ANALYTICS\".\"PUBLIC\".\"{}\"'",
+      table));
+  return {rows[0][0], rows[0][1]};
+}
+
+// Every transaction the emulator saw for `table`, by the batch it lands: each batch under one requestId only, and
+// every second send of it marked retry=true.
+void expect_one_request_id_per_batch(const std::string& table) {
+  std::map<std::string, std::set<std::string>> ids_by_batch;
+  std::map<std::string, int> first_sends;
+  const std::regex batch(R"(batch_id = '([^']+)')");
+  for (const auto& seen : SharedSnowflake().requests()) {
+    if (!seen.statement.starts_with("BEGIN TRANSACTION") ||
+        seen.statement.find(fmt::format("\"PUBLIC\".\"{}\" (", table)) == std::string::npos) {
+      continue;
+    }
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(seen.statement, m, batch));
+    ids_by_batch[m[1]].insert(seen.request_id);
+    if (!seen.retry) ++first_sends[seen.request_id];
+  }
+  EXPECT_FALSE(ids_by_batch.empty());
+  for (const auto& [id, request_ids] : ids_by_batch) {
+    EXPECT_EQ(request_ids.size(), 1u) << id << " was sent under several requestIds";
+  }
+  for (const auto& [request_id, n] : first_sends) EXPECT_EQ(n, 1) << request_id << " was sent twice without retry";
+}
+
+TEST(SnowflakeSink, LandsEveryRowWithOneLedgerRowPerBatch) {
+  PipelineFixture f(sample_to_sink_config(snowflake_sink(SharedSnowflake().endpoint(), "trips"), 20000, 5));
+  auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"BUFFER_THRESHOLD_BYTES", "256KiB"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  PipelineFixture duck(sample_to_duckdb_config(20000, 5));
+  ASSERT_EQ(duck.skipprd({"sync", "--pipeline", "bikehire", "--once"}).exit_code, 0);
+  // Every value as the text both engines give it (the DuckDB sink keeps timestamps WITH TIME ZONE).
+  constexpr const char* kDigest =
+      "SELECT count(*) || ' ' || count(DISTINCT trip_id) || ' ' || sum(hash(concat_ws('|', trip_id, "
+      "epoch_us(event_time), station, duration_s)))::VARCHAR FROM {}";
+  const std::string want = duckdb_value(duck.path("out.duckdb"), fmt::format(kDigest, "trips"));
+  const auto got = SharedSnowflake().query(fmt::format(kDigest, "\"ANALYTICS\".\"PUBLIC\".\"trips\""));
+  EXPECT_EQ(got[0][0], want);
+  const auto [ledger_rows, ledger_ids] = ledger_of("trips");
+  EXPECT_EQ(ledger_rows, ledger_ids);
+  EXPECT_GT(std::stoi(ledger_rows), 1);
+  // Types as Snowflake's catalog names them.
+  const auto types = SharedSnowflake().query(
+      "SELECT column_name || ':' || data_type FROM sf_information_schema_columns WHERE table_name = 'trips' AND "
+      "column_name IN ('trip_id', 'event_time', 'metadata', 'duration_s') ORDER BY column_name");
+  ASSERT_EQ(types.size(), 4u);
+  EXPECT_EQ(types[0][0], "duration_s:FLOAT");
+  EXPECT_EQ(types[1][0], "event_time:TIMESTAMP_NTZ");
+  EXPECT_EQ(types[2][0], "metadata:VARIANT");
+  EXPECT_EQ(types[3][0], "trip_id:NUMBER");
+  // A second run finds everything landed and writes nothing.
+  auto again = f.skipprd({"sync", "--pipeline", "bikehire", "--once"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(ledger_of("trips").first, ledger_rows);
+}
+
+// Answers lost after Snowflake acted, and statements answered 202 (polled by handle): nothing lands twice, and every
+// resend carries the batch's first requestId with retry=true.
+TEST(SnowflakeSink, DroppedAnswersAndAsyncStatementsLandOnceUnderOneRequestId) {
+  FaultProxy proxy(SharedSnowflake().endpoint());
+  proxy.add({.method = "POST",
+             .path_regex = "^/api/v2/statements",
+             .body_regex = "BEGIN TRANSACTION",
+             .action = "drop_after_forward",
+             .skip = 1,
+             .times = 4});
+  proxy.add({.method = "POST",
+             .path_regex = "^/api/v2/statements",
+             .body_regex = "BEGIN TRANSACTION",
+             .action = "drop_before_forward",
+             .skip = 2,
+             .times = 3});
+  PipelineFixture unkilled(sample_to_sink_config(snowflake_sink(SharedSnowflake().endpoint(), "calm"), 30000, 8));
+  ASSERT_EQ(
+      unkilled.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"BUFFER_THRESHOLD_BYTES", "256KiB"}}).exit_code,
+      0);
+  PipelineFixture f(
+      sample_to_sink_config(snowflake_sink(proxy.endpoint(), "dropped", ", timeout_seconds: 5"), 30000, 8));
+  SharedSnowflake().answer_async(true);
+  auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"},
+                       {{"BUFFER_THRESHOLD_BYTES", "256KiB"}, {"SINK_RETRY_SECONDS", "120"}});
+  SharedSnowflake().answer_async(false);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(digest("dropped"), digest("calm"));
+  const auto [rows, ids] = ledger_of("dropped");
+  EXPECT_EQ(rows, ids);
+  EXPECT_EQ(rows, ledger_of("calm").first);
+  expect_one_request_id_per_batch("dropped");
+  int resent = 0;
+  for (const auto& seen : SharedSnowflake().requests()) resent += seen.retry ? 1 : 0;
+  EXPECT_GE(resent, 1) << "no transaction was resent after a lost request";
+}
+
+TEST(SnowflakeSink, KillLoopEqualsAnUnkilledRun) {
+  constexpr uint64_t kRows = 100000;
+  std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "256KiB"}, {"WAL_BYTES_PER_FILE", "1000000"}};
+  PipelineFixture unkilled(sample_to_sink_config(snowflake_sink(SharedSnowflake().endpoint(), "unkilled"), kRows, 9));
+  ASSERT_EQ(unkilled.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 300).exit_code, 0);
+  PipelineFixture f(sample_to_sink_config(snowflake_sink(SharedSnowflake().endpoint(), "killed"), kRows, 9));
+  env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.2";
+  env["SKIPPR_CHAOS_MAX_SECONDS"] = "1.5";
+  const ChaosRuns runs =
+      sync_until_done_under_chaos(f, "bikehire", env, 4100, {.lose_data_dir_every = 4, .min_kills = 15});
+  ASSERT_TRUE(runs.finished) << runs.failure;
+  EXPECT_GE(runs.kills, 15) << runs.summary();
+  const std::string want = digest("unkilled");
+  EXPECT_TRUE(want.starts_with(fmt::format("{} {} ", kRows, kRows))) << want;
+  EXPECT_EQ(digest("killed"), want);
+  const auto [rows, ids] = ledger_of("killed");
+  EXPECT_EQ(rows, ids) << "a batch is in the ledger twice";
+  expect_one_request_id_per_batch("killed");
+  std::printf("[ metrics  ] rows=%llu ledger=%s %s\n", static_cast<unsigned long long>(kRows), rows.c_str(),
+              runs.summary().c_str());
+}
+
+TEST(SnowflakeSink, LoginAndSetupMistakesStopWithExitTwoAndNoSecret) {
+  TempDir other;
+  make_rsa_key(other.path(), "stranger");
+  const std::string endpoint = SharedSnowflake().endpoint();
+  const std::string key_text = read_text(SharedKeys().private_key);
+  const std::string key_line = key_text.substr(key_text.find('\n') + 1, 40);
+  struct Case {
+    std::string sink, expect;
+  };
+  const std::vector<Case> cases = {
+      {fmt::format("Snowflake: {{ account: testorg-skippr, user: loader, private_key_file: \"{}\", warehouse: "
+                   "LOAD_WH, database: ANALYTICS, table: t, endpoint: \"{}\" }}",
+                   (other / "stranger.pem").string(), endpoint),
+       "refused the key-pair login of user loader"},
+      {snowflake_sink(endpoint, "t").replace(snowflake_sink(endpoint, "t").find("LOAD_WH"), 7, "NO_WH"),
+       "No active warehouse"},
+      {snowflake_sink(endpoint, "t").replace(snowflake_sink(endpoint, "t").find("ANALYTICS"), 9, "NOPE"),
+       "database does not exist"},
+      {fmt::format("Snowflake: {{ account: a, user: u, private_key_file: \"{}\", database: D, table: t }}",
+                   (other / "stranger.pub").string()),
+       "is not a PEM RSA key"},
+  };
+  for (const auto& c : cases) {
+    PipelineFixture f(sample_to_sink_config(c.sink, 10));
+    auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"SINK_RETRY_SECONDS", "2"}});
+    EXPECT_EQ(run.exit_code, 2) << c.sink << "\n" << run.err;
+    EXPECT_NE(run.err.find(c.expect), std::string::npos) << run.err;
+    EXPECT_EQ(run.err.find(key_line), std::string::npos) << run.err;
+    EXPECT_EQ(run.err.find("Bearer"), std::string::npos) << run.err;
+    EXPECT_TRUE(files_containing(f.path("data"), key_line).empty());
+  }
+}
+
+// The request's shapes as the API reference gives them: a v4-form UUID requestId derived from the batch, the JWT's
+// account spelled as Snowflake wants it; Snowflake's literals and statement splitting as the emulator reads them.
+// The API's idempotency hook as the client uses it: a transaction resent under its requestId with retry=true is
+// answered from its first execution and not run again.
+TEST(SnowflakeApi, ARetryUnderTheSameRequestIdIsNotRunAgain) {
+  SnowflakeConfig config;
+  config.account = "testorg-skippr";
+  config.user = "loader";
+  config.private_key_pem = read_text(SharedKeys().private_key);
+  config.key_source = "the test key";
+  config.warehouse = "LOAD_WH";
+  config.database = "ANALYTICS";
+  config.schema = "PUBLIC";
+  config.endpoint = SharedSnowflake().endpoint();
+  config.where = "test";
+  auto client = SnowflakeClient::make(config);
+  ASSERT_TRUE(client) << client.error().message;
+  ASSERT_TRUE(client->query("CREATE TABLE IF NOT EXISTS \"retried\" (n NUMBER(38,0))"));
+  const std::string sql = "BEGIN TRANSACTION; INSERT INTO \"retried\" VALUES (1); COMMIT";
+  const std::string id = snowflake_request_id("retried");
+  ASSERT_TRUE(client->execute(sql, 3, id, false));
+  auto again = client->execute(sql, 3, id, true);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_FALSE(SharedSnowflake().requests().back().executed);
+  auto count = client->query("SELECT count(*) FROM \"retried\"");
+  ASSERT_TRUE(count) << count.error().message;
+  EXPECT_EQ(count->rows.at(0).at(0).value_or(""), "1");
+}
+
+TEST(SnowflakeApi, RequestIdsAccountNamesAndTheEmulatorsDialect) {
+  const std::string id = snowflake_request_id("target|pipeline/lineage/1/7");
+  EXPECT_TRUE(std::regex_match(id, std::regex("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")))
+      << id;
+  EXPECT_EQ(id, snowflake_request_id("target|pipeline/lineage/1/7"));
+  EXPECT_NE(id, snowflake_request_id("target|pipeline/lineage/1/8"));
+  EXPECT_EQ(snowflake_jwt_account("xy12345.us-east-1"), "XY12345");
+  EXPECT_EQ(snowflake_jwt_account("myorg-account1"), "MYORG-ACCOUNT1");
+  EXPECT_EQ(sf_quote_literal("it's a \\ path"), "'it\\'s a \\\\ path'");
+  EXPECT_EQ(split_statements("BEGIN TRANSACTION; INSERT INTO t VALUES ('a;b');\nCOMMIT;").size(), 3u);
+  EXPECT_EQ(to_duckdb_sql("CREATE TABLE t (a NUMBER(38,0), b VARIANT, c TIMESTAMP_NTZ(6), d FLOAT, e VARCHAR) -- 'x'"),
+            "CREATE TABLE t (a DECIMAL(38,0), b JSON, c TIMESTAMP(6), d DOUBLE, e VARCHAR) -- 'x'");
+  EXPECT_EQ(to_duckdb_sql("SELECT 'it\\'s', 'a\\\\b', 'NUMBER'"), "SELECT 'it''s', 'a\\b', 'NUMBER'");
+}
+
+}  // namespace
+}  // namespace skippr::test

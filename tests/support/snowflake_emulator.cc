@@ -1,0 +1,449 @@
+#include "support/snowflake_emulator.h"
+
+#include <duckdb.h>
+#include <fmt/format.h>
+#include <httplib.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <ctime>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <stdexcept>
+
+#include "support/process.h"
+
+namespace skippr::test {
+namespace {
+
+std::string upper(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return text;
+}
+
+std::string base64url_decode(std::string text) {
+  for (char& c : text) c = c == '-' ? '+' : c == '_' ? '/' : c;
+  while (text.size() % 4) text += '=';
+  std::string out(text.size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+  if (n < 0) return "";
+  size_t pad = 0;
+  for (size_t i = text.size(); i > 0 && text[i - 1] == '='; --i) ++pad;
+  out.resize(static_cast<size_t>(n) - pad);
+  return out;
+}
+
+// The SQL split into pieces: literals ('...', Snowflake escapes), quoted names ("..."), and the text between.
+struct Piece {
+  enum Kind { kText, kLiteral, kName } kind;
+  std::string text;  // a literal's value (unescaped); a name or text as written
+};
+
+std::vector<Piece> pieces_of(const std::string& sql) {
+  std::vector<Piece> pieces;
+  std::string text;
+  for (size_t i = 0; i < sql.size(); ++i) {
+    const char c = sql[i];
+    if (c != '\'' && c != '"') {
+      text += c;
+      continue;
+    }
+    if (!text.empty()) pieces.push_back({Piece::kText, std::move(text)}), text.clear();
+    std::string value;
+    size_t j = i + 1;
+    for (; j < sql.size(); ++j) {
+      if (c == '\'' && sql[j] == '\\' && j + 1 < sql.size()) {
+        const char e = sql[++j];
+        value += e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == '0' ? '\0' : e;
+        continue;
+      }
+      if (sql[j] == c) {
+        if (j + 1 < sql.size() && sql[j + 1] == c) {
+          value += c;
+          ++j;
+          continue;
+        }
+        break;
+      }
+      value += sql[j];
+    }
+    if (j >= sql.size()) throw std::invalid_argument("unterminated literal or name");
+    pieces.push_back({c == '\'' ? Piece::kLiteral : Piece::kName, std::move(value)});
+    i = j;
+  }
+  if (!text.empty()) pieces.push_back({Piece::kText, std::move(text)});
+  return pieces;
+}
+
+std::string quote(const std::string& value, char q) {
+  std::string out(1, q);
+  for (char c : value) {
+    if (c == q) out += q;
+    out += c;
+  }
+  return out + q;
+}
+
+// The rewrites of Snowflake's words into DuckDB's, outside literals and names. Functions DuckDB lacks are macros
+// made when the database opens (parse_json, to_binary).
+std::string rewrite_text(std::string text) {
+  static const std::vector<std::pair<std::regex, std::string>> kRewrites = {
+      {std::regex(R"(\bTIMESTAMP_NTZ\b)", std::regex::icase), "TIMESTAMP"},
+      {std::regex(R"(\bTIMESTAMP_(LTZ|TZ)\b)", std::regex::icase), "TIMESTAMPTZ"},
+      {std::regex(R"(\bVARIANT\b)", std::regex::icase), "JSON"},
+      {std::regex(R"(\bNUMBER\b)", std::regex::icase), "DECIMAL"},
+      {std::regex(R"(\bFLOAT\b)", std::regex::icase), "DOUBLE"},
+      {std::regex(R"(\bBINARY\b)", std::regex::icase), "BLOB"},
+      {std::regex(R"(\bCURRENT_TIMESTAMP\(\))", std::regex::icase), "current_timestamp"},
+      {std::regex(R"(\binformation_schema\.columns\b)", std::regex::icase), "sf_information_schema_columns"},
+  };
+  // Between two literals of a VALUES list there is only ", " or "), (": nothing to rewrite, and the list is long.
+  if (std::none_of(text.begin(), text.end(), [](unsigned char c) { return std::isalpha(c); })) return text;
+  for (const auto& [pattern, replacement] : kRewrites) text = std::regex_replace(text, pattern, replacement);
+  return text;
+}
+
+}  // namespace
+
+std::vector<std::string> split_statements(const std::string& sql) {
+  std::vector<std::string> statements;
+  std::string current;
+  for (const auto& piece : pieces_of(sql)) {
+    if (piece.kind != Piece::kText) {
+      current += piece.kind == Piece::kLiteral ? quote(piece.text, '\'') : quote(piece.text, '"');
+      continue;
+    }
+    for (char c : piece.text) {
+      if (c != ';') {
+        current += c;
+        continue;
+      }
+      if (current.find_first_not_of(" \n\t\r") != std::string::npos) statements.push_back(current);
+      current.clear();
+    }
+  }
+  if (current.find_first_not_of(" \n\t\r") != std::string::npos) statements.push_back(current);
+  return statements;
+}
+
+std::string to_duckdb_sql(const std::string& snowflake_sql) {
+  std::string out;
+  const auto pieces = pieces_of(snowflake_sql);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const Piece& p = pieces[i];
+    if (p.kind == Piece::kLiteral) {
+      out += quote(p.text, '\'');
+    } else if (p.kind == Piece::kName) {
+      // "DB".information_schema.columns: the view is database-wide already.
+      const bool before_catalog = i + 1 < pieces.size() && pieces[i + 1].kind == Piece::kText &&
+                                  upper(pieces[i + 1].text).starts_with(".INFORMATION_SCHEMA.COLUMNS");
+      if (before_catalog) {
+        ++i;
+        out += rewrite_text(pieces[i].text.substr(1));
+      } else {
+        out += quote(p.text, '"');
+      }
+    } else {
+      out += rewrite_text(p.text);
+    }
+  }
+  return out;
+}
+
+struct SnowflakeEmulator::Impl {
+  SnowflakeEmulatorOptions options;
+  httplib::Server server;
+  duckdb_database db = nullptr;
+  duckdb_connection con = nullptr;
+  std::mutex mutex;  // one statement at a time, as one warehouse session would run them
+  std::string fingerprint;
+  std::map<std::string, std::pair<int, std::string>> by_request_id;  // the first execution's answer
+  std::map<std::string, std::string> results;                        // handle -> 200 body
+  std::vector<SnowflakeRequestSeen> seen;
+  std::atomic<bool> async{false};
+  int next_handle = 1;
+
+  struct Outcome {
+    bool ok = true;
+    std::string error;
+    std::vector<std::string> names;
+    std::vector<std::vector<nlohmann::json>> rows;
+  };
+
+  Outcome run(const std::string& sql) {
+    Outcome out;
+    duckdb_result result;
+    if (duckdb_query(con, sql.c_str(), &result) != DuckDBSuccess) {
+      out.ok = false;
+      out.error = duckdb_result_error(&result);
+      duckdb_destroy_result(&result);
+      return out;
+    }
+    const idx_t columns = duckdb_column_count(&result);
+    for (idx_t c = 0; c < columns; ++c) out.names.push_back(duckdb_column_name(&result, c));
+    for (idx_t r = 0; r < duckdb_row_count(&result); ++r) {
+      std::vector<nlohmann::json> row;
+      for (idx_t c = 0; c < columns; ++c) {
+        if (duckdb_value_is_null(&result, c, r)) {
+          row.push_back(nullptr);
+          continue;
+        }
+        char* text = duckdb_value_varchar(&result, c, r);
+        row.push_back(std::string(text));
+        duckdb_free(text);
+      }
+      out.rows.push_back(std::move(row));
+    }
+    duckdb_destroy_result(&result);
+    return out;
+  }
+
+  static nlohmann::json error_body(const std::string& code, const std::string& message, const std::string& handle) {
+    return {{"code", code}, {"message", message}, {"sqlState", "42000"}, {"statementHandle", handle}};
+  }
+
+  std::string handle() {
+    const int n = next_handle++;
+    return fmt::format("01b2c3d4-0000-{:04x}-0000-{:012x}", n / 65536, n);
+  }
+
+  bool authorized(const httplib::Request& req) {
+    if (req.get_header_value("X-Snowflake-Authorization-Token-Type") != "KEYPAIR_JWT") return false;
+    const std::string auth = req.get_header_value("Authorization");
+    if (!auth.starts_with("Bearer ")) return false;
+    const std::string jwt = auth.substr(7);
+    const size_t a = jwt.find('.'), b = jwt.find('.', a + 1);
+    if (a == std::string::npos || b == std::string::npos) return false;
+    const auto header = nlohmann::json::parse(base64url_decode(jwt.substr(0, a)), nullptr, false);
+    const auto claims = nlohmann::json::parse(base64url_decode(jwt.substr(a + 1, b - a - 1)), nullptr, false);
+    const std::string signature = base64url_decode(jwt.substr(b + 1));
+    if (!header.is_object() || header.value("alg", "") != "RS256" || !claims.is_object()) return false;
+    const std::string qualified = upper(options.account) + "." + upper(options.user);
+    const int64_t now = std::time(nullptr);
+    if (claims.value("iss", "") != qualified + "." + fingerprint || claims.value("sub", "") != qualified) return false;
+    if (!claims["exp"].is_number_integer() || claims["exp"].get<int64_t>() < now ||
+        claims["exp"].get<int64_t>() - claims.value("iat", int64_t{0}) > 3600) {
+      return false;
+    }
+    std::unique_ptr<BIO, decltype(&BIO_free)> bio(
+        BIO_new_mem_buf(options.public_key_pem.data(), static_cast<int>(options.public_key_pem.size())), BIO_free);
+    std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr),
+                                                            EVP_PKEY_free);
+    std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+    const std::string input = jwt.substr(0, b);
+    return key && EVP_DigestVerifyInit(ctx.get(), nullptr, EVP_sha256(), nullptr, key.get()) == 1 &&
+           EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()), signature.size(),
+                            reinterpret_cast<const unsigned char*>(input.data()), input.size()) == 1;
+  }
+
+  // Executes the request's statements; the status and body Snowflake would answer.
+  std::pair<int, nlohmann::json> execute(const nlohmann::json& body, const std::string& request_id) {
+    const std::string h = handle();
+    const std::string database = body.value("database", "");
+    if (body.value("warehouse", "") != options.warehouse) {
+      return {422, error_body("000606",
+                              "No active warehouse selected in the current session.  Select an active warehouse with "
+                              "the 'use warehouse' command.",
+                              h)};
+    }
+    if (std::find(options.databases.begin(), options.databases.end(), database) == options.databases.end()) {
+      return {422, error_body("390201", "The requested database does not exist or not authorized.", h)};
+    }
+    std::vector<std::string> statements;
+    try {
+      statements = split_statements(body.value("statement", ""));
+    } catch (const std::exception& e) {
+      return {422, error_body("001003", std::string("SQL compilation error: ") + e.what(), h)};
+    }
+    std::string count_text = "1";
+    if (body.contains("parameters")) count_text = body["parameters"].value("MULTI_STATEMENT_COUNT", "1");
+    const size_t wanted = std::stoul(count_text);
+    if (wanted != 0 && wanted != statements.size()) {
+      return {422, error_body("000008",
+                              fmt::format("Actual statement count {} did not match the desired statement count {}.",
+                                          statements.size(), wanted),
+                              h)};
+    }
+    run(fmt::format("USE \"{}\".\"{}\"", database, body.value("schema", "PUBLIC")));
+    Outcome last;
+    std::vector<std::string> handles;
+    bool in_transaction = false;
+    for (const auto& statement : statements) {
+      const std::string translated = to_duckdb_sql(statement);
+      const std::string word = upper(statement.substr(statement.find_first_not_of(" \n\t"), 6));
+      last = run(translated);
+      if (!last.ok) {
+        if (in_transaction) run("ROLLBACK");
+        return {422, error_body("002003", "SQL compilation error:\n" + last.error, h)};
+      }
+      if (word.starts_with("BEGIN")) in_transaction = true;
+      if (word.starts_with("COMMIT")) in_transaction = false;
+      handles.push_back(handle());
+    }
+    if (in_transaction) run("ROLLBACK");  // a request that leaves its transaction open: Snowflake rolls it back
+    nlohmann::json answer = {{"code", "090001"},
+                             {"sqlState", "00000"},
+                             {"statementHandle", h},
+                             {"requestId", request_id},
+                             {"message", "Statement executed successfully."},
+                             {"createdOn", static_cast<int64_t>(std::time(nullptr)) * 1000},
+                             {"statementStatusUrl", "/api/v2/statements/" + h + "?requestId=" + request_id}};
+    if (statements.size() > 1) {
+      answer["statementHandles"] = handles;
+      answer["resultSetMetaData"] = {{"numRows", 1},
+                                     {"format", "jsonv2"},
+                                     {"rowType", {{{"name", "multiple statement execution"}, {"type", "text"}}}},
+                                     {"partitionInfo", {{{"rowCount", 1}}}}};
+      answer["data"] = {{"Multiple statements executed successfully."}};
+    } else {
+      nlohmann::json row_type = nlohmann::json::array();
+      for (const auto& name : last.names) row_type.push_back({{"name", upper(name)}, {"type", "text"}});
+      answer["resultSetMetaData"] = {{"numRows", last.rows.size()},
+                                     {"format", "jsonv2"},
+                                     {"rowType", row_type},
+                                     {"partitionInfo", {{{"rowCount", last.rows.size()}}}}};
+      answer["data"] = last.rows;
+    }
+    results[h] = answer.dump();
+    return {200, answer};
+  }
+
+  void post(const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req)) {
+      res.status = 401;
+      res.set_content(R"({"code":"390144","message":"JWT token is invalid."})", "application/json");
+      return;
+    }
+    const std::string request_id = req.get_param_value("requestId");
+    const bool retry = req.get_param_value("retry") == "true";
+    const auto body = nlohmann::json::parse(req.body, nullptr, false);
+    if (!body.is_object() || !body.contains("statement")) {
+      res.status = 400;
+      res.set_content(R"({"code":"391902","message":"Unsupported Accept header or request body."})",
+                      "application/json");
+      return;
+    }
+    std::lock_guard lock(mutex);
+    seen.push_back({request_id, retry, false, body.value("statement", "")});
+    auto earlier = by_request_id.find(request_id);
+    if (retry && !request_id.empty() && earlier != by_request_id.end()) {
+      res.status = earlier->second.first;
+      res.set_content(earlier->second.second, "application/json");
+      return;
+    }
+    seen.back().executed = true;
+    auto [status, answer] = execute(body, request_id);
+    if (status == 200 && (async || req.get_param_value("async") == "true")) {
+      status = 202;
+      answer = {{"code", "333334"},
+                {"message",
+                 "Asynchronous execution in progress. Use provided query id to perform query monitoring and "
+                 "management."},
+                {"statementHandle", answer["statementHandle"]},
+                {"statementStatusUrl", answer["statementStatusUrl"]}};
+    }
+    if (!request_id.empty()) by_request_id[request_id] = {status, answer.dump()};
+    res.status = status;
+    res.set_content(answer.dump(), "application/json");
+  }
+
+  void get(const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req)) {
+      res.status = 401;
+      res.set_content(R"({"code":"390144","message":"JWT token is invalid."})", "application/json");
+      return;
+    }
+    std::lock_guard lock(mutex);
+    auto found = results.find(req.matches[1]);
+    if (found == results.end()) {
+      res.status = 404;
+      res.set_content(R"({"code":"333333","message":"Statement not found."})", "application/json");
+      return;
+    }
+    res.status = 200;
+    res.set_content(found->second, "application/json");
+  }
+};
+
+SnowflakeEmulator::SnowflakeEmulator(SnowflakeEmulatorOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->options = std::move(options);
+  auto& o = impl_->options;
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(
+      BIO_new_mem_buf(o.public_key_pem.data(), static_cast<int>(o.public_key_pem.size())), BIO_free);
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr),
+                                                          EVP_PKEY_free);
+  if (!key) throw std::runtime_error("the emulator needs the user's public key (PEM)");
+  unsigned char* der = nullptr;
+  const int length = i2d_PUBKEY(key.get(), &der);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int digest_length = 0;
+  EVP_Digest(der, static_cast<size_t>(length), digest, &digest_length, EVP_sha256(), nullptr);
+  OPENSSL_free(der);
+  std::string b64(4 * ((digest_length + 2) / 3), '\0');
+  EVP_EncodeBlock(reinterpret_cast<unsigned char*>(b64.data()), digest, static_cast<int>(digest_length));
+  impl_->fingerprint = "SHA256:" + b64;
+
+  if (duckdb_open(nullptr, &impl_->db) != DuckDBSuccess || duckdb_connect(impl_->db, &impl_->con) != DuckDBSuccess) {
+    throw std::runtime_error("the emulator cannot open DuckDB");
+  }
+  auto must = [&](const std::string& sql) {
+    auto out = impl_->run(sql);
+    if (!out.ok) throw std::runtime_error("emulator setup: " + out.error + " in " + sql);
+  };
+  for (const auto& database : o.databases) {
+    must(fmt::format("ATTACH ':memory:' AS \"{}\"", database));
+    must(fmt::format("CREATE SCHEMA \"{}\".\"PUBLIC\"", database));
+  }
+  must("CREATE TEMP MACRO parse_json(x) AS CAST(x AS JSON)");
+  must("CREATE TEMP MACRO to_binary(x, f) AS unhex(x)");
+  // information_schema.columns with Snowflake's names for the types (data_type as Snowflake reports it).
+  must(R"(CREATE TEMP VIEW sf_information_schema_columns AS SELECT table_catalog, table_schema, table_name,
+    column_name, ordinal_position, CASE WHEN data_type LIKE 'DECIMAL%' OR data_type IN ('BIGINT', 'INTEGER')
+    THEN 'NUMBER' WHEN data_type = 'DOUBLE' THEN 'FLOAT' WHEN data_type = 'VARCHAR' THEN 'TEXT' WHEN data_type =
+    'TIMESTAMP' THEN 'TIMESTAMP_NTZ' WHEN data_type = 'TIMESTAMP WITH TIME ZONE' THEN 'TIMESTAMP_LTZ' WHEN data_type
+    = 'JSON' THEN 'VARIANT' WHEN data_type = 'BLOB' THEN 'BINARY' ELSE data_type END AS data_type FROM
+    information_schema.columns)");
+  impl_->server.Post("/api/v2/statements",
+                     [this](const httplib::Request& req, httplib::Response& res) { impl_->post(req, res); });
+  impl_->server.Get(R"(/api/v2/statements/([0-9a-f-]+))",
+                    [this](const httplib::Request& req, httplib::Response& res) { impl_->get(req, res); });
+  port_ = impl_->server.bind_to_any_port("127.0.0.1");
+  thread_ = std::thread([this] { impl_->server.listen_after_bind(); });
+  while (!impl_->server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+SnowflakeEmulator::~SnowflakeEmulator() {
+  impl_->server.stop();
+  if (thread_.joinable()) thread_.join();
+  duckdb_disconnect(&impl_->con);
+  duckdb_close(&impl_->db);
+}
+
+void SnowflakeEmulator::answer_async(bool on) { impl_->async = on; }
+
+std::vector<std::vector<std::string>> SnowflakeEmulator::query(const std::string& duckdb_sql) {
+  std::lock_guard lock(impl_->mutex);
+  auto out = impl_->run(duckdb_sql);
+  if (!out.ok) throw std::runtime_error("emulator query: " + out.error);
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& row : out.rows) {
+    std::vector<std::string> values;
+    for (const auto& v : row) values.push_back(v.is_null() ? "NULL" : v.get<std::string>());
+    rows.push_back(std::move(values));
+  }
+  return rows;
+}
+
+std::vector<SnowflakeRequestSeen> SnowflakeEmulator::requests() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->seen;
+}
+
+}  // namespace skippr::test

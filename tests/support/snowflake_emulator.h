@@ -1,0 +1,64 @@
+// Test support: an emulator of the part of Snowflake's SQL API v2 the Snowflake sink calls, run in the test process on
+// a free loopback port, executing the SQL for real on an in-memory DuckDB. What it implements, as the API reference
+// defines it: POST /api/v2/statements (requestId and retry query parameters, the JSON body's statement, database,
+// schema, warehouse and parameters.MULTI_STATEMENT_COUNT), GET /api/v2/statements/{handle}; key-pair JWT checked
+// (RS256 signature against the user's registered public key, iss = ACCOUNT.USER.SHA256:<fingerprint>, sub, exp);
+// 200 ResultSet / 202 QueryStatus / 422 QueryFailureStatus / 401 bodies with Snowflake's codes; a requestId resent
+// with retry=true answered from its first execution, not run again; statements answered with 202 when asked to.
+// What it does not: result partitions, bind variables, stages, roles and grants, Snowflake's locking. Snowflake SQL
+// becomes DuckDB SQL in one place (to_duckdb_sql, with its list of rewrites). Dropped responses come from
+// tests/support/fault_proxy in front of it.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace skippr::test {
+
+struct SnowflakeEmulatorOptions {
+  std::string account = "TESTORG-SKIPPR";
+  std::string user = "LOADER";
+  std::string public_key_pem;  // the user's RSA_PUBLIC_KEY
+  std::vector<std::string> databases = {"ANALYTICS"};
+  std::string warehouse = "LOAD_WH";
+};
+
+// Every request the emulator received, in order.
+struct SnowflakeRequestSeen {
+  std::string request_id;
+  bool retry = false;
+  bool executed = false;  // false: answered from an earlier execution of the same requestId
+  std::string statement;
+};
+
+// Snowflake SQL -> DuckDB SQL (exposed for its unit test).
+std::string to_duckdb_sql(const std::string& snowflake_sql);
+// `sql` cut at the semicolons outside literals and quoted names; empty statements dropped.
+std::vector<std::string> split_statements(const std::string& sql);
+
+class SnowflakeEmulator {
+ public:
+  explicit SnowflakeEmulator(SnowflakeEmulatorOptions options);
+  ~SnowflakeEmulator();
+  SnowflakeEmulator(const SnowflakeEmulator&) = delete;
+  SnowflakeEmulator& operator=(const SnowflakeEmulator&) = delete;
+
+  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  // DuckDB SQL on the emulator's database, as a reader of the warehouse would run it: rows of text ("NULL" for null).
+  std::vector<std::vector<std::string>> query(const std::string& duckdb_sql);
+  std::vector<SnowflakeRequestSeen> requests() const;
+  // From now on every statement is answered 202 (still running) and its result fetched by handle.
+  void answer_async(bool on);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace skippr::test
