@@ -14,15 +14,13 @@
 
 #include "core/batch.h"
 #include "core/result.h"
+#include "sinks/merge_sql.h"
 #include "sinks/schema_evolution.h"
 
 namespace skippr {
 
 // The staging table: a TEMP table in the sink's transaction, dropped before COMMIT.
 inline constexpr std::string_view kDuckDbStageTable = "_skippr_stage";
-// The staging table's last column: the row's index in the batch (part of the derived order token, and the tie
-// breaker between two changes of one key with the same token: the later row wins).
-inline constexpr std::string_view kRowNumberColumn = "_skippr_row";
 
 // kBadInput naming the field and row when a change field or a key value is unusable: _skippr_op not one of
 // "insert", "update", "delete" (or NULL = upsert); _skippr_order NULL, negative or not a decimal integer of at most 38
