@@ -1,4 +1,4 @@
-// CDC exactly-once under kill -9: Postgres (snapshot_then_cdc) -> Postgres and -> DuckDB (merge_by_key) while a
+// CDC exactly-once under kill -9: Postgres (snapshot_then_cdc) -> Postgres, DuckDB and Snowflake (merge_by_key) while a
 // concurrent workload inserts, updates, changes primary keys and deletes on the source, and skipprd is killed by timer
 // and at every failpoint, again and again. Once the workload stops and a last run catches up, the destination equals
 // the source row for row: a lost insert, update or delete, or a doubled or reordered one, shows as a difference.
@@ -19,6 +19,7 @@
 #include "support/duckdb_probe.h"
 #include "support/pipeline_fixture.h"
 #include "support/postgres_server.h"
+#include "support/snowflake_emulator.h"
 
 namespace skippr::test {
 namespace {
@@ -26,17 +27,21 @@ namespace {
 constexpr int kInitialRows = 20000;
 constexpr auto kWorkloadTime = std::chrono::seconds(25);
 
-// Where the mirror lands: a Postgres table (schema mirror) or a DuckDB file, both merged by key.
-enum class Mirror { kPostgres, kDuckDb };
+// Where the mirror lands: a Postgres table (schema mirror), a DuckDB file, or Snowflake (its emulator), all merged by
+// key.
+enum class Mirror { kPostgres, kDuckDb, kSnowflake };
 
 // The pipeline's name also names its replication slot, which is global to the server: one per mirror.
-std::string pipeline_of(Mirror mirror) { return mirror == Mirror::kPostgres ? "to_postgres" : "to_duckdb"; }
+std::string pipeline_of(Mirror mirror) {
+  return mirror == Mirror::kPostgres ? "to_postgres" : mirror == Mirror::kDuckDb ? "to_duckdb" : "to_snowflake";
+}
 
 std::string config(const std::string& source_uri, Mirror mirror, const std::string& sink_uri_or_file) {
   const std::string sink =
       mirror == Mirror::kPostgres
           ? fmt::format(R"(Postgres: {{ dsn: "{}", schema: mirror, table: accounts }})", sink_uri_or_file)
-          : fmt::format(R"(DuckDB: {{ path: "{}", table: accounts }})", sink_uri_or_file);
+      : mirror == Mirror::kDuckDb ? fmt::format(R"(DuckDB: {{ path: "{}", table: accounts }})", sink_uri_or_file)
+                                  : snowflake_sink(SharedSnowflake().endpoint(), "accounts");
   return fmt::format(R"(data_sources:
   app:
     Postgres: {{ dsn: "{}", schema: shop, tables: [accounts], mode: snapshot_then_cdc }}
@@ -140,11 +145,17 @@ Rows postgres_rows(const PostgresServer& pg, const std::string& db, const std::s
   return rows;
 }
 
+constexpr const char* kMirrorRowsSql =
+    "SELECT id::BIGINT::VARCHAR, name, balance::VARCHAR, amount::VARCHAR, epoch_us(updated)::VARCHAR, "
+    "active::VARCHAR, doc::VARCHAR, length(big)::VARCHAR || ' ' || md5(big) FROM {} ORDER BY id::BIGINT";
+
 Rows duckdb_mirror_rows(const std::filesystem::path& db) {
-  return duckdb_rows(db,
-                     "SELECT id::BIGINT::VARCHAR, name, balance::VARCHAR, amount::VARCHAR, epoch_us(updated)::VARCHAR, "
-                     "active::VARCHAR, doc::VARCHAR, length(big)::VARCHAR || ' ' || md5(big) FROM accounts ORDER BY "
-                     "id::BIGINT");
+  return duckdb_rows(db, fmt::format(kMirrorRowsSql, "accounts"));
+}
+
+// The emulator's DuckDB holds what Snowflake would: read it with the same SQL.
+Rows snowflake_mirror_rows() {
+  return SharedSnowflake().query(fmt::format(kMirrorRowsSql, "\"ANALYTICS\".\"PUBLIC\".\"accounts\""));
 }
 
 // Drops the database's replication slots once their walsenders are gone (as an operator, or max_slot_wal_keep_size).
@@ -221,14 +232,15 @@ void mirror_equals_source_after_workload_and_kills(Mirror mirror) {
   std::string cause_text;
   for (const auto& [cause, n] : last.by_cause) cause_text += fmt::format(" {}={}", cause, n);
   std::cout << fmt::format("postgres cdc chaos into {}: {} transactions ({} failed), {} runs, {} kills:{}\n",
-                           mirror == Mirror::kPostgres ? "Postgres" : "DuckDB", workload.transactions.load(),
-                           workload.failures.load(), runs + 1, kills, cause_text);
+                           pipeline_of(mirror), workload.transactions.load(), workload.failures.load(), runs + 1, kills,
+                           cause_text);
   EXPECT_GE(workload.transactions.load(), 200);
   EXPECT_GE(kills, 5);
 
   const Rows source = postgres_rows(pg, src, "shop.accounts");
-  const Rows landed =
-      mirror == Mirror::kPostgres ? postgres_rows(pg, dst, "mirror.accounts") : duckdb_mirror_rows(duckdb_file);
+  const Rows landed = mirror == Mirror::kPostgres ? postgres_rows(pg, dst, "mirror.accounts")
+                      : mirror == Mirror::kDuckDb ? duckdb_mirror_rows(duckdb_file)
+                                                  : snowflake_mirror_rows();
   std::set<std::string> source_keys, landed_keys;
   for (const auto& row : source) source_keys.insert(row[0]);
   int resurrected = 0;
@@ -258,6 +270,10 @@ TEST(PostgresCdcChaos, APostgresMirrorEqualsTheSourceAfterAConcurrentWorkloadAnd
 
 TEST(PostgresCdcChaos, ADuckDbMirrorEqualsTheSourceAfterAConcurrentWorkloadAndRepeatedKills) {
   mirror_equals_source_after_workload_and_kills(Mirror::kDuckDb);
+}
+
+TEST(PostgresCdcChaos, ASnowflakeMirrorEqualsTheSourceAfterAConcurrentWorkloadAndRepeatedKills) {
+  mirror_equals_source_after_workload_and_kills(Mirror::kSnowflake);
 }
 
 }  // namespace

@@ -20,33 +20,6 @@
 namespace skippr::test {
 namespace {
 
-struct Keys {
-  TempDir dir;
-  std::filesystem::path private_key, public_key;
-  Keys() {
-    make_rsa_key(dir.path(), "loader");
-    private_key = dir / "loader.pem";
-    public_key = dir / "loader.pub";
-  }
-};
-
-Keys& SharedKeys() {
-  static Keys keys;
-  return keys;
-}
-
-SnowflakeEmulator& SharedSnowflake() {
-  static SnowflakeEmulator emulator({.public_key_pem = read_text(SharedKeys().public_key)});
-  return emulator;
-}
-
-std::string snowflake_sink(const std::string& endpoint, const std::string& table, const std::string& extra = "") {
-  return fmt::format(
-      "Snowflake: {{ account: testorg-skippr, user: loader, private_key_file: \"{}\", warehouse: LOAD_WH, "
-      "database: ANALYTICS, table: {}, endpoint: \"{}\"{} }}",
-      SharedKeys().private_key.string(), table, endpoint, extra);
-}
-
 // count, distinct ids and a content hash of a table in the emulator (every column as text).
 std::string digest(const std::string& table) {
   const auto rows = SharedSnowflake().query(fmt::format(
@@ -157,6 +130,28 @@ TEST(SnowflakeSink, DroppedAnswersAndAsyncStatementsLandOnceUnderOneRequestId) {
   EXPECT_GE(resent, 1) << "no transaction was resent after a lost request";
 }
 
+// merge_by_key on the Sample's trip_id: a RESET reads every row again under a new lineage, and the table still holds
+// each trip once, now with the newer order token.
+TEST(SnowflakeSink, MergeByKeyUpsertsWhatARereadBrings) {
+  PipelineFixture f(sample_to_sink_config(snowflake_sink(SharedSnowflake().endpoint(), "merged"), 8000, 6) +
+                    "    landing: merge_by_key\n    primary_key: trip_id\n");
+  const std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "128KiB"}};
+  ASSERT_EQ(f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env).exit_code, 0);
+  const std::string first = digest("merged");
+  EXPECT_TRUE(first.starts_with("8000 8000 ")) << first;
+  const std::string first_max =
+      SharedSnowflake().query("SELECT max(\"_skippr_order\")::VARCHAR FROM \"ANALYTICS\".\"PUBLIC\".\"merged\"")[0][0];
+  ASSERT_EQ(f.skipprd({"query", "--sql", "RESET PIPELINE bikehire"}).exit_code, 0);
+  auto again = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(digest("merged"), first);
+  const auto tokens =
+      SharedSnowflake().query("SELECT min(\"_skippr_order\")::VARCHAR FROM \"ANALYTICS\".\"PUBLIC\".\"merged\"");
+  EXPECT_GT(std::stod(tokens[0][0]), std::stod(first_max)) << "a row kept the older lineage's token";
+  const auto [rows, ids] = ledger_of("merged");
+  EXPECT_EQ(rows, ids);
+}
+
 TEST(SnowflakeSink, KillLoopEqualsAnUnkilledRun) {
   constexpr uint64_t kRows = 100000;
   std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "256KiB"}, {"WAL_BYTES_PER_FILE", "1000000"}};
@@ -183,7 +178,7 @@ TEST(SnowflakeSink, LoginAndSetupMistakesStopWithExitTwoAndNoSecret) {
   TempDir other;
   make_rsa_key(other.path(), "stranger");
   const std::string endpoint = SharedSnowflake().endpoint();
-  const std::string key_text = read_text(SharedKeys().private_key);
+  const std::string key_text = read_text(snowflake_test_private_key());
   const std::string key_line = key_text.substr(key_text.find('\n') + 1, 40);
   struct Case {
     std::string sink, expect;
@@ -220,7 +215,7 @@ TEST(SnowflakeApi, ARetryUnderTheSameRequestIdIsNotRunAgain) {
   SnowflakeConfig config;
   config.account = "testorg-skippr";
   config.user = "loader";
-  config.private_key_pem = read_text(SharedKeys().private_key);
+  config.private_key_pem = read_text(snowflake_test_private_key());
   config.key_source = "the test key";
   config.warehouse = "LOAD_WH";
   config.database = "ANALYTICS";

@@ -18,6 +18,7 @@
 #include <stdexcept>
 
 #include "support/process.h"
+#include "support/test_keys.h"
 
 namespace skippr::test {
 namespace {
@@ -444,6 +445,32 @@ std::vector<std::vector<std::string>> SnowflakeEmulator::query(const std::string
 std::vector<SnowflakeRequestSeen> SnowflakeEmulator::requests() const {
   std::lock_guard lock(impl_->mutex);
   return impl_->seen;
+}
+
+namespace {
+struct TestKeys {
+  TempDir dir;
+  std::filesystem::path private_key = dir / "loader.pem", public_key = dir / "loader.pub";
+  TestKeys() { make_rsa_key(dir.path(), "loader"); }
+};
+TestKeys& shared_keys() {
+  static TestKeys keys;
+  return keys;
+}
+}  // namespace
+
+const std::filesystem::path& snowflake_test_private_key() { return shared_keys().private_key; }
+
+SnowflakeEmulator& SharedSnowflake() {
+  static SnowflakeEmulator emulator({.public_key_pem = read_text(shared_keys().public_key)});
+  return emulator;
+}
+
+std::string snowflake_sink(const std::string& endpoint, const std::string& table, const std::string& extra) {
+  return fmt::format(
+      "Snowflake: {{ account: testorg-skippr, user: loader, private_key_file: \"{}\", warehouse: LOAD_WH, "
+      "database: ANALYTICS, table: {}, endpoint: \"{}\"{} }}",
+      snowflake_test_private_key().string(), table, endpoint, extra);
 }
 
 }  // namespace skippr::test

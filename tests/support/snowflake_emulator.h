@@ -10,6 +10,7 @@
 // tests/support/fault_proxy in front of it.
 #pragma once
 
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -60,5 +61,11 @@ class SnowflakeEmulator {
   int port_ = 0;
   std::thread thread_;
 };
+
+// One key pair and one emulator per test binary; the key's user is LOADER of account TESTORG-SKIPPR.
+const std::filesystem::path& snowflake_test_private_key();
+SnowflakeEmulator& SharedSnowflake();
+// A Snowflake sink's YAML flow line for `table` in ANALYTICS.PUBLIC through `endpoint`; `extra` starts with ", ".
+std::string snowflake_sink(const std::string& endpoint, const std::string& table, const std::string& extra = "");
 
 }  // namespace skippr::test

@@ -1,6 +1,7 @@
 #include "sinks/snowflake/snowflake_sink.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <fstream>
 #include <sstream>
@@ -9,7 +10,9 @@
 #include "core/failpoint.h"
 #include "formats/json_rows.h"
 #include "sinks/batch_ledger.h"
+#include "sinks/change_fields.h"
 #include "sinks/conform_batch.h"
+#include "sinks/merge_sql.h"
 #include "sinks/schema_evolution.h"
 #include "sinks/snowflake/sf_types.h"
 
@@ -18,6 +21,9 @@ namespace {
 
 // Snowflake's limit on one statement's text is 1 MB; rows are cut into INSERTs below it.
 constexpr size_t kStatementBytes = 900 * 1024;
+// merge_by_key stages each batch in a temporary table of the request's session (DDL: before the transaction).
+constexpr std::string_view kStageTable = "_skippr_stage";
+constexpr std::string_view kTokenType = "NUMBER(38,0)";
 
 ColumnRules sf_column_rules() {
   return {[](std::string_view a, std::string_view b) { return a == b; }, sf_column_accepts, sf_quote_identifier};
@@ -26,12 +32,13 @@ ColumnRules sf_column_rules() {
 class SnowflakeSink final : public Sink {
  public:
   SnowflakeSink(SnowflakeClient client, std::string database, std::string schema, std::string table,
-                std::string pipeline)
+                std::string pipeline, std::vector<std::string> merge_key)
       : client_(std::move(client)),
         database_(std::move(database)),
         schema_(std::move(schema)),
         table_(std::move(table)),
-        pipeline_(std::move(pipeline)) {}
+        pipeline_(std::move(pipeline)),
+        merge_key_(std::move(merge_key)) {}
 
   Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
   bool keeps_ledger() const override { return true; }
@@ -56,6 +63,9 @@ class SnowflakeSink final : public Sink {
   std::string prefix() const { return sf_quote_identifier(database_) + "." + sf_quote_identifier(schema_) + "."; }
   std::string target() const { return prefix() + sf_quote_identifier(table_); }
   std::string rejects() const { return prefix() + sf_quote_identifier(table_ + std::string(kRejectedSuffix)); }
+  std::string tombstones() const { return prefix() + sf_quote_identifier(table_ + std::string(kTombstoneSuffix)); }
+  bool merging() const { return !merge_key_.empty(); }
+  Status check_merge_rows(const Batch& batch) const;
   std::string where() const { return fmt::format("{}: table {}.{}.{}", client_.where(), database_, schema_, table_); }
   LedgerDialect ledger() const { return {prefix(), "", sf_quote_literal, "VARCHAR", "NUMBER(20,0)"}; }
   // The ledger's own condition: the batch is not there yet (every write of the transaction carries it).
@@ -66,11 +76,19 @@ class SnowflakeSink final : public Sink {
   Status prepare_table(const Batch& batch);
   Result<bool> ledger_has(const BatchId& id);
   Result<WriteOutcome> land(const BatchToLand& item);
-  // The INSERT ... SELECT ... FROM VALUES statements of `rows` (each below kStatementBytes), every one conditional.
-  std::vector<std::string> insert_statements(const Batch& rows, const BatchId& id) const;
+  // The INSERT ... SELECT ... FROM VALUES statements of `rows` into `into`, whose columns are `columns` (each value
+  // converted to its column's type), each below kStatementBytes and ending in `condition` (may be empty). With
+  // `row_numbers`, each row's index in the batch goes into the last column of `columns`.
+  std::vector<std::string> insert_statements(const Batch& rows, const std::string& into,
+                                             const std::vector<TableColumn>& columns, const std::string& condition,
+                                             bool row_numbers) const;
+  // The statements that land a merge_by_key batch: staging (before the transaction) and the MERGE (inside it).
+  void merge_statements(const Batch& rows, const BatchId& id, std::vector<std::string>& before,
+                        std::vector<std::string>& inside) const;
 
   SnowflakeClient client_;
   std::string database_, schema_, table_, pipeline_;
+  std::vector<std::string> merge_key_;  // merge_by_key's primary key; empty: append
   bool opened_ = false;
   std::vector<TableColumn> columns_;  // the target's, as last described (empty: not there yet)
   bool rejects_ready_ = false;
@@ -119,15 +137,27 @@ Result<bool> SnowflakeSink::ledger_has(const BatchId& id) {
 
 Status SnowflakeSink::prepare_table(const Batch& batch) {
   if (columns_.empty()) {
-    std::string sql = fmt::format("CREATE TABLE IF NOT EXISTS {} (", target());
-    for (size_t f = 0; f < batch.schema.fields.size(); ++f) {
-      const Field& field = batch.schema.fields[f];
-      sql += fmt::format("{}{} {}", f ? ", " : "", sf_quote_identifier(field.name), sf_new_column_type(field.type));
+    std::vector<std::string> definitions;
+    for (const Field& field : batch.schema.fields) {
+      if (merging() && is_change_field(field.name)) continue;
+      definitions.push_back(fmt::format("{} {}", sf_quote_identifier(field.name), sf_new_column_type(field.type)));
     }
-    SKIPPR_TRY(client_.query(sql + ")"));
+    // merge_by_key keeps each row's order token.
+    if (merging()) definitions.push_back(fmt::format("{} {}", sf_quote_identifier(kOrderColumn), kTokenType));
+    SKIPPR_TRY(
+        client_.query(fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", target(), fmt::join(definitions, ", "))));
     SKIPPR_TRY(describe());
   }
-  auto missing = fields_to_add(columns_, batch.schema, sf_column_rules(), where(), /*skip_change_fields=*/false);
+  if (merging()) {
+    for (const auto& key : merge_key_) {
+      if (!find_column(columns_, key, sf_column_rules())) {
+        return fail(ErrorKind::kConfig, fmt::format("{} has no column {} of the pipeline's primary_key; fix "
+                                                    "primary_key or choose another table",
+                                                    where(), sf_quote_identifier(key)));
+      }
+    }
+  }
+  auto missing = fields_to_add(columns_, batch.schema, sf_column_rules(), where(), merging());
   if (!missing) return std::unexpected(missing.error());
   if (missing->empty()) return ok();
   // DDL commits on its own in Snowflake, so it runs before the batch's transaction (IF NOT EXISTS: a retry is fine).
@@ -138,18 +168,21 @@ Status SnowflakeSink::prepare_table(const Batch& batch) {
   return describe();
 }
 
-std::vector<std::string> SnowflakeSink::insert_statements(const Batch& rows, const BatchId& id) const {
-  std::string columns, converted, aliases;
-  for (size_t f = 0; f < rows.schema.fields.size(); ++f) {
-    const Field& field = rows.schema.fields[f];
-    const TableColumn* column = find_column(columns_, field.name, sf_column_rules());
+std::vector<std::string> SnowflakeSink::insert_statements(const Batch& rows, const std::string& into,
+                                                          const std::vector<TableColumn>& columns,
+                                                          const std::string& condition, bool row_numbers) const {
+  std::string names, converted, aliases;
+  const size_t fields = rows.schema.fields.size() + (row_numbers ? 1 : 0);
+  for (size_t f = 0; f < fields; ++f) {
+    const std::string name = f < rows.schema.fields.size() ? rows.schema.fields[f].name : std::string(kRowNumberColumn);
+    const TableColumn* column = find_column(columns, name, sf_column_rules());
     const std::string alias = fmt::format("c{}", f);
-    columns += (f ? ", " : "") + sf_quote_identifier(field.name);
+    names += (f ? ", " : "") + sf_quote_identifier(name);
     converted += (f ? ", " : "") + sf_convert("v." + alias, column ? column->type : "VARCHAR");
     aliases += (f ? ", " : "") + alias;
   }
-  const std::string head = fmt::format("INSERT INTO {} ({}) SELECT {} FROM (VALUES ", target(), columns, converted);
-  const std::string tail = fmt::format(") AS v({}) WHERE {}", aliases, not_landed(id));
+  const std::string head = fmt::format("INSERT INTO {} ({}) SELECT {} FROM (VALUES ", into, names, converted);
+  const std::string tail = fmt::format(") AS v({}){}", aliases, condition.empty() ? "" : " WHERE " + condition);
   std::vector<std::string> statements;
   std::string sql;
   for (size_t r = 0; r < rows.rows; ++r) {
@@ -159,11 +192,52 @@ std::vector<std::string> SnowflakeSink::insert_statements(const Batch& rows, con
       if (f) sql += ", ";
       sf_append_literal(rows.columns[f], r, sql);
     }
+    if (row_numbers) sql += fmt::format(", '{}'", r);
     sql += ')';
     if (sql.size() > kStatementBytes) statements.push_back(std::move(sql += tail)), sql.clear();
   }
   if (!sql.empty()) statements.push_back(sql + tail);
   return statements;
+}
+
+Status SnowflakeSink::check_merge_rows(const Batch& batch) const {
+  std::vector<size_t> key_fields;
+  for (const auto& key : merge_key_) {
+    const int field = batch.schema.index_of(key);
+    if (field < 0) {
+      return fail(ErrorKind::kConfig, fmt::format("{}: the batch has no field {} named in the pipeline's primary_key; "
+                                                  "fix primary_key",
+                                                  where(), sf_quote_identifier(key)));
+    }
+    key_fields.push_back(static_cast<size_t>(field));
+  }
+  return check_change_fields(batch, key_fields, where());
+}
+
+void SnowflakeSink::merge_statements(const Batch& rows, const BatchId& id, std::vector<std::string>& before,
+                                     std::vector<std::string>& inside) const {
+  // The stage holds the batch's fields in the target's types (the change fields as text) and the row numbers.
+  std::vector<TableColumn> stage;
+  for (const Field& field : rows.schema.fields) {
+    const TableColumn* column =
+        is_change_field(field.name) ? nullptr : find_column(columns_, field.name, sf_column_rules());
+    stage.push_back({field.name, column ? column->type : "VARCHAR"});
+  }
+  stage.push_back({std::string(kRowNumberColumn), std::string(kTokenType)});
+  std::vector<std::string> definitions;
+  for (const auto& c : stage) definitions.push_back(fmt::format("{} {}", sf_quote_identifier(c.name), c.type));
+  const MergeSql m{target(), tombstones(),      sf_quote_identifier(kStageTable), merge_key_,
+                   columns_, sf_column_rules(), std::string(kTokenType)};
+  before.push_back(fmt::format("CREATE OR REPLACE TEMPORARY TABLE {} ({})", m.stage, fmt::join(definitions, ", ")));
+  before.push_back(tombstones_create_sql(m));
+  for (auto& sql : insert_statements(rows, m.stage, stage, "", /*row_numbers=*/true)) before.push_back(std::move(sql));
+  // Replaying the MERGE changes nothing (every write is conditional on the order token), so it needs no ledger guard.
+  bool deletes = false;
+  const int op = rows.schema.index_of(kOpField);
+  for (size_t r = 0; op >= 0 && r < rows.rows && !deletes; ++r) {
+    deletes = rows.columns[op].is_valid(r) && rows.columns[op].string_at(r) == "delete";
+  }
+  for (auto& sql : merge_apply_sql(rows, id, m, deletes)) inside.push_back(std::move(sql));
 }
 
 Result<WriteOutcome> SnowflakeSink::land(const BatchToLand& item) {
@@ -175,6 +249,7 @@ Result<WriteOutcome> SnowflakeSink::land(const BatchToLand& item) {
     if (!held) return std::unexpected(held.error());
     if (*held) return WriteOutcome::kAlreadyApplied;
   }
+  if (merging()) SKIPPR_TRY(check_merge_rows(item.batch));
   SKIPPR_TRY(prepare_table(item.batch));
   auto conformed = conform_batch(item.batch, columns_, sf_column_rules(), where());
   if (!conformed) return std::unexpected(conformed.error());
@@ -188,10 +263,15 @@ Result<WriteOutcome> SnowflakeSink::land(const BatchToLand& item) {
     rejects_ready_ = true;
   }
 
-  std::vector<std::string> statements = {"BEGIN TRANSACTION"};
-  if (rows.rows > 0) {
-    for (auto& sql : insert_statements(rows, item.id)) statements.push_back(std::move(sql));
+  std::vector<std::string> statements;
+  std::vector<std::string> inside;
+  if (rows.rows > 0 && merging()) {
+    merge_statements(rows, item.id, statements, inside);
+  } else if (rows.rows > 0) {
+    inside = insert_statements(rows, target(), columns_, not_landed(item.id), /*row_numbers=*/false);
   }
+  statements.push_back("BEGIN TRANSACTION");
+  for (auto& sql : inside) statements.push_back(std::move(sql));
   for (auto& sql : rejects_insert_sql(rejects(), item.id.str(), rejected, sf_quote_literal)) {
     statements.push_back(std::move(sql));
   }
@@ -202,6 +282,8 @@ Result<WriteOutcome> SnowflakeSink::land(const BatchToLand& item) {
   ledger_row.pop_back();  // the VALUES list's closing parenthesis
   statements.push_back(ledger_row + " WHERE " + not_landed(item.id));
   statements.push_back("COMMIT");
+  if (rows.rows > 0 && merging())
+    statements.push_back(fmt::format("DROP TABLE IF EXISTS {}", sf_quote_identifier(kStageTable)));
 
   std::string request;
   for (const auto& sql : statements) request += sql + ";\n";
@@ -247,9 +329,10 @@ ConnectorSpec snowflake_sink_spec() {
   };
   spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
     const std::string where = fmt::format("sink '{}'", ctx.name);
-    if (ctx.landing != Landing::kAppend) {
-      return fail(ErrorKind::kConfig, fmt::format("{}: landing {} is not built for Snowflake yet; use append", where,
-                                                  to_string(ctx.landing)));
+    if (ctx.landing != Landing::kAppend && ctx.landing != Landing::kMergeByKey) {
+      return fail(ErrorKind::kConfig, fmt::format("{}: landing {} is not built for Snowflake yet; use append or "
+                                                  "merge_by_key",
+                                                  where, to_string(ctx.landing)));
     }
     SnowflakeConfig config;
     config.account = ctx.params.value("account", std::string());
@@ -272,9 +355,10 @@ ConnectorSpec snowflake_sink_spec() {
     }
     auto client = SnowflakeClient::make(std::move(config));
     if (!client) return fail(ErrorKind::kConfig, fmt::format("{}: {}", where, client.error().message));
-    return std::make_unique<SnowflakeSink>(std::move(*client), ctx.params.value("database", std::string()),
-                                           ctx.params.value("schema", std::string("PUBLIC")),
-                                           ctx.params.value("table", std::string()), ctx.pipeline);
+    return std::make_unique<SnowflakeSink>(
+        std::move(*client), ctx.params.value("database", std::string()),
+        ctx.params.value("schema", std::string("PUBLIC")), ctx.params.value("table", std::string()), ctx.pipeline,
+        ctx.landing == Landing::kMergeByKey ? ctx.primary_key : std::vector<std::string>());
   };
   return spec;
 }
