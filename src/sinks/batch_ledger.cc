@@ -7,8 +7,12 @@
 namespace skippr {
 
 namespace {
+std::string name(const LedgerDialect& d, std::string_view text) {
+  return d.quote_identifier ? d.quote_identifier(text) : fmt::format("\"{}\"", text);
+}
+
 std::string ledger_table(const LedgerDialect& d, std::string_view suffix = "") {
-  return fmt::format("{}\"{}{}\"", d.schema_prefix, kLedgerTable, suffix);
+  return d.schema_prefix + name(d, fmt::format("{}{}", kLedgerTable, suffix));
 }
 
 std::string or_null(const LedgerDialect& d, std::string_view text) {
@@ -61,10 +65,10 @@ std::string ledger_has_sql(const LedgerDialect& d, std::string_view target, cons
 std::string ledger_insert_sql(const LedgerDialect& d, std::string_view target, const BatchId& id, uint64_t rows,
                               const Position& position_after) {
   return fmt::format(
-      "INSERT INTO {} (target_table, batch_id, pipeline, lineage, epoch, seq, \"rows\", position_after) VALUES "
+      "INSERT INTO {} (target_table, batch_id, pipeline, lineage, epoch, seq, {}, position_after) VALUES "
       "({}, {}, {}, {}, {}, {}, {}, {})",
-      ledger_table(d), d.quote_literal(target), d.quote_literal(id.str()), d.quote_literal(id.pipeline),
-      or_null(d, id.lineage), id.epoch, id.seq, rows, or_null(d, position_after.token));
+      ledger_table(d), name(d, "rows"), d.quote_literal(target), d.quote_literal(id.str()),
+      d.quote_literal(id.pipeline), or_null(d, id.lineage), id.epoch, id.seq, rows, or_null(d, position_after.token));
 }
 
 std::string ledger_tip_sql(const LedgerDialect& d, std::string_view target, std::string_view pipeline) {

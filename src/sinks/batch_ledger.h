@@ -25,6 +25,9 @@ struct LedgerDialect {
   std::string (*quote_literal)(std::string_view);
   const char* text_type;  // VARCHAR / text
   const char* uint_type;  // UBIGINT / bigint
+  // The engine's quoting of a name (the ledger's and its "rows" column); null: SQL's double quotes. BigQuery, where
+  // double quotes make a string, passes backticks.
+  std::string (*quote_identifier)(std::string_view) = nullptr;
 };
 
 enum class LedgerFormat { kAbsent, kFirst, kCurrent };

@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "clients/gcs/gcs_client.h"
-#include "clients/gcs/gcs_credentials.h"
+#include "clients/google/google_credentials.h"
 #include "clients/http/http_request.h"
 #include "core/connector.h"
 #include "sinks/gcs/gcs_sink.h"
@@ -299,16 +299,16 @@ TEST(GcsCredentials, EndpointsAndKeyFilesResolveWithoutQuotingTheKey) {
                                        .dump());
   for (const char* name : {"user.json", "broken.json", "missing.json"}) {
     o.credentials_file = (dir / name).string();
-    auto account = load_gcs_service_account(o, "sink");
+    auto account = load_google_service_account(o, "sink");
     ASSERT_FALSE(account) << name;
     EXPECT_EQ(account.error().kind, ErrorKind::kConfig);
     EXPECT_EQ(account.error().message.find("TOPSECRET"), std::string::npos) << account.error().message;
     EXPECT_NE(account.error().message.find(o.credentials_file), std::string::npos) << account.error().message;
   }
   o.credentials_file = (dir / "bad-pem.json").string();
-  auto account = load_gcs_service_account(o, "sink");
+  auto account = load_google_service_account(o, "sink");
   ASSERT_TRUE(account) << account.error().message;
-  auto jwt = gcs_jwt_assertion(*account, 1700000000);
+  auto jwt = google_jwt_assertion(*account, kGcsScope, 1700000000);
   ASSERT_FALSE(jwt);
   EXPECT_EQ(jwt.error().kind, ErrorKind::kConfig);
   EXPECT_NE(jwt.error().message.find("is not a PEM RSA key"), std::string::npos) << jwt.error().message;
@@ -331,7 +331,7 @@ TEST(GcsCredentials, TokensAreCheckedCachedAndRenewedBeforeTheyExpire) {
   GcsOptions o;
   o.credentials_file = gcs.credentials_file().string();
   o.endpoint = gcs.endpoint();
-  GcsClient client(o.endpoint, load_gcs_service_account(o, "test").value());
+  GcsClient client(o.endpoint, load_google_service_account(o, "test").value());
   ASSERT_TRUE(client.check_bucket(bucket));
   ASSERT_TRUE(client.list_objects(bucket, "").has_value());
   EXPECT_EQ(gcs.stats()["tokens_issued"], 1) << "the token is reused";

@@ -12,6 +12,7 @@
 #include "clients/snowflake/snowflake_client.h"
 #include "support/chaos_loop.h"
 #include "support/duckdb_probe.h"
+#include "support/emulator_common.h"
 #include "support/fault_proxy.h"
 #include "support/pipeline_fixture.h"
 #include "support/snowflake_emulator.h"
@@ -246,6 +247,9 @@ TEST(SnowflakeApi, RequestIdsAccountNamesAndTheEmulatorsDialect) {
   EXPECT_EQ(snowflake_jwt_account("myorg-account1"), "MYORG-ACCOUNT1");
   EXPECT_EQ(sf_quote_literal("it's a \\ path"), "'it\\'s a \\\\ path'");
   EXPECT_EQ(split_statements("BEGIN TRANSACTION; INSERT INTO t VALUES ('a;b');\nCOMMIT;").size(), 3u);
+  // Each statement keeps its literals as written: the dialect reads the escapes afterwards.
+  EXPECT_EQ(split_statements("SELECT 'a\\\\b;c'; SELECT 'it\\'s'")[0], "SELECT 'a\\\\b;c'");
+  EXPECT_EQ(to_duckdb_sql(split_statements("SELECT 'a\\\\b'")[0]), "SELECT 'a\\b'");
   EXPECT_EQ(to_duckdb_sql("CREATE TABLE t (a NUMBER(38,0), b VARIANT, c TIMESTAMP_NTZ(6), d FLOAT, e VARCHAR) -- 'x'"),
             "CREATE TABLE t (a DECIMAL(38,0), b JSON, c TIMESTAMP(6), d DOUBLE, e VARCHAR) -- 'x'");
   EXPECT_EQ(to_duckdb_sql("SELECT 'it\\'s', 'a\\\\b', 'NUMBER'"), "SELECT 'it''s', 'a\\b', 'NUMBER'");

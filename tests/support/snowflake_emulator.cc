@@ -1,11 +1,7 @@
 #include "support/snowflake_emulator.h"
 
-#include <duckdb.h>
 #include <fmt/format.h>
 #include <httplib.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 
 #include <algorithm>
 #include <atomic>
@@ -17,6 +13,7 @@
 #include <regex>
 #include <stdexcept>
 
+#include "support/emulator_common.h"
 #include "support/process.h"
 #include "support/test_keys.h"
 
@@ -26,70 +23,6 @@ namespace {
 std::string upper(std::string text) {
   for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return text;
-}
-
-std::string base64url_decode(std::string text) {
-  for (char& c : text) c = c == '-' ? '+' : c == '_' ? '/' : c;
-  while (text.size() % 4) text += '=';
-  std::string out(text.size() / 4 * 3, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
-  if (n < 0) return "";
-  size_t pad = 0;
-  for (size_t i = text.size(); i > 0 && text[i - 1] == '='; --i) ++pad;
-  out.resize(static_cast<size_t>(n) - pad);
-  return out;
-}
-
-// The SQL split into pieces: literals ('...', Snowflake escapes), quoted names ("..."), and the text between.
-struct Piece {
-  enum Kind { kText, kLiteral, kName } kind;
-  std::string text;  // a literal's value (unescaped); a name or text as written
-};
-
-std::vector<Piece> pieces_of(const std::string& sql) {
-  std::vector<Piece> pieces;
-  std::string text;
-  for (size_t i = 0; i < sql.size(); ++i) {
-    const char c = sql[i];
-    if (c != '\'' && c != '"') {
-      text += c;
-      continue;
-    }
-    if (!text.empty()) pieces.push_back({Piece::kText, std::move(text)}), text.clear();
-    std::string value;
-    size_t j = i + 1;
-    for (; j < sql.size(); ++j) {
-      if (c == '\'' && sql[j] == '\\' && j + 1 < sql.size()) {
-        const char e = sql[++j];
-        value += e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == '0' ? '\0' : e;
-        continue;
-      }
-      if (sql[j] == c) {
-        if (j + 1 < sql.size() && sql[j + 1] == c) {
-          value += c;
-          ++j;
-          continue;
-        }
-        break;
-      }
-      value += sql[j];
-    }
-    if (j >= sql.size()) throw std::invalid_argument("unterminated literal or name");
-    pieces.push_back({c == '\'' ? Piece::kLiteral : Piece::kName, std::move(value)});
-    i = j;
-  }
-  if (!text.empty()) pieces.push_back({Piece::kText, std::move(text)});
-  return pieces;
-}
-
-std::string quote(const std::string& value, char q) {
-  std::string out(1, q);
-  for (char c : value) {
-    if (c == q) out += q;
-    out += c;
-  }
-  return out + q;
 }
 
 // The rewrites of Snowflake's words into DuckDB's, outside literals and names. Functions DuckDB lacks are macros
@@ -113,43 +46,22 @@ std::string rewrite_text(std::string text) {
 
 }  // namespace
 
-std::vector<std::string> split_statements(const std::string& sql) {
-  std::vector<std::string> statements;
-  std::string current;
-  for (const auto& piece : pieces_of(sql)) {
-    if (piece.kind != Piece::kText) {
-      current += piece.kind == Piece::kLiteral ? quote(piece.text, '\'') : quote(piece.text, '"');
-      continue;
-    }
-    for (char c : piece.text) {
-      if (c != ';') {
-        current += c;
-        continue;
-      }
-      if (current.find_first_not_of(" \n\t\r") != std::string::npos) statements.push_back(current);
-      current.clear();
-    }
-  }
-  if (current.find_first_not_of(" \n\t\r") != std::string::npos) statements.push_back(current);
-  return statements;
-}
-
 std::string to_duckdb_sql(const std::string& snowflake_sql) {
   std::string out;
-  const auto pieces = pieces_of(snowflake_sql);
+  const auto pieces = sql_pieces(snowflake_sql);
   for (size_t i = 0; i < pieces.size(); ++i) {
-    const Piece& p = pieces[i];
-    if (p.kind == Piece::kLiteral) {
-      out += quote(p.text, '\'');
-    } else if (p.kind == Piece::kName) {
+    const SqlPiece& p = pieces[i];
+    if (p.kind == SqlPiece::kLiteral) {
+      out += duckdb_quoted(p.text, '\'');
+    } else if (p.kind == SqlPiece::kQuoted || p.kind == SqlPiece::kBackticked) {
       // "DB".information_schema.columns: the view is database-wide already.
-      const bool before_catalog = i + 1 < pieces.size() && pieces[i + 1].kind == Piece::kText &&
+      const bool before_catalog = i + 1 < pieces.size() && pieces[i + 1].kind == SqlPiece::kText &&
                                   upper(pieces[i + 1].text).starts_with(".INFORMATION_SCHEMA.COLUMNS");
       if (before_catalog) {
         ++i;
         out += rewrite_text(pieces[i].text.substr(1));
       } else {
-        out += quote(p.text, '"');
+        out += duckdb_quoted(p.text, '"');
       }
     } else {
       out += rewrite_text(p.text);
@@ -161,9 +73,8 @@ std::string to_duckdb_sql(const std::string& snowflake_sql) {
 struct SnowflakeEmulator::Impl {
   SnowflakeEmulatorOptions options;
   httplib::Server server;
-  duckdb_database db = nullptr;
-  duckdb_connection con = nullptr;
-  std::mutex mutex;  // one statement at a time, as one warehouse session would run them
+  EmulatorDb db;
+  std::mutex& mutex = db.mutex();
   std::string fingerprint;
   std::map<std::string, std::pair<int, std::string>> by_request_id;  // the first execution's answer
   std::map<std::string, std::string> results;                        // handle -> 200 body
@@ -171,40 +82,8 @@ struct SnowflakeEmulator::Impl {
   std::atomic<bool> async{false};
   int next_handle = 1;
 
-  struct Outcome {
-    bool ok = true;
-    std::string error;
-    std::vector<std::string> names;
-    std::vector<std::vector<nlohmann::json>> rows;
-  };
-
-  Outcome run(const std::string& sql) {
-    Outcome out;
-    duckdb_result result;
-    if (duckdb_query(con, sql.c_str(), &result) != DuckDBSuccess) {
-      out.ok = false;
-      out.error = duckdb_result_error(&result);
-      duckdb_destroy_result(&result);
-      return out;
-    }
-    const idx_t columns = duckdb_column_count(&result);
-    for (idx_t c = 0; c < columns; ++c) out.names.push_back(duckdb_column_name(&result, c));
-    for (idx_t r = 0; r < duckdb_row_count(&result); ++r) {
-      std::vector<nlohmann::json> row;
-      for (idx_t c = 0; c < columns; ++c) {
-        if (duckdb_value_is_null(&result, c, r)) {
-          row.push_back(nullptr);
-          continue;
-        }
-        char* text = duckdb_value_varchar(&result, c, r);
-        row.push_back(std::string(text));
-        duckdb_free(text);
-      }
-      out.rows.push_back(std::move(row));
-    }
-    duckdb_destroy_result(&result);
-    return out;
-  }
+  using Outcome = EmulatorDb::Outcome;
+  Outcome run(const std::string& sql) { return db.run(sql); }
 
   static nlohmann::json error_body(const std::string& code, const std::string& message, const std::string& handle) {
     return {{"code", code}, {"message", message}, {"sqlState", "42000"}, {"statementHandle", handle}};
@@ -219,29 +98,16 @@ struct SnowflakeEmulator::Impl {
     if (req.get_header_value("X-Snowflake-Authorization-Token-Type") != "KEYPAIR_JWT") return false;
     const std::string auth = req.get_header_value("Authorization");
     if (!auth.starts_with("Bearer ")) return false;
-    const std::string jwt = auth.substr(7);
-    const size_t a = jwt.find('.'), b = jwt.find('.', a + 1);
-    if (a == std::string::npos || b == std::string::npos) return false;
-    const auto header = nlohmann::json::parse(base64url_decode(jwt.substr(0, a)), nullptr, false);
-    const auto claims = nlohmann::json::parse(base64url_decode(jwt.substr(a + 1, b - a - 1)), nullptr, false);
-    const std::string signature = base64url_decode(jwt.substr(b + 1));
-    if (!header.is_object() || header.value("alg", "") != "RS256" || !claims.is_object()) return false;
+    const auto claims = verified_rs256_claims(auth.substr(7), options.public_key_pem);
+    if (!claims) return false;
     const std::string qualified = upper(options.account) + "." + upper(options.user);
     const int64_t now = std::time(nullptr);
-    if (claims.value("iss", "") != qualified + "." + fingerprint || claims.value("sub", "") != qualified) return false;
-    if (!claims["exp"].is_number_integer() || claims["exp"].get<int64_t>() < now ||
-        claims["exp"].get<int64_t>() - claims.value("iat", int64_t{0}) > 3600) {
+    if (claims->value("iss", "") != qualified + "." + fingerprint || claims->value("sub", "") != qualified) {
       return false;
     }
-    std::unique_ptr<BIO, decltype(&BIO_free)> bio(
-        BIO_new_mem_buf(options.public_key_pem.data(), static_cast<int>(options.public_key_pem.size())), BIO_free);
-    std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr),
-                                                            EVP_PKEY_free);
-    std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-    const std::string input = jwt.substr(0, b);
-    return key && EVP_DigestVerifyInit(ctx.get(), nullptr, EVP_sha256(), nullptr, key.get()) == 1 &&
-           EVP_DigestVerify(ctx.get(), reinterpret_cast<const unsigned char*>(signature.data()), signature.size(),
-                            reinterpret_cast<const unsigned char*>(input.data()), input.size()) == 1;
+    const auto& exp = (*claims)["exp"];
+    return exp.is_number_integer() && exp.get<int64_t>() >= now &&
+           exp.get<int64_t>() - claims->value("iat", int64_t{0}) <= 3600;
   }
 
   // Executes the request's statements; the status and body Snowflake would answer.
@@ -376,28 +242,8 @@ struct SnowflakeEmulator::Impl {
 SnowflakeEmulator::SnowflakeEmulator(SnowflakeEmulatorOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->options = std::move(options);
   auto& o = impl_->options;
-  std::unique_ptr<BIO, decltype(&BIO_free)> bio(
-      BIO_new_mem_buf(o.public_key_pem.data(), static_cast<int>(o.public_key_pem.size())), BIO_free);
-  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr),
-                                                          EVP_PKEY_free);
-  if (!key) throw std::runtime_error("the emulator needs the user's public key (PEM)");
-  unsigned char* der = nullptr;
-  const int length = i2d_PUBKEY(key.get(), &der);
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int digest_length = 0;
-  EVP_Digest(der, static_cast<size_t>(length), digest, &digest_length, EVP_sha256(), nullptr);
-  OPENSSL_free(der);
-  std::string b64(4 * ((digest_length + 2) / 3), '\0');
-  EVP_EncodeBlock(reinterpret_cast<unsigned char*>(b64.data()), digest, static_cast<int>(digest_length));
-  impl_->fingerprint = "SHA256:" + b64;
-
-  if (duckdb_open(nullptr, &impl_->db) != DuckDBSuccess || duckdb_connect(impl_->db, &impl_->con) != DuckDBSuccess) {
-    throw std::runtime_error("the emulator cannot open DuckDB");
-  }
-  auto must = [&](const std::string& sql) {
-    auto out = impl_->run(sql);
-    if (!out.ok) throw std::runtime_error("emulator setup: " + out.error + " in " + sql);
-  };
+  impl_->fingerprint = public_key_sha256(o.public_key_pem);
+  auto must = [&](const std::string& sql) { impl_->db.must(sql); };
   for (const auto& database : o.databases) {
     must(fmt::format("ATTACH ':memory:' AS \"{}\"", database));
     must(fmt::format("CREATE SCHEMA \"{}\".\"PUBLIC\"", database));
@@ -423,8 +269,6 @@ SnowflakeEmulator::SnowflakeEmulator(SnowflakeEmulatorOptions options) : impl_(s
 SnowflakeEmulator::~SnowflakeEmulator() {
   impl_->server.stop();
   if (thread_.joinable()) thread_.join();
-  duckdb_disconnect(&impl_->con);
-  duckdb_close(&impl_->db);
 }
 
 void SnowflakeEmulator::answer_async(bool on) { impl_->async = on; }

@@ -37,8 +37,6 @@ struct SnowflakeRequestSeen {
 
 // Snowflake SQL -> DuckDB SQL (exposed for its unit test).
 std::string to_duckdb_sql(const std::string& snowflake_sql);
-// `sql` cut at the semicolons outside literals and quoted names; empty statements dropped.
-std::vector<std::string> split_statements(const std::string& sql);
 
 class SnowflakeEmulator {
  public:

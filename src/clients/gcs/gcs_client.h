@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "clients/gcs/gcs_credentials.h"
+#include "clients/google/google_credentials.h"
 #include "clients/http/http_request.h"
 #include "core/result.h"
 
@@ -29,8 +29,8 @@ struct GcsObject {
 
 class GcsClient {
  public:
-  GcsClient(std::string endpoint, GcsServiceAccount account)
-      : endpoint_(std::move(endpoint)), tokens_(std::move(account)) {}
+  GcsClient(std::string endpoint, GoogleServiceAccount account)
+      : endpoint_(std::move(endpoint)), tokens_(std::move(account), kGcsScope) {}
 
   // A media upload with ifGenerationMatch=0 — kAlreadyExists (412) when an object of that name is there (landed
   // earlier: never rewritten). A retry after an unknown outcome is safe for the same reason. Errors: kConfig for
@@ -67,7 +67,7 @@ class GcsClient {
   std::string object_url(const std::string& bucket, const std::string& name) const;
 
   std::string endpoint_;
-  GcsTokenSource tokens_;
+  GoogleTokenSource tokens_;
 };
 
 }  // namespace skippr

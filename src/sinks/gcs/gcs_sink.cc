@@ -28,7 +28,7 @@ class GcsSink final : public ObjectSink {
   // anything is read or committed.
   Status open() override {
     if (client_) return ok();
-    auto account = load_gcs_service_account(options_.gcs, what());
+    auto account = load_google_service_account(options_.gcs, what());
     if (!account) return std::unexpected(account.error());
     auto endpoint = resolve_gcs_endpoint(options_.gcs, what());
     if (!endpoint) return std::unexpected(endpoint.error());

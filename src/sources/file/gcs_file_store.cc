@@ -17,7 +17,7 @@ class GcsFileStore final : public RemoteFileStore {
 
   Status open() override {
     if (client_) return ok();
-    auto account = load_gcs_service_account(gcs_, where());
+    auto account = load_google_service_account(gcs_, where());
     if (!account) return std::unexpected(account.error());
     auto endpoint = resolve_gcs_endpoint(gcs_, where());
     if (!endpoint) return std::unexpected(endpoint.error());

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "clients/gcs/gcs_credentials.h"
+#include "clients/google/google_credentials.h"
 #include "core/result.h"
 #include "sources/file/file_store.h"
 

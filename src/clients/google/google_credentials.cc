@@ -1,4 +1,4 @@
-#include "clients/gcs/gcs_credentials.h"
+#include "clients/google/google_credentials.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -21,7 +21,7 @@ std::string env(const char* name) {
 
 }  // namespace
 
-Result<GcsServiceAccount> load_gcs_service_account(const GcsOptions& options, std::string_view where) {
+Result<GoogleServiceAccount> load_google_service_account(const GcsOptions& options, std::string_view where) {
   std::string path = options.credentials_file;
   std::string source = "credentials_file " + path;
   if (path.empty()) {
@@ -47,7 +47,7 @@ Result<GcsServiceAccount> load_gcs_service_account(const GcsOptions& options, st
                                                 "(\"type\": \"service_account\"); download one for the account",
                                                 where, source));
   }
-  GcsServiceAccount a;
+  GoogleServiceAccount a;
   a.client_email = field("client_email");
   a.private_key = field("private_key");
   a.private_key_id = field("private_key_id");
@@ -76,21 +76,21 @@ Result<std::string> resolve_gcs_endpoint(const GcsOptions& options, std::string_
   return endpoint;
 }
 
-Result<std::string> gcs_jwt_assertion(const GcsServiceAccount& account, std::time_t now) {
+Result<std::string> google_jwt_assertion(const GoogleServiceAccount& account, std::string_view scope, std::time_t now) {
   nlohmann::json header = {{"alg", "RS256"}, {"typ", "JWT"}};
   if (!account.private_key_id.empty()) header["kid"] = account.private_key_id;
   const nlohmann::json claims = {{"iss", account.client_email},
-                                 {"scope", kGcsScope},
+                                 {"scope", scope},
                                  {"aud", account.token_uri},
                                  {"iat", static_cast<int64_t>(now)},
                                  {"exp", static_cast<int64_t>(now) + 3600}};
   return sign_rs256_jwt(header, claims, account.private_key, "the service-account key from " + account.source);
 }
 
-Result<std::string> GcsTokenSource::token() {
+Result<std::string> GoogleTokenSource::token() {
   const std::time_t now = std::time(nullptr);
   if (!token_.empty() && now + 60 < expires_at_) return token_;
-  auto assertion = gcs_jwt_assertion(account_, now);
+  auto assertion = google_jwt_assertion(account_, scope_, now);
   if (!assertion) return std::unexpected(assertion.error());
   const std::string body =
       "grant_type=" + url_encode("urn:ietf:params:oauth:grant-type:jwt-bearer") + "&assertion=" + *assertion;
@@ -99,8 +99,8 @@ Result<std::string> GcsTokenSource::token() {
   r.url = account_.token_uri;
   r.body = body;
   r.headers = {"Content-Type: application/x-www-form-urlencoded"};
-  const std::string what =
-      fmt::format("GCS token endpoint {} (for {} from {})", account_.token_uri, account_.client_email, account_.source);
+  const std::string what = fmt::format("Google token endpoint {} (for {} from {})", account_.token_uri,
+                                       account_.client_email, account_.source);
   auto response = http_send(r);
   // Asking for a token changes nothing: an unknown outcome is as good as no answer.
   if (!response) {

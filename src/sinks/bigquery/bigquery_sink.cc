@@ -1,0 +1,328 @@
+#include "sinks/bigquery/bigquery_sink.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "clients/bigquery/bigquery_client.h"
+#include "core/failpoint.h"
+#include "formats/json_rows.h"
+#include "sinks/batch_ledger.h"
+#include "sinks/conform_batch.h"
+#include "sinks/schema_evolution.h"
+
+namespace skippr {
+namespace {
+
+// A job that ended in an error is retried under the next id this many times before the batch waits (exit 75).
+constexpr int kJobAttempts = 4;
+
+std::string bq_new_column_type(Type type) {
+  switch (type) {
+    case Type::kBool:
+      return "BOOL";
+    case Type::kInt64:
+      return "INT64";
+    case Type::kDouble:
+      return "FLOAT64";
+    case Type::kString:
+      return "STRING";
+    case Type::kBinary:
+      return "BYTES";
+    case Type::kTimestamp:
+      return "TIMESTAMP";
+    case Type::kDate:
+      return "DATE";
+    case Type::kJson:
+      return "JSON";
+  }
+  return "STRING";
+}
+
+// tables.get spells types the legacy way (INTEGER, FLOAT, BOOLEAN); DDL the GoogleSQL way (INT64, FLOAT64, BOOL).
+bool bq_column_accepts(std::string_view column_type, Type type) {
+  auto is = [&](std::initializer_list<std::string_view> names) {
+    for (auto n : names) {
+      if (column_type == n) return true;
+    }
+    return false;
+  };
+  switch (type) {
+    case Type::kBool:
+      return is({"BOOLEAN", "BOOL"});
+    case Type::kInt64:
+      return is({"INTEGER", "INT64", "NUMERIC", "BIGNUMERIC"});
+    case Type::kDouble:
+      return is({"FLOAT", "FLOAT64"});
+    case Type::kString:
+      return is({"STRING"});
+    case Type::kBinary:
+      return is({"BYTES"});
+    case Type::kTimestamp:
+      return is({"TIMESTAMP"});
+    case Type::kDate:
+      return is({"DATE"});
+    case Type::kJson:
+      return is({"JSON"});
+  }
+  return false;
+}
+
+ColumnRules bq_column_rules() {
+  return {[](std::string_view a, std::string_view b) { return a == b; }, bq_column_accepts, bq_quote_identifier};
+}
+
+class BigQuerySink final : public Sink {
+ public:
+  BigQuerySink(BigQueryClient client, std::string project, std::string dataset, std::string table, std::string pipeline)
+      : client_(std::move(client)),
+        project_(std::move(project)),
+        dataset_(std::move(dataset)),
+        table_(std::move(table)),
+        pipeline_(std::move(pipeline)) {}
+
+  Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
+  bool keeps_ledger() const override { return true; }
+  Status open() override;
+  Result<std::optional<LedgerTip>> ledger_tip() override;
+  using Sink::write;
+  Result<WriteOutcome> write(const Batch& batch, const BatchId& id, const Position& position_after) override {
+    return land({batch, id, position_after, /*maybe_landed=*/true});
+  }
+  Result<std::vector<BatchLanded>> write_group(std::span<const BatchToLand> group) override {
+    std::vector<BatchLanded> landed;
+    for (const auto& item : group) {
+      auto outcome = land(item);
+      if (!outcome) return std::unexpected(outcome.error());
+      landed.push_back({*outcome, *outcome == WriteOutcome::kApplied ? last_rejected_ : 0});
+    }
+    return landed;
+  }
+  uint64_t rows_rejected_by_last_write() const override { return last_rejected_; }
+
+ private:
+  std::string qualified(std::string_view table) const {
+    return bq_quote_identifier(fmt::format("{}.{}.{}", project_, dataset_, table));
+  }
+  std::string target() const { return qualified(table_); }
+  std::string where() const { return fmt::format("{}: table {}.{}", client_.where(), dataset_, table_); }
+  LedgerDialect ledger() const {
+    return {bq_quote_identifier(project_) + "." + bq_quote_identifier(dataset_) + ".",
+            "",
+            bq_quote_literal,
+            "STRING",
+            "INT64",
+            bq_quote_identifier};
+  }
+  std::string not_landed(const BatchId& id) const {
+    return fmt::format("NOT EXISTS ({})", ledger_has_sql(ledger(), target(), id));
+  }
+  // The staging table of one batch (its load job's destination).
+  std::string stage_name(const BatchId& id) const {
+    return fmt::format("{}__skippr_stage_{}", table_, bigquery_job_id("", id.str()).substr(0, 16));
+  }
+  Status describe();
+  Status prepare_table(const Batch& batch);
+  Result<WriteOutcome> land(const BatchToLand& item);
+  // Runs the job of `kind` for `key` under the first id of its attempts that has not failed.
+  template <class Run>
+  Status run_attempts(std::string_view kind, const std::string& key, Run&& run);
+
+  BigQueryClient client_;
+  std::string project_, dataset_, table_, pipeline_;
+  bool opened_ = false;
+  std::vector<TableColumn> columns_;
+  uint64_t last_rejected_ = 0;
+};
+
+Status BigQuerySink::open() {
+  if (opened_) return ok();
+  SKIPPR_TRY(client_.check_dataset(dataset_));
+  auto ledger_table = client_.query(fmt::format(
+      "CREATE TABLE IF NOT EXISTS {}{} (target_table STRING NOT NULL, batch_id STRING NOT NULL, pipeline STRING, "
+      "lineage STRING, epoch INT64, seq INT64, `rows` INT64, position_after STRING, landed_at TIMESTAMP DEFAULT "
+      "CURRENT_TIMESTAMP())",
+      ledger().schema_prefix, bq_quote_identifier(kLedgerTable)));
+  if (!ledger_table) return std::unexpected(ledger_table.error());
+  SKIPPR_TRY(describe());
+  opened_ = true;
+  return ok();
+}
+
+Status BigQuerySink::describe() {
+  auto fields = client_.table_fields(dataset_, table_);
+  if (!fields) return std::unexpected(fields.error());
+  columns_.clear();
+  if (*fields) {
+    for (auto& [name, type] : **fields) columns_.push_back({name, type});
+  }
+  return ok();
+}
+
+Result<std::optional<LedgerTip>> BigQuerySink::ledger_tip() {
+  SKIPPR_TRY(open());
+  auto rows = client_.query(ledger_tip_sql(ledger(), target(), pipeline_));
+  if (!rows) return fail(rows.error().kind, fmt::format("reading the ledger of {}: {}", where(), rows.error().message));
+  if (rows->rows.empty()) return std::optional<LedgerTip>();
+  const auto& row = rows->rows.front();
+  return std::optional<LedgerTip>(
+      LedgerTip{row.at(0).value_or(""), Position{row.at(1).value_or("")}, std::stoull(row.at(2).value_or("0"))});
+}
+
+Status BigQuerySink::prepare_table(const Batch& batch) {
+  if (columns_.empty()) {
+    std::vector<std::string> definitions;
+    for (const Field& field : batch.schema.fields) {
+      definitions.push_back(fmt::format("{} {}", bq_quote_identifier(field.name), bq_new_column_type(field.type)));
+    }
+    auto created =
+        client_.query(fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", target(), fmt::join(definitions, ", ")));
+    if (!created) return std::unexpected(created.error());
+    SKIPPR_TRY(describe());
+  }
+  auto missing = fields_to_add(columns_, batch.schema, bq_column_rules(), where(), /*skip_change_fields=*/false);
+  if (!missing) return std::unexpected(missing.error());
+  if (missing->empty()) return ok();
+  for (const auto& field : *missing) {
+    auto added = client_.query(fmt::format("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {}", target(),
+                                           bq_quote_identifier(field.name), bq_new_column_type(field.type)));
+    if (!added) return std::unexpected(added.error());
+  }
+  return describe();
+}
+
+template <class Run>
+Status BigQuerySink::run_attempts(std::string_view kind, const std::string& key, Run&& run) {
+  std::string error;
+  for (int attempt = 0; attempt < kJobAttempts; ++attempt) {
+    const std::string job_id = bigquery_job_id(fmt::format("skippr_{}_", kind), fmt::format("{}/{}", key, attempt));
+    auto done = run(job_id, &error);
+    if (!done) return std::unexpected(done.error());
+    if (*done) return ok();
+  }
+  return fail(ErrorKind::kConfig,
+              fmt::format("{}: the {} job of a batch failed {} times: {}", where(), kind, kJobAttempts, error));
+}
+
+Result<WriteOutcome> BigQuerySink::land(const BatchToLand& item) {
+  SKIPPR_TRY(open());
+  last_rejected_ = 0;
+  const std::string stage = stage_name(item.id);
+  if (item.maybe_landed) {
+    auto held = client_.query(ledger_has_sql(ledger(), target(), item.id));
+    if (!held) return std::unexpected(held.error());
+    if (!held->rows.empty()) {
+      // A run that died after the transaction may have left the stage behind.
+      auto dropped = client_.query(fmt::format("DROP TABLE IF EXISTS {}", qualified(stage)));
+      if (!dropped) return std::unexpected(dropped.error());
+      return WriteOutcome::kAlreadyApplied;
+    }
+  }
+  SKIPPR_TRY(prepare_table(item.batch));
+  auto conformed = conform_batch(item.batch, columns_, bq_column_rules(), where());
+  if (!conformed) return std::unexpected(conformed.error());
+  const Batch& rows = *conformed ? (*conformed)->batch : item.batch;
+  const std::vector<RejectedRow> rejected = *conformed ? (*conformed)->rejected : std::vector<RejectedRow>();
+  if (!rejected.empty()) {
+    auto made = client_.query(fmt::format(
+        "CREATE TABLE IF NOT EXISTS {} (batch_id STRING NOT NULL, `row` INT64 NOT NULL, reason STRING, record "
+        "STRING, rejected_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP())",
+        qualified(table_ + std::string(kRejectedSuffix))));
+    if (!made) return std::unexpected(made.error());
+  }
+
+  const std::string key = target() + "|" + item.id.str();
+  std::vector<std::string> names;
+  if (rows.rows > 0) {
+    nlohmann::json fields = nlohmann::json::array();
+    for (const Field& field : rows.schema.fields) {
+      const TableColumn* column = find_column(columns_, field.name, bq_column_rules());
+      fields.push_back({{"name", field.name},
+                        {"type", column ? column->type : bq_new_column_type(field.type)},
+                        {"mode", "NULLABLE"}});
+      names.push_back(bq_quote_identifier(field.name));
+    }
+    std::string ndjson;
+    for (size_t r = 0; r < rows.rows; ++r) {
+      append_row_json(rows, r, ndjson);
+      ndjson += '\n';
+    }
+    SKIPPR_TRY(run_attempts("load", key, [&](const std::string& job_id, std::string* error) {
+      return client_.run_load_job(job_id, dataset_, stage, fields, ndjson, "WRITE_TRUNCATE", error);
+    }));
+  }
+  std::vector<std::string> statements = {"BEGIN TRANSACTION"};
+  if (rows.rows > 0) {
+    statements.push_back(fmt::format("INSERT INTO {} ({}) SELECT {} FROM {} WHERE {}", target(), fmt::join(names, ", "),
+                                     fmt::join(names, ", "), qualified(stage), not_landed(item.id)));
+  }
+  for (auto& sql : rejects_insert_sql(qualified(table_ + std::string(kRejectedSuffix)), item.id.str(), rejected,
+                                      bq_quote_literal)) {
+    statements.push_back(std::move(sql));
+  }
+  std::string ledger_row = ledger_insert_sql(ledger(), target(), item.id, item.batch.rows, item.position_after);
+  const size_t values = ledger_row.find(") VALUES (");
+  ledger_row = ledger_row.substr(0, values + 1) + " SELECT " + ledger_row.substr(values + 10);
+  ledger_row.pop_back();
+  statements.push_back(ledger_row + " WHERE " + not_landed(item.id));
+  statements.push_back("COMMIT TRANSACTION");
+  const std::string script = fmt::format("{};", fmt::join(statements, ";\n"));
+  failpoint::hit(failpoint::kSinkInTransaction);
+  SKIPPR_TRY(run_attempts("land", key, [&](const std::string& job_id, std::string* error) {
+    return client_.run_query_job(job_id, script, error);
+  }));
+  failpoint::hit(failpoint::kSinkAfterCommit);
+  if (rows.rows > 0) {
+    auto dropped = client_.query(fmt::format("DROP TABLE IF EXISTS {}", qualified(stage)));
+    if (!dropped) return std::unexpected(dropped.error());
+  }
+  last_rejected_ = rejected.size();
+  return WriteOutcome::kApplied;
+}
+
+}  // namespace
+
+ConnectorSpec bigquery_sink_spec() {
+  ConnectorSpec spec;
+  spec.type_name = "BigQuery";
+  spec.is_source = false;
+  spec.summary = "a BigQuery table (load job into a stage, then a transaction with the ledger; job ids from BatchId)";
+  spec.guarantee = Guarantee::kExactlyOnce;
+  spec.params = {
+      {"project", ParamType::kString, true, nullptr, "the Google Cloud project that runs the jobs and holds the table"},
+      {"dataset", ParamType::kString, true, nullptr, "the dataset; it must exist"},
+      {"table", ParamType::kString, true, nullptr, "the target table, created from the first batch"},
+      {"credentials_file", ParamType::kPath, true, nullptr, "a service-account JSON key (a secret)"},
+      {"location", ParamType::kString, false, "US", "where the dataset and the jobs live"},
+      {"endpoint", ParamType::kString, false, "", "the API's origin; empty: https://bigquery.googleapis.com"},
+      {"timeout_seconds", ParamType::kDouble, false, 120.0, "how long one HTTP request may take"},
+  };
+  spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
+    const std::string where = fmt::format("sink '{}'", ctx.name);
+    if (ctx.landing != Landing::kAppend) {
+      return fail(ErrorKind::kConfig, fmt::format("{}: landing {} is not built for BigQuery yet; use append", where,
+                                                  to_string(ctx.landing)));
+    }
+    GcsOptions options;
+    options.credentials_file = ctx.params.value("credentials_file", std::string());
+    auto account = load_google_service_account(options, where);
+    if (!account) return std::unexpected(account.error());
+    BigQueryConfig config;
+    config.project = ctx.params.value("project", std::string());
+    config.location = ctx.params.value("location", std::string("US"));
+    config.endpoint = ctx.params.value("endpoint", std::string());
+    config.account = std::move(*account);
+    config.where = where;
+    config.request_timeout_seconds = ctx.params.value("timeout_seconds", 120.0);
+    if (!config.endpoint.empty() && !config.endpoint.starts_with("http://") &&
+        !config.endpoint.starts_with("https://")) {
+      return fail(ErrorKind::kConfig, fmt::format("{}: endpoint must start with https:// (or http://)", where));
+    }
+    const std::string project = config.project;
+    return std::make_unique<BigQuerySink>(BigQueryClient(std::move(config)), project,
+                                          ctx.params.value("dataset", std::string()),
+                                          ctx.params.value("table", std::string()), ctx.pipeline);
+  };
+  return spec;
+}
+
+}  // namespace skippr

@@ -1,0 +1,58 @@
+// Test support shared by the cloud-API emulators (Snowflake, BigQuery): an in-memory DuckDB that runs their SQL, the
+// check of an RS256 JWT against a public key, and a reader of SQL text that tells literals and quoted names apart.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct _duckdb_database;
+struct _duckdb_connection;
+
+namespace skippr::test {
+
+class EmulatorDb {
+ public:
+  EmulatorDb();
+  ~EmulatorDb();
+  EmulatorDb(const EmulatorDb&) = delete;
+  EmulatorDb& operator=(const EmulatorDb&) = delete;
+
+  struct Outcome {
+    bool ok = true;
+    std::string error;
+    std::vector<std::string> names;
+    std::vector<std::vector<nlohmann::json>> rows;  // text or null
+  };
+  Outcome run(const std::string& sql);
+  // Throws with the error when `sql` fails (setup statements).
+  void must(const std::string& sql);
+  std::mutex& mutex() { return mutex_; }  // one request at a time, as one session would run them
+
+ private:
+  _duckdb_database* db_ = nullptr;
+  _duckdb_connection* con_ = nullptr;
+  std::mutex mutex_;
+};
+
+// The JWT's claims when its header says RS256 and its signature verifies with `public_key_pem`; nullopt otherwise.
+std::optional<nlohmann::json> verified_rs256_claims(const std::string& jwt, const std::string& public_key_pem);
+// "SHA256:" + base64 of the SHA-256 of the key's DER SubjectPublicKeyInfo (Snowflake's RSA_PUBLIC_KEY_FP).
+std::string public_key_sha256(const std::string& public_key_pem);
+
+// SQL text in pieces: literals ('...', with backslash escapes as Snowflake and BigQuery read them, '' as a quote),
+// names in double quotes or backticks, and the text between.
+struct SqlPiece {
+  enum Kind { kText, kLiteral, kQuoted, kBackticked } kind;
+  std::string text;  // a literal's or a name's value (unescaped); text as written
+};
+std::vector<SqlPiece> sql_pieces(const std::string& sql);
+// `value` quoted with `q` ('\'' or '"'), a quote inside doubled: DuckDB's syntax.
+std::string duckdb_quoted(const std::string& value, char q);
+// `sql` cut at the semicolons outside literals and names; empty statements dropped.
+std::vector<std::string> split_statements(const std::string& sql);
+
+}  // namespace skippr::test
