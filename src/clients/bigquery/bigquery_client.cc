@@ -140,6 +140,27 @@ Result<std::optional<std::vector<std::pair<std::string, std::string>>>> BigQuery
   return std::optional(std::move(fields));
 }
 
+Result<std::vector<std::string>> BigQueryClient::list_tables(const std::string& dataset) {
+  std::vector<std::string> names;
+  std::string page;
+  do {
+    auto response = send("GET",
+                         fmt::format("{}/bigquery/v2/projects/{}/datasets/{}/tables?maxResults=1000{}",
+                                     config_.endpoint, url_encode(config_.project), url_encode(dataset),
+                                     page.empty() ? "" : "&pageToken=" + url_encode(page)),
+                         "", "");
+    if (!response) return std::unexpected(response.error());
+    if (response->status != 200) return std::unexpected(status_error(*response, "list tables").error());
+    const auto json = nlohmann::json::parse(response->body, nullptr, false);
+    if (!json.is_object()) break;
+    for (const auto& t : json.value("tables", nlohmann::json::array())) {
+      names.push_back(t["tableReference"].value("tableId", ""));
+    }
+    page = json.value("nextPageToken", "");
+  } while (!page.empty());
+  return names;
+}
+
 Result<BigQueryRows> BigQueryClient::query(const std::string& sql) {
   const nlohmann::json body = {
       {"query", sql}, {"useLegacySql", false}, {"location", config_.location}, {"timeoutMs", 60000}};

@@ -41,6 +41,8 @@ class BigQueryClient {
   // The table's schema fields (name, type), or nullopt when there is no such table.
   Result<std::optional<std::vector<std::pair<std::string, std::string>>>> table_fields(const std::string& dataset,
                                                                                        const std::string& table);
+  // The names of the dataset's tables (tables.list, every page).
+  Result<std::vector<std::string>> list_tables(const std::string& dataset);
   // A read-only query (jobs.query), rows as text.
   Result<BigQueryRows> query(const std::string& sql);
   // Runs job `job_id` (a query job of `sql`, or a load job of `ndjson` into dataset.table with `schema` and

@@ -116,10 +116,15 @@ class BigQuerySink final : public Sink {
   std::string not_landed(const BatchId& id) const {
     return fmt::format("NOT EXISTS ({})", ledger_has_sql(ledger(), target(), id));
   }
-  // The staging table of one batch (its load job's destination).
+  // The staging table of one batch (its load job's destination): the BatchId in hex, so a stage a killed run left
+  // behind can be matched with the ledger (drop_stages_left_behind).
+  std::string stage_prefix() const { return table_ + "__skippr_stage_"; }
   std::string stage_name(const BatchId& id) const {
-    return fmt::format("{}__skippr_stage_{}", table_, bigquery_job_id("", id.str()).substr(0, 16));
+    std::string hex;
+    for (unsigned char c : id.str()) hex += fmt::format("{:02x}", c);
+    return stage_prefix() + hex;
   }
+  Status drop_stages_left_behind();
   Status describe();
   Status prepare_table(const Batch& batch);
   Result<WriteOutcome> land(const BatchToLand& item);
@@ -144,7 +149,30 @@ Status BigQuerySink::open() {
       ledger().schema_prefix, bq_quote_identifier(kLedgerTable)));
   if (!ledger_table) return std::unexpected(ledger_table.error());
   SKIPPR_TRY(describe());
+  SKIPPR_TRY(drop_stages_left_behind());
   opened_ = true;
+  return ok();
+}
+
+// A run killed after a batch's transaction and before the drop of its stage leaves the stage; a replay drops it, but
+// with DATA_DIR lost nothing replays it. So at start every stage of this table whose batch the ledger holds goes.
+// A stage whose batch is not in the ledger is kept: its batch's replay still needs it.
+Status BigQuerySink::drop_stages_left_behind() {
+  auto tables = client_.list_tables(dataset_);
+  if (!tables) return std::unexpected(tables.error());
+  for (const auto& name : *tables) {
+    if (!name.starts_with(stage_prefix())) continue;
+    const std::string hex = name.substr(stage_prefix().size());
+    std::string id;
+    for (size_t i = 0; i + 1 < hex.size(); i += 2) id += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+    auto held = client_.query(fmt::format("SELECT 1 FROM {}{} WHERE target_table = {} AND batch_id = {}",
+                                          ledger().schema_prefix, bq_quote_identifier(kLedgerTable),
+                                          bq_quote_literal(target()), bq_quote_literal(id)));
+    if (!held) return std::unexpected(held.error());
+    if (held->rows.empty()) continue;
+    auto dropped = client_.query(fmt::format("DROP TABLE IF EXISTS {}", qualified(name)));
+    if (!dropped) return std::unexpected(dropped.error());
+  }
   return ok();
 }
 

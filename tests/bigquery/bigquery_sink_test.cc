@@ -1,0 +1,167 @@
+// The BigQuery sink against tests/support/bigquery_emulator (the REST API on a real DuckDB): every row once with one
+// ledger row per batch, under SIGKILLs and lost answers, every job sent again under its own id (409, then jobs.get);
+// refused credentials and a missing dataset stop with exit 2 and no secret.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+#include "support/bigquery_emulator.h"
+#include "support/chaos_loop.h"
+#include "support/duckdb_probe.h"
+#include "support/fault_proxy.h"
+#include "support/pipeline_fixture.h"
+
+namespace skippr::test {
+namespace {
+
+std::string digest(const std::string& table) {
+  const auto rows = SharedBigQuery().query(fmt::format(
+      "SELECT count(*), count(DISTINCT trip_id), sum(hash(concat_ws('|', trip_id, rider_id, bike_id, event_type, "
+      "epoch_us(event_time), station, duration_s, firmware, metadata)))::VARCHAR FROM \"analytics\".\"{}\"",
+      table));
+  return fmt::format("{} {} {}", rows[0][0], rows[0][1], rows[0][2]);
+}
+
+std::pair<std::string, std::string> ledger_of(const std::string& table) {
+  const auto rows = SharedBigQuery().query(fmt::format(
+      "SELECT count(*), count(DISTINCT batch_id) FROM \"analytics\".\"_skippr_batches\" WHERE target_table = "
+      "'`skippr-test.analytics.{}`'",
+      table));
+  return {rows[0][0], rows[0][1]};
+}
+
+// No staging table is left once every batch landed.
+void expect_no_stage_left(const std::string& table) {
+  const auto stages = SharedBigQuery().query(
+      fmt::format("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'analytics' AND table_name LIKE "
+                  "'{}__skippr_stage_%'",
+                  table));
+  EXPECT_EQ(stages[0][0], "0") << "staging tables left behind";
+}
+
+TEST(BigQuerySink, LandsEveryRowWithOneLedgerRowPerBatch) {
+  PipelineFixture f(sample_to_sink_config(bigquery_sink(SharedBigQuery().endpoint(), "trips"), 20000, 5));
+  auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"BUFFER_THRESHOLD_BYTES", "256KiB"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  PipelineFixture duck(sample_to_duckdb_config(20000, 5));
+  ASSERT_EQ(duck.skipprd({"sync", "--pipeline", "bikehire", "--once"}).exit_code, 0);
+  constexpr const char* kDigest =
+      "SELECT count(*) || ' ' || count(DISTINCT trip_id) || ' ' || sum(hash(concat_ws('|', trip_id, "
+      "epoch_us(event_time), station, duration_s, metadata::VARCHAR)))::VARCHAR FROM {}";
+  EXPECT_EQ(SharedBigQuery().query(fmt::format(kDigest, "\"analytics\".\"trips\""))[0][0],
+            duckdb_value(duck.path("out.duckdb"), fmt::format(kDigest, "trips")));
+  const auto [rows, ids] = ledger_of("trips");
+  EXPECT_EQ(rows, ids);
+  EXPECT_GT(std::stoi(rows), 1);
+  expect_no_stage_left("trips");
+  auto again = f.skipprd({"sync", "--pipeline", "bikehire", "--once"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(ledger_of("trips").first, rows);
+}
+
+// Answers lost after BigQuery acted, on load and transaction jobs, and jobs reported RUNNING: every row once, and
+// each job id inserted once (a resend met 409 and read the job).
+TEST(BigQuerySink, LostAnswersAndRunningJobsLandOnceUnderTheirJobIds) {
+  FaultProxy proxy(SharedBigQuery().endpoint());
+  proxy.add({.method = "POST",
+             .path_regex = "^/upload/bigquery/v2/.*/jobs",
+             .action = "drop_after_forward",
+             .skip = 1,
+             .times = 3});
+  proxy.add({.method = "POST",
+             .path_regex = "^/bigquery/v2/projects/[^/]+/jobs$",
+             .action = "drop_after_forward",
+             .skip = 2,
+             .times = 3});
+  PipelineFixture calm(sample_to_sink_config(bigquery_sink(SharedBigQuery().endpoint(), "calm"), 30000, 8));
+  ASSERT_EQ(
+      calm.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"BUFFER_THRESHOLD_BYTES", "256KiB"}}).exit_code, 0);
+  SharedBigQuery().answer_running(true);
+  PipelineFixture f(
+      sample_to_sink_config(bigquery_sink(proxy.endpoint(), "dropped", ", timeout_seconds: 10"), 30000, 8));
+  auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"},
+                       {{"BUFFER_THRESHOLD_BYTES", "256KiB"}, {"SINK_RETRY_SECONDS", "120"}});
+  SharedBigQuery().answer_running(false);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(digest("dropped"), digest("calm"));
+  const auto [rows, ids] = ledger_of("dropped");
+  EXPECT_EQ(rows, ids);
+  EXPECT_EQ(rows, ledger_of("calm").first);
+  expect_no_stage_left("dropped");
+  std::map<std::string, int> executed;
+  int duplicates = 0;
+  for (const auto& job : SharedBigQuery().jobs()) {
+    if (job.duplicate)
+      ++duplicates;
+    else
+      ++executed[job.job_id];
+  }
+  for (const auto& [id, n] : executed) EXPECT_EQ(n, 1) << id;
+  EXPECT_GE(duplicates, 1) << "no lost answer was followed by a resend of the same job id";
+}
+
+TEST(BigQuerySink, KillLoopEqualsAnUnkilledRun) {
+  constexpr uint64_t kRows = 100000;
+  std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "256KiB"}, {"WAL_BYTES_PER_FILE", "1000000"}};
+  PipelineFixture unkilled(sample_to_sink_config(bigquery_sink(SharedBigQuery().endpoint(), "unkilled"), kRows, 9));
+  ASSERT_EQ(unkilled.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 300).exit_code, 0);
+  PipelineFixture f(sample_to_sink_config(bigquery_sink(SharedBigQuery().endpoint(), "killed"), kRows, 9));
+  env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.2";
+  env["SKIPPR_CHAOS_MAX_SECONDS"] = "1.5";
+  const ChaosRuns runs =
+      sync_until_done_under_chaos(f, "bikehire", env, 4700, {.lose_data_dir_every = 4, .min_kills = 15});
+  ASSERT_TRUE(runs.finished) << runs.failure;
+  EXPECT_GE(runs.kills, 15) << runs.summary();
+  const std::string want = digest("unkilled");
+  EXPECT_TRUE(want.starts_with(fmt::format("{} {} ", kRows, kRows))) << want;
+  EXPECT_EQ(digest("killed"), want);
+  const auto [rows, ids] = ledger_of("killed");
+  EXPECT_EQ(rows, ids) << "a batch is in the ledger twice";
+  expect_no_stage_left("killed");
+  std::printf("[ metrics  ] rows=%llu ledger=%s %s\n", static_cast<unsigned long long>(kRows), rows.c_str(),
+              runs.summary().c_str());
+}
+
+TEST(BigQuerySink, RefusedCredentialsAndAMissingDatasetStopWithExitTwo) {
+  const std::string endpoint = SharedBigQuery().endpoint();
+  struct Case {
+    std::string sink, expect;
+  };
+  const std::vector<Case> cases = {
+      {fmt::format("BigQuery: {{ project: skippr-test, dataset: analytics, table: t, credentials_file: \"{}\", "
+                   "endpoint: \"{}\" }}",
+                   SharedBigQuery().stranger_credentials_file().string(), endpoint),
+       "the service-account key is refused"},
+      {fmt::format("BigQuery: {{ project: skippr-test, dataset: nope, table: t, credentials_file: \"{}\", "
+                   "endpoint: \"{}\" }}",
+                   SharedBigQuery().credentials_file().string(), endpoint),
+       "dataset nope does not exist"},
+  };
+  const std::string key = read_text(SharedBigQuery().credentials_file());
+  const std::string key_line = key.substr(key.find("MII"), 40);
+  for (const auto& c : cases) {
+    PipelineFixture f(sample_to_sink_config(c.sink, 10));
+    auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"SINK_RETRY_SECONDS", "2"}});
+    EXPECT_EQ(run.exit_code, 2) << c.sink << "\n" << run.err;
+    EXPECT_NE(run.err.find(c.expect), std::string::npos) << run.err;
+    EXPECT_EQ(run.err.find(key_line), std::string::npos) << run.err;
+    EXPECT_EQ(run.err.find("ya29."), std::string::npos) << run.err;
+  }
+}
+
+TEST(BigQueryApi, JobIdsAndTheEmulatorsDialect) {
+  EXPECT_EQ(bigquery_to_duckdb_sql("CREATE TABLE IF NOT EXISTS `skippr-test.analytics.t` (a INT64, b STRING, c "
+                                   "TIMESTAMP, d BYTES, e FLOAT64, f BOOL)",
+                                   "skippr-test"),
+            "CREATE TABLE IF NOT EXISTS \"analytics\".\"t\" (a BIGINT, b VARCHAR, c TIMESTAMPTZ, d BLOB, e DOUBLE, f "
+            "BOOLEAN)");
+  EXPECT_EQ(bigquery_to_duckdb_sql("SELECT 'it\\'s', \"x\"; COMMIT TRANSACTION", "p"), "SELECT 'it''s', 'x'; COMMIT");
+  EXPECT_EQ(bigquery_to_duckdb_sql("SELECT 1 FROM `p`.`d`.`_skippr_batches`", "p"),
+            "SELECT 1 FROM \"d\".\"_skippr_batches\"");
+}
+
+}  // namespace
+}  // namespace skippr::test

@@ -1,0 +1,466 @@
+#include "support/bigquery_emulator.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <httplib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <ctime>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <stdexcept>
+
+#include "support/emulator_common.h"
+#include "support/process.h"
+#include "support/test_keys.h"
+
+namespace skippr::test {
+namespace {
+
+constexpr const char* kClientEmail = "loader@skippr-test.iam.gserviceaccount.com";
+
+nlohmann::json api_error(int code, const std::string& status, const std::string& reason, const std::string& message) {
+  return {{"error",
+           {{"code", code},
+            {"message", message},
+            {"status", status},
+            {"errors", {{{"message", message}, {"domain", "global"}, {"reason", reason}}}}}}};
+}
+
+std::string form_value(const std::string& body, const std::string& name) {
+  httplib::Params params;
+  httplib::detail::parse_query_text(body, params);
+  auto it = params.find(name);
+  return it == params.end() ? "" : it->second;
+}
+
+// GoogleSQL's words into DuckDB's, outside literals and names.
+std::string rewrite_text(std::string text) {
+  if (std::none_of(text.begin(), text.end(), [](unsigned char c) { return std::isalpha(c); })) return text;
+  static const std::vector<std::pair<std::regex, std::string>> kRewrites = {
+      {std::regex(R"(\bINT64\b)", std::regex::icase), "BIGINT"},
+      {std::regex(R"(\bFLOAT64\b)", std::regex::icase), "DOUBLE"},
+      {std::regex(R"(\bSTRING\b)", std::regex::icase), "VARCHAR"},
+      {std::regex(R"(\bBOOL\b)", std::regex::icase), "BOOLEAN"},
+      {std::regex(R"(\bBYTES\b)", std::regex::icase), "BLOB"},
+      {std::regex(R"(\bTIMESTAMP\b)", std::regex::icase), "TIMESTAMPTZ"},
+      {std::regex(R"(\bBIGNUMERIC\b)", std::regex::icase), "DECIMAL(38,0)"},
+      {std::regex(R"(\bCOMMIT\s+TRANSACTION\b)", std::regex::icase), "COMMIT"},
+      {std::regex(R"(\bCURRENT_TIMESTAMP\(\))", std::regex::icase), "current_timestamp"},
+      {std::regex(R"(\*\s+EXCEPT\s*\()", std::regex::icase), "* EXCLUDE ("},
+  };
+  for (const auto& [pattern, replacement] : kRewrites) text = std::regex_replace(text, pattern, replacement);
+  return text;
+}
+
+// BigQuery's type names for DuckDB's, as tables.get reports them.
+std::string bigquery_type(const std::string& duckdb_type) {
+  if (duckdb_type == "BIGINT" || duckdb_type == "INTEGER") return "INTEGER";
+  if (duckdb_type == "DOUBLE") return "FLOAT";
+  if (duckdb_type == "VARCHAR") return "STRING";
+  if (duckdb_type == "BOOLEAN") return "BOOLEAN";
+  if (duckdb_type == "BLOB") return "BYTES";
+  if (duckdb_type == "TIMESTAMP WITH TIME ZONE") return "TIMESTAMP";
+  if (duckdb_type.starts_with("DECIMAL")) return "BIGNUMERIC";
+  return duckdb_type;  // DATE, JSON
+}
+
+std::string duckdb_type(const std::string& bigquery) {
+  static const std::map<std::string, std::string> kTypes = {
+      {"INTEGER", "BIGINT"},        {"INT64", "BIGINT"},    {"FLOAT", "DOUBLE"}, {"FLOAT64", "DOUBLE"},
+      {"STRING", "VARCHAR"},        {"BOOLEAN", "BOOLEAN"}, {"BOOL", "BOOLEAN"}, {"BYTES", "BLOB"},
+      {"TIMESTAMP", "TIMESTAMPTZ"}, {"DATE", "DATE"},       {"JSON", "JSON"},    {"BIGNUMERIC", "DECIMAL(38,0)"}};
+  auto it = kTypes.find(bigquery);
+  return it == kTypes.end() ? "VARCHAR" : it->second;
+}
+
+}  // namespace
+
+std::string bigquery_to_duckdb_sql(const std::string& googlesql, const std::string& project) {
+  std::string out;
+  const auto pieces = sql_pieces(googlesql);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const SqlPiece& p = pieces[i];
+    // `project`.`dataset`.`table`: the project part and its dot go.
+    if (p.kind == SqlPiece::kBackticked && p.text == project && i + 1 < pieces.size() &&
+        pieces[i + 1].kind == SqlPiece::kText && pieces[i + 1].text.starts_with('.')) {
+      out += rewrite_text(pieces[++i].text.substr(1));
+      continue;
+    }
+    if (p.kind == SqlPiece::kLiteral || p.kind == SqlPiece::kQuoted) {
+      out += duckdb_quoted(p.text, '\'');  // GoogleSQL's "..." is a string too
+    } else if (p.kind == SqlPiece::kBackticked) {
+      // `project.dataset.table` (or `dataset.table`, or one part): a dataset is a schema of the one database.
+      std::vector<std::string> parts;
+      for (size_t at = 0; at <= p.text.size();) {
+        const size_t dot = std::min(p.text.find('.', at), p.text.size());
+        parts.push_back(p.text.substr(at, dot - at));
+        at = dot + 1;
+      }
+      if (parts.size() == 3 && parts[0] == project) parts.erase(parts.begin());
+      for (size_t i = 0; i < parts.size(); ++i) out += (i ? "." : "") + duckdb_quoted(parts[i], '"');
+    } else {
+      out += rewrite_text(p.text);
+    }
+  }
+  return out;
+}
+
+struct BigQueryEmulator::Impl {
+  TempDir dir;
+  std::string public_key, stranger_public_key;
+  std::filesystem::path credentials, stranger_credentials;
+  std::string token_uri;
+  httplib::Server server;
+  EmulatorDb db;
+  std::mutex& mutex = db.mutex();
+  std::set<std::string> tokens;
+  std::map<std::string, nlohmann::json> jobs;  // id -> job resource
+  std::set<std::string> running;               // ids reported RUNNING until read once
+  std::vector<BigQueryJobSeen> seen;
+  std::atomic<bool> answer_running{false};
+  int issued = 0;
+
+  static void reply(httplib::Response& res, int status, const nlohmann::json& body) {
+    res.status = status;
+    res.set_content(body.dump(), "application/json");
+  }
+
+  bool authorized(const httplib::Request& req, httplib::Response& res) {
+    const std::string auth = req.get_header_value("Authorization");
+    if (auth.starts_with("Bearer ") && tokens.count(auth.substr(7))) return true;
+    reply(res, 401,
+          api_error(401, "UNAUTHENTICATED", "unauthorized",
+                    "Request is missing required authentication credential. Expected OAuth 2 access token."));
+    return false;
+  }
+
+  void token(const httplib::Request& req, httplib::Response& res) {
+    const auto claims = form_value(req.body, "grant_type") == "urn:ietf:params:oauth:grant-type:jwt-bearer"
+                            ? verified_rs256_claims(form_value(req.body, "assertion"), public_key)
+                            : std::nullopt;
+    const int64_t now = std::time(nullptr);
+    if (!claims || claims->value("iss", "") != kClientEmail || claims->value("aud", "") != token_uri ||
+        claims->value("scope", "").find("https://www.googleapis.com/auth/bigquery") == std::string::npos ||
+        claims->value("exp", int64_t{0}) < now) {
+      reply(res, 400, {{"error", "invalid_grant"}, {"error_description", "Invalid JWT Signature."}});
+      return;
+    }
+    std::lock_guard lock(mutex);
+    const std::string t = fmt::format("ya29.emulated-{}", ++issued);
+    tokens.insert(t);
+    reply(res, 200, {{"access_token", t}, {"expires_in", 3599}, {"token_type", "Bearer"}});
+  }
+
+  bool dataset_exists(const std::string& dataset) {
+    auto out = db.run(fmt::format("SELECT 1 FROM duckdb_schemas() WHERE schema_name = '{}'", dataset));
+    return out.ok && !out.rows.empty();
+  }
+
+  // Runs a GoogleSQL script; the error text, or empty.
+  std::string run_script(const std::string& sql, EmulatorDb::Outcome* last = nullptr) {
+    std::vector<std::string> statements;
+    try {
+      statements = split_statements(sql);
+    } catch (const std::exception& e) {
+      return std::string("Syntax error: ") + e.what();
+    }
+    bool in_transaction = false;
+    for (const auto& statement : statements) {
+      auto out = db.run(bigquery_to_duckdb_sql(statement, kProject));
+      if (!out.ok) {
+        if (in_transaction) db.run("ROLLBACK");
+        return out.error;
+      }
+      const std::string head = statement.substr(statement.find_first_not_of(" \n\t"), 5);
+      if (head == "BEGIN") in_transaction = true;
+      if (head == "COMMI") in_transaction = false;
+      if (last) *last = std::move(out);
+    }
+    if (in_transaction) db.run("ROLLBACK");
+    return "";
+  }
+
+  // Loads NDJSON rows into dataset.table as the load configuration says; the error text, or empty.
+  std::string load(const nlohmann::json& load, const std::string& data) {
+    const auto& destination = load["destinationTable"];
+    const std::string table =
+        fmt::format("\"{}\".\"{}\"", destination.value("datasetId", ""), destination.value("tableId", ""));
+    std::vector<std::string> definitions, columns, conversions;
+    for (const auto& f : load["schema"]["fields"]) {
+      const std::string name = f.value("name", ""), type = f.value("type", "STRING");
+      definitions.push_back(fmt::format("{} {}", duckdb_quoted(name, '"'), duckdb_type(type)));
+      // BYTES travel in base64, TIMESTAMP and JSON as JSON values: read as text, converted here.
+      const std::string read_as = type == "JSON"                           ? "JSON"
+                                  : type == "BYTES" || type == "TIMESTAMP" ? "VARCHAR"
+                                                                           : duckdb_type(type);
+      columns.push_back(fmt::format("{}: '{}'", duckdb_quoted(name, '\''), read_as));
+      conversions.push_back(type == "BYTES"       ? fmt::format("from_base64({})", duckdb_quoted(name, '"'))
+                            : type == "TIMESTAMP" ? fmt::format("CAST({} AS TIMESTAMPTZ)", duckdb_quoted(name, '"'))
+                                                  : duckdb_quoted(name, '"'));
+    }
+    const auto file = dir / fmt::format("load-{}.jsonl", ++issued);
+    write_text(file, data);
+    std::string error;
+    if (load.value("writeDisposition", "WRITE_APPEND") == "WRITE_TRUNCATE") {
+      error = db.run(fmt::format("DROP TABLE IF EXISTS {}", table)).error;
+    }
+    if (error.empty()) {
+      error = db.run(fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", table, fmt::join(definitions, ", "))).error;
+    }
+    if (error.empty() && data.find_first_not_of("\r\n ") != std::string::npos) {
+      error = db.run(fmt::format("INSERT INTO {} SELECT {} FROM read_json('{}', format = 'newline_delimited', "
+                                 "columns = {{{}}})",
+                                 table, fmt::join(conversions, ", "), file.string(), fmt::join(columns, ", ")))
+                  .error;
+    }
+    std::filesystem::remove(file);
+    return error;
+  }
+
+  // jobs.insert: the job runs to its end here; its resource is what the API returns.
+  void insert_job(const nlohmann::json& job, const std::string& data, bool is_load, httplib::Response& res) {
+    const std::string id = job["jobReference"].value("jobId", "");
+    const std::string location = job["jobReference"].value("location", "US");
+    if (jobs.count(id)) {
+      seen.push_back({id, is_load ? "load" : "query", true});
+      reply(res, 409,
+            api_error(409, "ALREADY_EXISTS", "duplicate",
+                      fmt::format("Already Exists: Job {}:{}.{}", kProject, location, id)));
+      return;
+    }
+    seen.push_back({id, is_load ? "load" : "query", false});
+    const std::string error = is_load ? load(job["configuration"]["load"], data)
+                                      : run_script(job["configuration"]["query"].value("query", ""));
+    nlohmann::json resource = job;
+    resource["kind"] = "bigquery#job";
+    resource["id"] = fmt::format("{}:{}.{}", kProject, location, id);
+    resource["status"] = {{"state", "DONE"}};
+    if (!error.empty()) {
+      resource["status"]["errorResult"] = {{"reason", "invalidQuery"}, {"message", error}};
+      resource["status"]["errors"] = {{{"reason", "invalidQuery"}, {"message", error}}};
+    }
+    jobs[id] = resource;
+    if (answer_running) {
+      running.insert(id);
+      resource["status"] = {{"state", "RUNNING"}};
+    }
+    reply(res, 200, resource);
+  }
+
+  void routes() {
+    server.Post("/token", [this](const httplib::Request& req, httplib::Response& res) { token(req, res); });
+    server.Get(R"(/bigquery/v2/projects/([^/]+)/datasets/([^/]+))",
+               [this](const httplib::Request& req, httplib::Response& res) {
+                 std::lock_guard lock(mutex);
+                 if (!authorized(req, res)) return;
+                 const std::string dataset = req.matches[2];
+                 if (req.matches[1] != kProject || !dataset_exists(dataset)) {
+                   reply(res, 404,
+                         api_error(404, "NOT_FOUND", "notFound",
+                                   fmt::format("Not found: Dataset {}:{}", std::string(req.matches[1]), dataset)));
+                   return;
+                 }
+                 reply(res, 200,
+                       {{"kind", "bigquery#dataset"},
+                        {"id", fmt::format("{}:{}", kProject, dataset)},
+                        {"datasetReference", {{"projectId", kProject}, {"datasetId", dataset}}},
+                        {"location", "US"}});
+               });
+    server.Get(R"(/bigquery/v2/projects/([^/]+)/datasets/([^/]+)/tables)", [this](const httplib::Request& req,
+                                                                                  httplib::Response& res) {
+      std::lock_guard lock(mutex);
+      if (!authorized(req, res)) return;
+      // Pages of two, so a client must follow nextPageToken.
+      auto out =
+          db.run(fmt::format("SELECT table_name FROM information_schema.tables WHERE table_schema "
+                             "= '{}' ORDER BY table_name",
+                             std::string(req.matches[2])));
+      const size_t first = req.has_param("pageToken") ? std::stoul(req.get_param_value("pageToken")) : 0;
+      nlohmann::json tables = nlohmann::json::array();
+      for (size_t i = first; i < out.rows.size() && i < first + 2; ++i) {
+        tables.push_back(
+            {{"tableReference",
+              {{"projectId", kProject}, {"datasetId", std::string(req.matches[2])}, {"tableId", out.rows[i][0]}}}});
+      }
+      nlohmann::json body = {{"kind", "bigquery#tableList"}, {"tables", tables}};
+      if (first + 2 < out.rows.size()) body["nextPageToken"] = std::to_string(first + 2);
+      reply(res, 200, body);
+    });
+    server.Get(R"(/bigquery/v2/projects/([^/]+)/datasets/([^/]+)/tables/([^/]+))", [this](const httplib::Request& req,
+                                                                                          httplib::Response& res) {
+      std::lock_guard lock(mutex);
+      if (!authorized(req, res)) return;
+      auto out =
+          db.run(fmt::format("SELECT column_name, data_type FROM information_schema.columns WHERE "
+                             "table_schema = '{}' AND table_name = '{}' ORDER BY ordinal_position",
+                             std::string(req.matches[2]), std::string(req.matches[3])));
+      if (!out.ok || out.rows.empty()) {
+        reply(res, 404,
+              api_error(404, "NOT_FOUND", "notFound",
+                        fmt::format("Not found: Table {}:{}.{}", kProject, std::string(req.matches[2]),
+                                    std::string(req.matches[3]))));
+        return;
+      }
+      nlohmann::json fields = nlohmann::json::array();
+      for (const auto& row : out.rows) {
+        fields.push_back({{"name", row[0]}, {"type", bigquery_type(row[1].get<std::string>())}, {"mode", "NULLABLE"}});
+      }
+      reply(res, 200, {{"kind", "bigquery#table"}, {"schema", {{"fields", fields}}}});
+    });
+    server.Post(R"(/bigquery/v2/projects/([^/]+)/queries)",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  std::lock_guard lock(mutex);
+                  if (!authorized(req, res)) return;
+                  const auto body = nlohmann::json::parse(req.body, nullptr, false);
+                  EmulatorDb::Outcome last;
+                  const std::string error = run_script(body.is_object() ? body.value("query", "") : "", &last);
+                  if (!error.empty()) {
+                    reply(res, 400, api_error(400, "INVALID_ARGUMENT", "invalidQuery", error));
+                    return;
+                  }
+                  nlohmann::json fields = nlohmann::json::array(), rows = nlohmann::json::array();
+                  for (const auto& name : last.names) fields.push_back({{"name", name}, {"type", "STRING"}});
+                  for (const auto& row : last.rows) {
+                    nlohmann::json cells = nlohmann::json::array();
+                    for (const auto& v : row) cells.push_back({{"v", v}});
+                    rows.push_back({{"f", cells}});
+                  }
+                  reply(res, 200,
+                        {{"kind", "bigquery#queryResponse"},
+                         {"schema", {{"fields", fields}}},
+                         {"rows", rows},
+                         {"totalRows", std::to_string(last.rows.size())},
+                         {"jobComplete", true}});
+                });
+    server.Post(R"(/bigquery/v2/projects/([^/]+)/jobs)", [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard lock(mutex);
+      if (!authorized(req, res)) return;
+      const auto job = nlohmann::json::parse(req.body, nullptr, false);
+      if (!job.is_object() || !job.contains("configuration") || !job["configuration"].contains("query")) {
+        reply(res, 400, api_error(400, "INVALID_ARGUMENT", "invalid", "Job configuration must contain a query."));
+        return;
+      }
+      insert_job(job, "", false, res);
+    });
+    server.Post(
+        R"(/upload/bigquery/v2/projects/([^/]+)/jobs)", [this](const httplib::Request& req, httplib::Response& res) {
+          std::lock_guard lock(mutex);
+          if (!authorized(req, res)) return;
+          // multipart/related: the job resource (JSON), then the data.
+          const std::string type = req.get_header_value("Content-Type");
+          const size_t at = type.find("boundary=");
+          if (req.get_param_value("uploadType") != "multipart" || at == std::string::npos) {
+            reply(res, 400, api_error(400, "INVALID_ARGUMENT", "invalid", "Expected a multipart upload."));
+            return;
+          }
+          const std::string boundary = "--" + type.substr(at + 9);
+          std::vector<std::string> parts;
+          for (size_t start = req.body.find(boundary); start != std::string::npos;) {
+            const size_t next = req.body.find(boundary, start + boundary.size());
+            if (next == std::string::npos) break;
+            std::string part = req.body.substr(start + boundary.size(), next - start - boundary.size());
+            const size_t header_end = part.find("\r\n\r\n");
+            part = header_end == std::string::npos ? "" : part.substr(header_end + 4);
+            if (part.ends_with("\r\n")) part.resize(part.size() - 2);
+            parts.push_back(std::move(part));
+            start = next;
+          }
+          const auto job = parts.size() == 2 ? nlohmann::json::parse(parts[0], nullptr, false) : nlohmann::json();
+          if (!job.is_object() || !job.contains("configuration") || !job["configuration"].contains("load")) {
+            reply(res, 400, api_error(400, "INVALID_ARGUMENT", "invalid", "Expected a load job and its data."));
+            return;
+          }
+          insert_job(job, parts[1], true, res);
+        });
+    server.Get(R"(/bigquery/v2/projects/([^/]+)/jobs/([^/?]+))",
+               [this](const httplib::Request& req, httplib::Response& res) {
+                 std::lock_guard lock(mutex);
+                 if (!authorized(req, res)) return;
+                 auto it = jobs.find(req.matches[2]);
+                 if (it == jobs.end()) {
+                   reply(res, 404,
+                         api_error(404, "NOT_FOUND", "notFound",
+                                   fmt::format("Not found: Job {}:US.{}", kProject, std::string(req.matches[2]))));
+                   return;
+                 }
+                 nlohmann::json resource = it->second;
+                 if (running.erase(it->first)) resource["status"] = {{"state", "RUNNING"}};
+                 reply(res, 200, resource);
+               });
+  }
+};
+
+namespace {
+std::filesystem::path write_key(const std::filesystem::path& dir, const std::string& name, const std::string& token_uri,
+                                std::string& public_key) {
+  const std::string pem = make_rsa_key(dir, name);
+  public_key = read_text(dir / (name + ".pub"));
+  const nlohmann::json sa = {{"type", "service_account"},
+                             {"project_id", BigQueryEmulator::kProject},
+                             {"private_key_id", "0123456789abcdef"},
+                             {"private_key", pem},
+                             {"client_email", kClientEmail},
+                             {"client_id", "1"},
+                             {"token_uri", token_uri}};
+  const auto file = dir / (name + ".json");
+  write_text(file, sa.dump());
+  return file;
+}
+}  // namespace
+
+BigQueryEmulator::BigQueryEmulator() : impl_(std::make_unique<Impl>()) {
+  port_ = impl_->server.bind_to_any_port("127.0.0.1");
+  impl_->token_uri = endpoint() + "/token";
+  impl_->credentials = write_key(impl_->dir.path(), "loader", impl_->token_uri, impl_->public_key);
+  impl_->stranger_credentials = write_key(impl_->dir.path(), "stranger", impl_->token_uri, impl_->stranger_public_key);
+  impl_->db.must(fmt::format("CREATE SCHEMA \"{}\"", kDataset));
+  impl_->routes();
+  thread_ = std::thread([this] { impl_->server.listen_after_bind(); });
+  while (!impl_->server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+BigQueryEmulator::~BigQueryEmulator() {
+  impl_->server.stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+const std::filesystem::path& BigQueryEmulator::credentials_file() const { return impl_->credentials; }
+const std::filesystem::path& BigQueryEmulator::stranger_credentials_file() const { return impl_->stranger_credentials; }
+void BigQueryEmulator::answer_running(bool on) { impl_->answer_running = on; }
+
+std::vector<std::vector<std::string>> BigQueryEmulator::query(const std::string& duckdb_sql) {
+  std::lock_guard lock(impl_->mutex);
+  auto out = impl_->db.run(duckdb_sql);
+  if (!out.ok) throw std::runtime_error("emulator query: " + out.error);
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& row : out.rows) {
+    std::vector<std::string> values;
+    for (const auto& v : row) values.push_back(v.is_null() ? "NULL" : v.get<std::string>());
+    rows.push_back(std::move(values));
+  }
+  return rows;
+}
+
+std::vector<BigQueryJobSeen> BigQueryEmulator::jobs() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->seen;
+}
+
+BigQueryEmulator& SharedBigQuery() {
+  static BigQueryEmulator emulator;
+  return emulator;
+}
+
+std::string bigquery_sink(const std::string& endpoint, const std::string& table, const std::string& extra) {
+  return fmt::format(
+      "BigQuery: {{ project: {}, dataset: {}, table: {}, credentials_file: \"{}\", endpoint: \"{}\"{} }}",
+      BigQueryEmulator::kProject, BigQueryEmulator::kDataset, table, SharedBigQuery().credentials_file().string(),
+      endpoint, extra);
+}
+
+}  // namespace skippr::test

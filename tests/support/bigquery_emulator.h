@@ -1,0 +1,59 @@
+// Test support: an emulator of the part of BigQuery's REST API v2 the BigQuery sink calls, in the test process on a
+// free loopback port, the SQL run for real on an in-memory DuckDB (a dataset is a schema). What it implements, as the
+// API reference defines it: a service account's OAuth token endpoint (JWT RS256 verified against the account's public
+// key; iss, aud, scope, expiry checked; 400 invalid_grant otherwise) and Bearer tokens on every call (401
+// otherwise); datasets.get and tables.get (404 Not found), jobs.query, jobs.insert of query jobs (GoogleSQL scripts
+// with BEGIN TRANSACTION / COMMIT TRANSACTION) and of multipart load jobs (NEWLINE_DELIMITED_JSON, schema,
+// CREATE_IF_NEEDED, WRITE_APPEND / WRITE_TRUNCATE), jobs.get; a job id used before answered with 409 Already Exists
+// (reason "duplicate"); jobs left RUNNING until read when asked. Not covered: partitions and clustering, streaming
+// inserts, quotas, IAM beyond one account. GoogleSQL becomes DuckDB SQL in one place (bigquery_to_duckdb_sql).
+// Lost answers come from tests/support/fault_proxy in front of it.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace skippr::test {
+
+std::string bigquery_to_duckdb_sql(const std::string& googlesql, const std::string& project);
+
+struct BigQueryJobSeen {
+  std::string job_id;
+  std::string kind;        // "load" or "query"
+  bool duplicate = false;  // answered 409: the id had run before
+};
+
+class BigQueryEmulator {
+ public:
+  // Writes a service-account key file for its one account into a folder of its own.
+  BigQueryEmulator();
+  ~BigQueryEmulator();
+  BigQueryEmulator(const BigQueryEmulator&) = delete;
+  BigQueryEmulator& operator=(const BigQueryEmulator&) = delete;
+
+  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  static constexpr const char* kProject = "skippr-test";
+  static constexpr const char* kDataset = "analytics";
+  const std::filesystem::path& credentials_file() const;
+  // A key file of an account the emulator does not know (its token request is refused).
+  const std::filesystem::path& stranger_credentials_file() const;
+  std::vector<std::vector<std::string>> query(const std::string& duckdb_sql);
+  std::vector<BigQueryJobSeen> jobs() const;
+  void answer_running(bool on);  // jobs.insert answers RUNNING; the first jobs.get after it, DONE
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+BigQueryEmulator& SharedBigQuery();
+// A BigQuery sink's YAML flow line for `table` through `endpoint`; `extra` starts with ", ".
+std::string bigquery_sink(const std::string& endpoint, const std::string& table, const std::string& extra = "");
+
+}  // namespace skippr::test
