@@ -74,15 +74,17 @@ std::vector<std::string> merge_apply_sql(const Batch& batch, const BatchId& id, 
                                                  q(kOrderField), stage, q(kOpField), kTruncateOp, m.token_type);
   const std::string after_truncate = truncates ? fmt::format(" WHERE coalesce(s.{} <> '{}', true) AND {} >= {}",
                                                              q(kOpField), kTruncateOp, token, truncate_token)
-                                               : "";
+                                     : m.qualify_needs_where ? " WHERE TRUE"
+                                                             : "";
   if (truncates) statements.push_back(fmt::format("DELETE FROM {} WHERE {} < {}", table, order, truncate_token));
   // The newest change per key only (the later row on a tie), so the MERGE touches each target row once. A
   // subquery, not a staged copy: one copy of the batch less (new keys merged ~1.3x faster in
   // DuckDbMerge.MillionRowsThroughput); only a batch with deletes computes it twice.
   const std::string latest = fmt::format(
-      "(SELECT s.* EXCLUDE ({}), {} AS _skippr_token, {} AS _skippr_delete FROM {} s{} QUALIFY row_number() OVER "
+      "(SELECT s.* {} ({}), {} AS _skippr_token, {} AS _skippr_delete FROM {} s{} QUALIFY row_number() OVER "
       "(PARTITION BY {} ORDER BY {} DESC, {} DESC) = 1)",
-      joined(not_stored), token, is_delete, stage, after_truncate, joined(prefixed(keys, "s")), token, row);
+      m.exclude_keyword, joined(not_stored), token, is_delete, stage, after_truncate, joined(prefixed(keys, "s")),
+      token, row);
 
   std::vector<std::string> updates;
   for (const auto& name : data) {

@@ -25,7 +25,10 @@ struct MergeSql {
   std::vector<std::string> primary_key;
   std::vector<TableColumn> columns;  // the target's, after schema evolution, with the order column
   ColumnRules rules;
-  std::string token_type;  // an integer type of 38 digits: HUGEINT, NUMBER(38,0)
+  std::string token_type;  // an integer type of 38 digits: HUGEINT, NUMBER(38,0), BIGNUMERIC
+  // GoogleSQL spells SELECT * EXCLUDE as EXCEPT, and takes QUALIFY only after a WHERE.
+  std::string exclude_keyword = "EXCLUDE";
+  bool qualify_needs_where = false;
 };
 
 // CREATE TABLE IF NOT EXISTS of the tombstone table (keys with their target types, and the order token).

@@ -103,6 +103,30 @@ TEST(BigQuerySink, LostAnswersAndRunningJobsLandOnceUnderTheirJobIds) {
   EXPECT_GE(duplicates, 1) << "no lost answer was followed by a resend of the same job id";
 }
 
+// merge_by_key on the Sample's trip_id: a RESET reads every row again under a new lineage, and the table still holds
+// each trip once, now with the newer order token.
+TEST(BigQuerySink, MergeByKeyUpsertsWhatARereadBrings) {
+  PipelineFixture f(sample_to_sink_config(bigquery_sink(SharedBigQuery().endpoint(), "merged"), 8000, 6) +
+                    "    landing: merge_by_key\n    primary_key: trip_id\n");
+  const std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "128KiB"}};
+  auto first_run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
+  ASSERT_EQ(first_run.exit_code, 0) << first_run.err;
+  const std::string first = digest("merged");
+  EXPECT_TRUE(first.starts_with("8000 8000 ")) << first;
+  const std::string first_max =
+      SharedBigQuery().query("SELECT max(\"_skippr_order\")::VARCHAR FROM \"analytics\".\"merged\"")[0][0];
+  ASSERT_EQ(f.skipprd({"query", "--sql", "RESET PIPELINE bikehire"}).exit_code, 0);
+  auto again = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(digest("merged"), first);
+  const std::string second_min =
+      SharedBigQuery().query("SELECT min(\"_skippr_order\")::VARCHAR FROM \"analytics\".\"merged\"")[0][0];
+  EXPECT_GT(std::stod(second_min), std::stod(first_max)) << "a row kept the older lineage's token";
+  const auto [rows, ids] = ledger_of("merged");
+  EXPECT_EQ(rows, ids);
+  expect_no_stage_left("merged");
+}
+
 TEST(BigQuerySink, KillLoopEqualsAnUnkilledRun) {
   constexpr uint64_t kRows = 100000;
   std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "256KiB"}, {"WAL_BYTES_PER_FILE", "1000000"}};

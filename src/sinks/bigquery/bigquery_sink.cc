@@ -7,7 +7,9 @@
 #include "core/failpoint.h"
 #include "formats/json_rows.h"
 #include "sinks/batch_ledger.h"
+#include "sinks/change_fields.h"
 #include "sinks/conform_batch.h"
+#include "sinks/merge_sql.h"
 #include "sinks/schema_evolution.h"
 
 namespace skippr {
@@ -15,6 +17,7 @@ namespace {
 
 // A job that ended in an error is retried under the next id this many times before the batch waits (exit 75).
 constexpr int kJobAttempts = 4;
+constexpr std::string_view kTokenType = "BIGNUMERIC";
 
 std::string bq_new_column_type(Type type) {
   switch (type) {
@@ -73,12 +76,14 @@ ColumnRules bq_column_rules() {
 
 class BigQuerySink final : public Sink {
  public:
-  BigQuerySink(BigQueryClient client, std::string project, std::string dataset, std::string table, std::string pipeline)
+  BigQuerySink(BigQueryClient client, std::string project, std::string dataset, std::string table, std::string pipeline,
+               std::vector<std::string> merge_key)
       : client_(std::move(client)),
         project_(std::move(project)),
         dataset_(std::move(dataset)),
         table_(std::move(table)),
-        pipeline_(std::move(pipeline)) {}
+        pipeline_(std::move(pipeline)),
+        merge_key_(std::move(merge_key)) {}
 
   Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
   bool keeps_ledger() const override { return true; }
@@ -104,6 +109,18 @@ class BigQuerySink final : public Sink {
     return bq_quote_identifier(fmt::format("{}.{}.{}", project_, dataset_, table));
   }
   std::string target() const { return qualified(table_); }
+  bool merging() const { return !merge_key_.empty(); }
+  MergeSql merge_sql(const std::string& stage) const {
+    return {target(),
+            qualified(table_ + std::string(kTombstoneSuffix)),
+            qualified(stage),
+            merge_key_,
+            columns_,
+            bq_column_rules(),
+            std::string(kTokenType),
+            "EXCEPT",
+            /*qualify_needs_where=*/true};
+  }
   std::string where() const { return fmt::format("{}: table {}.{}", client_.where(), dataset_, table_); }
   LedgerDialect ledger() const {
     return {bq_quote_identifier(project_) + "." + bq_quote_identifier(dataset_) + ".",
@@ -134,6 +151,7 @@ class BigQuerySink final : public Sink {
 
   BigQueryClient client_;
   std::string project_, dataset_, table_, pipeline_;
+  std::vector<std::string> merge_key_;  // merge_by_key's primary key; empty: append
   bool opened_ = false;
   std::vector<TableColumn> columns_;
   uint64_t last_rejected_ = 0;
@@ -200,14 +218,30 @@ Status BigQuerySink::prepare_table(const Batch& batch) {
   if (columns_.empty()) {
     std::vector<std::string> definitions;
     for (const Field& field : batch.schema.fields) {
+      if (merging() && is_change_field(field.name)) continue;
       definitions.push_back(fmt::format("{} {}", bq_quote_identifier(field.name), bq_new_column_type(field.type)));
     }
+    // merge_by_key keeps each row's order token.
+    if (merging()) definitions.push_back(fmt::format("{} {}", bq_quote_identifier(kOrderColumn), kTokenType));
     auto created =
         client_.query(fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", target(), fmt::join(definitions, ", ")));
     if (!created) return std::unexpected(created.error());
     SKIPPR_TRY(describe());
   }
-  auto missing = fields_to_add(columns_, batch.schema, bq_column_rules(), where(), /*skip_change_fields=*/false);
+  if (merging()) {
+    std::vector<size_t> key_fields;
+    for (const auto& key : merge_key_) {
+      const int field = batch.schema.index_of(key);
+      if (field < 0 || !find_column(columns_, key, bq_column_rules())) {
+        return fail(ErrorKind::kConfig, fmt::format("{}: the batch or the table has no column {} of the pipeline's "
+                                                    "primary_key; fix primary_key",
+                                                    where(), bq_quote_identifier(key)));
+      }
+      key_fields.push_back(static_cast<size_t>(field));
+    }
+    SKIPPR_TRY(check_change_fields(batch, key_fields, where()));
+  }
+  auto missing = fields_to_add(columns_, batch.schema, bq_column_rules(), where(), merging());
   if (!missing) return std::unexpected(missing.error());
   if (missing->empty()) return ok();
   for (const auto& field : *missing) {
@@ -263,23 +297,43 @@ Result<WriteOutcome> BigQuerySink::land(const BatchToLand& item) {
   if (rows.rows > 0) {
     nlohmann::json fields = nlohmann::json::array();
     for (const Field& field : rows.schema.fields) {
-      const TableColumn* column = find_column(columns_, field.name, bq_column_rules());
+      const TableColumn* column =
+          merging() && is_change_field(field.name) ? nullptr : find_column(columns_, field.name, bq_column_rules());
       fields.push_back({{"name", field.name},
                         {"type", column ? column->type : bq_new_column_type(field.type)},
                         {"mode", "NULLABLE"}});
       names.push_back(bq_quote_identifier(field.name));
     }
+    // merge_by_key: each row's index in the batch, the tie breaker of its order token.
+    if (merging()) fields.push_back({{"name", kRowNumberColumn}, {"type", "INT64"}, {"mode", "NULLABLE"}});
     std::string ndjson;
     for (size_t r = 0; r < rows.rows; ++r) {
       append_row_json(rows, r, ndjson);
+      if (merging()) {
+        ndjson.pop_back();  // the object's closing brace
+        ndjson += fmt::format("{}\"{}\":{}}}", rows.schema.fields.empty() ? "" : ",", kRowNumberColumn, r);
+      }
       ndjson += '\n';
     }
     SKIPPR_TRY(run_attempts("load", key, [&](const std::string& job_id, std::string* error) {
       return client_.run_load_job(job_id, dataset_, stage, fields, ndjson, "WRITE_TRUNCATE", error);
     }));
   }
+  if (rows.rows > 0 && merging()) {
+    // DDL may not run inside a transaction in BigQuery.
+    auto made = client_.query(tombstones_create_sql(merge_sql(stage)));
+    if (!made) return std::unexpected(made.error());
+  }
   std::vector<std::string> statements = {"BEGIN TRANSACTION"};
-  if (rows.rows > 0) {
+  if (rows.rows > 0 && merging()) {
+    // Replaying the MERGE changes nothing (every write is conditional on the order token): no ledger guard needed.
+    const int op = rows.schema.index_of(kOpField);
+    bool deletes = false;
+    for (size_t r = 0; op >= 0 && r < rows.rows && !deletes; ++r) {
+      deletes = rows.columns[op].is_valid(r) && rows.columns[op].string_at(r) == "delete";
+    }
+    for (auto& sql : merge_apply_sql(rows, item.id, merge_sql(stage), deletes)) statements.push_back(std::move(sql));
+  } else if (rows.rows > 0) {
     statements.push_back(fmt::format("INSERT INTO {} ({}) SELECT {} FROM {} WHERE {}", target(), fmt::join(names, ", "),
                                      fmt::join(names, ", "), qualified(stage), not_landed(item.id)));
   }
@@ -326,9 +380,10 @@ ConnectorSpec bigquery_sink_spec() {
   };
   spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
     const std::string where = fmt::format("sink '{}'", ctx.name);
-    if (ctx.landing != Landing::kAppend) {
-      return fail(ErrorKind::kConfig, fmt::format("{}: landing {} is not built for BigQuery yet; use append", where,
-                                                  to_string(ctx.landing)));
+    if (ctx.landing != Landing::kAppend && ctx.landing != Landing::kMergeByKey) {
+      return fail(ErrorKind::kConfig, fmt::format("{}: landing {} is not built for BigQuery yet; use append or "
+                                                  "merge_by_key",
+                                                  where, to_string(ctx.landing)));
     }
     GcsOptions options;
     options.credentials_file = ctx.params.value("credentials_file", std::string());
@@ -346,9 +401,10 @@ ConnectorSpec bigquery_sink_spec() {
       return fail(ErrorKind::kConfig, fmt::format("{}: endpoint must start with https:// (or http://)", where));
     }
     const std::string project = config.project;
-    return std::make_unique<BigQuerySink>(BigQueryClient(std::move(config)), project,
-                                          ctx.params.value("dataset", std::string()),
-                                          ctx.params.value("table", std::string()), ctx.pipeline);
+    return std::make_unique<BigQuerySink>(
+        BigQueryClient(std::move(config)), project, ctx.params.value("dataset", std::string()),
+        ctx.params.value("table", std::string()), ctx.pipeline,
+        ctx.landing == Landing::kMergeByKey ? ctx.primary_key : std::vector<std::string>());
   };
   return spec;
 }
