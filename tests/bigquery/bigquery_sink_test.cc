@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 
 #include "support/bigquery_emulator.h"
@@ -174,6 +176,45 @@ TEST(BigQuerySink, RefusedCredentialsAndAMissingDatasetStopWithExitTwo) {
     EXPECT_EQ(run.err.find(key_line), std::string::npos) << run.err;
     EXPECT_EQ(run.err.find("ya29."), std::string::npos) << run.err;
   }
+}
+
+// The jobs the sink inserts, field by field as the REST reference's Job resource has them: jobReference (projectId,
+// jobId of letters, digits, '_' and '-', location), configuration.load (destinationTable, sourceFormat
+// NEWLINE_DELIMITED_JSON, schema.fields of name/type/mode, createDisposition, writeDisposition) and
+// configuration.query (query, useLegacySql false).
+TEST(BigQueryApi, TheJobsHaveTheDocumentedShape) {
+  PipelineFixture f(sample_to_sink_config(bigquery_sink(SharedBigQuery().endpoint(), "shaped"), 100, 2));
+  ASSERT_EQ(f.skipprd({"sync", "--pipeline", "bikehire", "--once"}).exit_code, 0);
+  nlohmann::json load, query;
+  for (const auto& job : SharedBigQuery().jobs()) {
+    const auto resource = nlohmann::json::parse(job.resource);
+    if (job.kind == "load" &&
+        resource["configuration"]["load"]["destinationTable"].value("tableId", "").starts_with("shaped__")) {
+      load = resource;
+    }
+    if (job.kind == "query" &&
+        resource["configuration"]["query"].value("query", "").find("analytics.shaped`") != std::string::npos) {
+      query = resource;
+    }
+  }
+  ASSERT_TRUE(load.is_object() && query.is_object());
+  for (const auto* job : {&load, &query}) {
+    const auto& ref = (*job)["jobReference"];
+    EXPECT_EQ(ref["projectId"], "skippr-test");
+    EXPECT_EQ(ref["location"], "US");
+    EXPECT_TRUE(std::regex_match(ref["jobId"].get<std::string>(), std::regex("[A-Za-z0-9_-]{1,1024}")));
+  }
+  const auto& l = load["configuration"]["load"];
+  EXPECT_EQ(l["destinationTable"]["projectId"], "skippr-test");
+  EXPECT_EQ(l["destinationTable"]["datasetId"], "analytics");
+  EXPECT_EQ(l["sourceFormat"], "NEWLINE_DELIMITED_JSON");
+  EXPECT_EQ(l["createDisposition"], "CREATE_IF_NEEDED");
+  EXPECT_EQ(l["writeDisposition"], "WRITE_TRUNCATE");
+  for (const auto& field : l["schema"]["fields"]) {
+    EXPECT_TRUE(field.contains("name") && field.contains("type") && field.value("mode", "") == "NULLABLE") << field;
+  }
+  EXPECT_EQ(query["configuration"]["query"]["useLegacySql"], false);
+  EXPECT_TRUE(query["configuration"]["query"].value("query", "").starts_with("BEGIN TRANSACTION"));
 }
 
 TEST(BigQueryApi, JobIdsAndTheEmulatorsDialect) {

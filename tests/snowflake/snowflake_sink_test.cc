@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -235,6 +237,38 @@ TEST(SnowflakeApi, ARetryUnderTheSameRequestIdIsNotRunAgain) {
   auto count = client->query("SELECT count(*) FROM \"retried\"");
   ASSERT_TRUE(count) << count.error().message;
   EXPECT_EQ(count->rows.at(0).at(0).value_or(""), "1");
+}
+
+// The request the sink sends, field by field as the SQL API reference's example of POST /api/v2/statements has them
+// (statement, timeout, database, schema, warehouse, parameters.MULTI_STATEMENT_COUNT; the Authorization bearer JWT
+// with X-Snowflake-Authorization-Token-Type: KEYPAIR_JWT, JSON in and out), and the key-pair JWT's claims as the
+// key-pair authentication guide defines them (iss = ACCOUNT.USER.SHA256:fingerprint, sub = ACCOUNT.USER, iat, exp
+// within an hour).
+TEST(SnowflakeApi, TheTransactionRequestHasTheDocumentedShape) {
+  PipelineFixture f(sample_to_sink_config(snowflake_sink(SharedSnowflake().endpoint(), "shaped"), 100, 2));
+  ASSERT_EQ(f.skipprd({"sync", "--pipeline", "bikehire", "--once"}).exit_code, 0);
+  std::optional<SnowflakeRequestSeen> transaction;
+  for (const auto& seen : SharedSnowflake().requests()) {
+    if (seen.statement.starts_with("BEGIN TRANSACTION") && seen.statement.find("\"shaped\"") != std::string::npos) {
+      transaction = seen;
+    }
+  }
+  ASSERT_TRUE(transaction);
+  const auto body = nlohmann::json::parse(transaction->body);
+  std::set<std::string> keys;
+  for (const auto& [key, value] : body.items()) keys.insert(key);
+  EXPECT_EQ(keys, (std::set<std::string>{"statement", "timeout", "database", "schema", "warehouse", "parameters"}));
+  EXPECT_EQ(body["database"], "ANALYTICS");
+  EXPECT_EQ(body["schema"], "PUBLIC");
+  EXPECT_EQ(body["warehouse"], "LOAD_WH");
+  EXPECT_TRUE(body["timeout"].is_number_integer());
+  EXPECT_EQ(body["parameters"]["MULTI_STATEMENT_COUNT"], std::to_string(split_statements(body["statement"]).size()));
+  EXPECT_EQ(transaction->headers.at("Authorization"), "Bearer ");
+  EXPECT_EQ(transaction->headers.at("X-Snowflake-Authorization-Token-Type"), "KEYPAIR_JWT");
+  EXPECT_EQ(transaction->headers.at("Content-Type"), "application/json");
+  EXPECT_EQ(transaction->headers.at("Accept"), "application/json");
+  EXPECT_TRUE(std::regex_match(transaction->request_id,
+                               std::regex("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")));
 }
 
 TEST(SnowflakeApi, RequestIdsAccountNamesAndTheEmulatorsDialect) {

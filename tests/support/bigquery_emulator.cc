@@ -227,13 +227,13 @@ struct BigQueryEmulator::Impl {
     const std::string id = job["jobReference"].value("jobId", "");
     const std::string location = job["jobReference"].value("location", "US");
     if (jobs.count(id)) {
-      seen.push_back({id, is_load ? "load" : "query", true});
+      seen.push_back({id, is_load ? "load" : "query", true, job.dump()});
       reply(res, 409,
             api_error(409, "ALREADY_EXISTS", "duplicate",
                       fmt::format("Already Exists: Job {}:{}.{}", kProject, location, id)));
       return;
     }
-    seen.push_back({id, is_load ? "load" : "query", false});
+    seen.push_back({id, is_load ? "load" : "query", false, job.dump()});
     const std::string error = is_load ? load(job["configuration"]["load"], data)
                                       : run_script(job["configuration"]["query"].value("query", ""));
     nlohmann::json resource = job;

@@ -24,6 +24,7 @@ struct BigQueryJobSeen {
   std::string job_id;
   std::string kind;        // "load" or "query"
   bool duplicate = false;  // answered 409: the id had run before
+  std::string resource;    // the job resource as sent (JSON)
 };
 
 class BigQueryEmulator {

@@ -198,7 +198,9 @@ struct SnowflakeEmulator::Impl {
       return;
     }
     std::lock_guard lock(mutex);
-    seen.push_back({request_id, retry, false, body.value("statement", "")});
+    std::map<std::string, std::string> headers;
+    for (const auto& [name, value] : req.headers) headers[name] = name == "Authorization" ? value.substr(0, 7) : value;
+    seen.push_back({request_id, retry, false, body.value("statement", ""), req.body, headers});
     auto earlier = by_request_id.find(request_id);
     if (retry && !request_id.empty() && earlier != by_request_id.end()) {
       res.status = earlier->second.first;

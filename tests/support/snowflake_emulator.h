@@ -33,6 +33,8 @@ struct SnowflakeRequestSeen {
   bool retry = false;
   bool executed = false;  // false: answered from an earlier execution of the same requestId
   std::string statement;
+  std::string body;                            // the request's JSON as sent
+  std::map<std::string, std::string> headers;  // Authorization's token left out
 };
 
 // Snowflake SQL -> DuckDB SQL (exposed for its unit test).
