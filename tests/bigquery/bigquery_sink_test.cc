@@ -78,6 +78,14 @@ TEST(BigQuerySink, LostAnswersAndRunningJobsLandOnceUnderTheirJobIds) {
              .action = "drop_after_forward",
              .skip = 2,
              .times = 3});
+  // Unavailable queries (503): retried, nothing lost.
+  const int queries_down = proxy.add({.method = "POST",
+                                      .path_regex = "^/bigquery/v2/projects/[^/]+/queries",
+                                      .action = "status",
+                                      .status = 503,
+                                      .code = "backendError",
+                                      .skip = 1,
+                                      .times = 2});
   PipelineFixture calm(sample_to_sink_config(bigquery_sink(SharedBigQuery().endpoint(), "calm"), 30000, 8));
   ASSERT_EQ(
       calm.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"BUFFER_THRESHOLD_BYTES", "256KiB"}}).exit_code, 0);
@@ -103,6 +111,7 @@ TEST(BigQuerySink, LostAnswersAndRunningJobsLandOnceUnderTheirJobIds) {
   }
   for (const auto& [id, n] : executed) EXPECT_EQ(n, 1) << id;
   EXPECT_GE(duplicates, 1) << "no lost answer was followed by a resend of the same job id";
+  EXPECT_EQ(proxy.hits(queries_down), 2);
 }
 
 // merge_by_key on the Sample's trip_id: a RESET reads every row again under a new lineage, and the table still holds

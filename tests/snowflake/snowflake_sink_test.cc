@@ -112,6 +112,14 @@ TEST(SnowflakeSink, DroppedAnswersAndAsyncStatementsLandOnceUnderOneRequestId) {
              .action = "drop_before_forward",
              .skip = 2,
              .times = 3});
+  // Throttled (429) reads and DDL: the client backs off and sends them again.
+  const int throttled = proxy.add({.method = "POST",
+                                   .path_regex = "^/api/v2/statements",
+                                   .action = "status",
+                                   .status = 429,
+                                   .code = "TooManyRequests",
+                                   .skip = 2,
+                                   .times = 3});
   PipelineFixture unkilled(sample_to_sink_config(snowflake_sink(SharedSnowflake().endpoint(), "calm"), 30000, 8));
   ASSERT_EQ(
       unkilled.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"BUFFER_THRESHOLD_BYTES", "256KiB"}}).exit_code,
@@ -128,6 +136,7 @@ TEST(SnowflakeSink, DroppedAnswersAndAsyncStatementsLandOnceUnderOneRequestId) {
   EXPECT_EQ(rows, ids);
   EXPECT_EQ(rows, ledger_of("calm").first);
   expect_one_request_id_per_batch("dropped");
+  EXPECT_EQ(proxy.hits(throttled), 3);
   int resent = 0;
   for (const auto& seen : SharedSnowflake().requests()) resent += seen.retry ? 1 : 0;
   EXPECT_GE(resent, 1) << "no transaction was resent after a lost request";

@@ -81,9 +81,20 @@ Result<HttpResponse> BigQueryClient::send(const std::string& method, const std::
   if (!content_type.empty()) request.headers.push_back("Content-Type: " + content_type);
   request.body = body;
   request.timeout_seconds = config_.request_timeout_seconds;
-  auto response = http_send(request);
-  if (response && response->status == 401) tokens_.invalidate();
-  return response;
+  // Reads and jobs.query (reads, and DDL with IF NOT EXISTS) may be sent again as they are: throttling and 5xx are
+  // waited out here, up to a minute. A job insert is retried by run_job, which knows its id.
+  const bool resendable = method == "GET" || url.ends_with("/queries");
+  double pause = 0.2;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (true) {
+    auto response = http_send(request);
+    if (response && response->status == 401) tokens_.invalidate();
+    if (!resendable || !response || !retry_later(response->status) || std::chrono::steady_clock::now() > deadline) {
+      return response;
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(pause));
+    pause = std::min(pause * 2, 5.0);
+  }
 }
 
 Status BigQueryClient::status_error(const HttpResponse& response, std::string_view doing) {
