@@ -1,10 +1,12 @@
-// Helpers for bench/clickhouse.sh, bench/amqp.sh and bench/snowflake.sh, around the servers the tests start
+// Helpers for bench/clickhouse.sh, bench/amqp.sh and bench/warehouse_emulators.sh, around the servers the tests start
 // (tests/support):
 //   broker_bench clickhouse              starts a private ClickHouse, prints its HTTP URL and native TCP port, lives
 //                                        until stdin closes
 //   broker_bench rabbitmq                starts a private RabbitMQ, prints its amqp:// URL, lives until stdin closes
 //   broker_bench snowflake               starts the Snowflake emulator (tests/support), prints its endpoint and the
 //                                        private key file of its user LOADER, lives until stdin closes
+//   broker_bench bigquery                starts the BigQuery emulator, prints its endpoint and a service-account key
+//                                        file it accepts, lives until stdin closes
 //   broker_bench publish PORT QUEUE FILE the peer: each line of FILE as one persistent message to QUEUE (declared
 //                                        durable) on the default exchange, in confirm mode with mandatory set, as
 //                                        a plain rabbitmq-c program would; returns once every message is confirmed
@@ -19,6 +21,7 @@
 #include <fstream>
 #include <string>
 
+#include "support/bigquery_emulator.h"
 #include "support/clickhouse_server.h"
 #include "support/rabbitmq_server.h"
 #include "support/snowflake_emulator.h"
@@ -138,9 +141,17 @@ int main(int argc, char** argv) {
     wait_for_stdin_to_close();
     return 0;
   }
+  if (command == "bigquery" && argc == 2) {
+    auto& emulator = skippr::test::SharedBigQuery();
+    fmt::print("{} {}\n", emulator.endpoint(), emulator.credentials_file().string());
+    std::fflush(stdout);
+    wait_for_stdin_to_close();
+    return 0;
+  }
   if (command == "publish" && argc == 5) return publish(std::stoi(argv[2]), argv[3], argv[4]);
   if (command == "count" && argc == 4) return count(std::stoi(argv[2]), argv[3]);
   fmt::print(stderr,
-             "usage: broker_bench clickhouse | rabbitmq | snowflake | publish PORT QUEUE FILE | count PORT QUEUE\n");
+             "usage: broker_bench clickhouse | rabbitmq | snowflake | bigquery | publish PORT QUEUE FILE | count PORT "
+             "QUEUE\n");
   return 2;
 }
