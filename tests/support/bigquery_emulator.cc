@@ -434,16 +434,7 @@ const std::filesystem::path& BigQueryEmulator::stranger_credentials_file() const
 void BigQueryEmulator::answer_running(bool on) { impl_->answer_running = on; }
 
 std::vector<std::vector<std::string>> BigQueryEmulator::query(const std::string& duckdb_sql) {
-  std::lock_guard lock(impl_->mutex);
-  auto out = impl_->db.run(duckdb_sql);
-  if (!out.ok) throw std::runtime_error("emulator query: " + out.error);
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& row : out.rows) {
-    std::vector<std::string> values;
-    for (const auto& v : row) values.push_back(v.is_null() ? "NULL" : v.get<std::string>());
-    rows.push_back(std::move(values));
-  }
-  return rows;
+  return impl_->db.text_rows(duckdb_sql);
 }
 
 std::vector<BigQueryJobSeen> BigQueryEmulator::jobs() const {

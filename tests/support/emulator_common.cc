@@ -77,6 +77,19 @@ void EmulatorDb::must(const std::string& sql) {
   if (!out.ok) throw std::runtime_error("emulator setup: " + out.error + " in " + sql);
 }
 
+std::vector<std::vector<std::string>> EmulatorDb::text_rows(const std::string& sql) {
+  std::lock_guard lock(mutex_);
+  auto out = run(sql);
+  if (!out.ok) throw std::runtime_error("emulator query: " + out.error);
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& row : out.rows) {
+    std::vector<std::string> values;
+    for (const auto& v : row) values.push_back(v.is_null() ? "NULL" : v.get<std::string>());
+    rows.push_back(std::move(values));
+  }
+  return rows;
+}
+
 std::optional<nlohmann::json> verified_rs256_claims(const std::string& jwt, const std::string& public_key_pem) {
   const size_t a = jwt.find('.'), b = jwt.find('.', a + 1);
   if (a == std::string::npos || b == std::string::npos) return std::nullopt;

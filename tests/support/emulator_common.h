@@ -30,6 +30,8 @@ class EmulatorDb {
   Outcome run(const std::string& sql);
   // Throws with the error when `sql` fails (setup statements).
   void must(const std::string& sql);
+  // Rows of text ("NULL" for null), under the lock, as a reader of the emulated warehouse sees them; throws on error.
+  std::vector<std::vector<std::string>> text_rows(const std::string& sql);
   std::mutex& mutex() { return mutex_; }  // one request at a time, as one session would run them
 
  private:

@@ -276,16 +276,7 @@ SnowflakeEmulator::~SnowflakeEmulator() {
 void SnowflakeEmulator::answer_async(bool on) { impl_->async = on; }
 
 std::vector<std::vector<std::string>> SnowflakeEmulator::query(const std::string& duckdb_sql) {
-  std::lock_guard lock(impl_->mutex);
-  auto out = impl_->run(duckdb_sql);
-  if (!out.ok) throw std::runtime_error("emulator query: " + out.error);
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& row : out.rows) {
-    std::vector<std::string> values;
-    for (const auto& v : row) values.push_back(v.is_null() ? "NULL" : v.get<std::string>());
-    rows.push_back(std::move(values));
-  }
-  return rows;
+  return impl_->db.text_rows(duckdb_sql);
 }
 
 std::vector<SnowflakeRequestSeen> SnowflakeEmulator::requests() const {

@@ -10,6 +10,7 @@
 #include "sinks/change_fields.h"
 #include "sinks/conform_batch.h"
 #include "sinks/merge_sql.h"
+#include "sinks/per_batch_sink.h"
 #include "sinks/schema_evolution.h"
 
 namespace skippr {
@@ -74,7 +75,7 @@ ColumnRules bq_column_rules() {
   return {[](std::string_view a, std::string_view b) { return a == b; }, bq_column_accepts, bq_quote_identifier};
 }
 
-class BigQuerySink final : public Sink {
+class BigQuerySink final : public PerBatchSink {
  public:
   BigQuerySink(BigQueryClient client, std::string project, std::string dataset, std::string table, std::string pipeline,
                std::vector<std::string> merge_key)
@@ -89,20 +90,6 @@ class BigQuerySink final : public Sink {
   bool keeps_ledger() const override { return true; }
   Status open() override;
   Result<std::optional<LedgerTip>> ledger_tip() override;
-  using Sink::write;
-  Result<WriteOutcome> write(const Batch& batch, const BatchId& id, const Position& position_after) override {
-    return land({batch, id, position_after, /*maybe_landed=*/true});
-  }
-  Result<std::vector<BatchLanded>> write_group(std::span<const BatchToLand> group) override {
-    std::vector<BatchLanded> landed;
-    for (const auto& item : group) {
-      auto outcome = land(item);
-      if (!outcome) return std::unexpected(outcome.error());
-      landed.push_back({*outcome, *outcome == WriteOutcome::kApplied ? last_rejected_ : 0});
-    }
-    return landed;
-  }
-  uint64_t rows_rejected_by_last_write() const override { return last_rejected_; }
 
  private:
   std::string qualified(std::string_view table) const {
@@ -144,7 +131,7 @@ class BigQuerySink final : public Sink {
   Status drop_stages_left_behind();
   Status describe();
   Status prepare_table(const Batch& batch);
-  Result<WriteOutcome> land(const BatchToLand& item);
+  Result<WriteOutcome> land(const BatchToLand& item) override;
   // Runs the job of `kind` for `key` under the first id of its attempts that has not failed.
   template <class Run>
   Status run_attempts(std::string_view kind, const std::string& key, Run&& run);
@@ -154,7 +141,6 @@ class BigQuerySink final : public Sink {
   std::vector<std::string> merge_key_;  // merge_by_key's primary key; empty: append
   bool opened_ = false;
   std::vector<TableColumn> columns_;
-  uint64_t last_rejected_ = 0;
 };
 
 Status BigQuerySink::open() {

@@ -9,6 +9,7 @@
 #include "formats/json_rows.h"
 #include "sinks/clickhouse/ch_types.h"
 #include "sinks/conform_batch.h"
+#include "sinks/per_batch_sink.h"
 #include "sinks/schema_evolution.h"
 
 namespace skippr {
@@ -40,7 +41,7 @@ std::string engine_clause(std::string engine, const std::string& database, const
   return engine;
 }
 
-class ClickHouseSink final : public Sink {
+class ClickHouseSink final : public PerBatchSink {
  public:
   ClickHouseSink(ClickHouseConfig config, std::string database, std::string table, std::string engine)
       : client_(std::move(config)),
@@ -50,20 +51,6 @@ class ClickHouseSink final : public Sink {
 
   Guarantee guarantee() const override { return Guarantee::kAtLeastOnce; }
   Status open() override;
-  using Sink::write;
-  Result<WriteOutcome> write(const Batch& batch, const BatchId& id, const Position& position_after) override {
-    return land({batch, id, position_after, /*maybe_landed=*/true});
-  }
-  Result<std::vector<BatchLanded>> write_group(std::span<const BatchToLand> group) override {
-    std::vector<BatchLanded> landed;
-    for (const auto& item : group) {
-      auto outcome = land(item);
-      if (!outcome) return std::unexpected(outcome.error());
-      landed.push_back({*outcome, *outcome == WriteOutcome::kApplied ? last_rejected_ : 0});
-    }
-    return landed;
-  }
-  uint64_t rows_rejected_by_last_write() const override { return last_rejected_; }
 
  private:
   std::string target() const { return ch_quote_identifier(database_) + "." + ch_quote_identifier(table_); }
@@ -73,7 +60,7 @@ class ClickHouseSink final : public Sink {
   std::string where() const { return fmt::format("{}: table {}.{}", client_.where(), database_, table_); }
   Result<std::vector<TableColumn>> describe();
   Status prepare_table(const Batch& batch);
-  Result<WriteOutcome> land(const BatchToLand& item);
+  Result<WriteOutcome> land(const BatchToLand& item) override;
   // How many distinct rows of batch `id` the target holds.
   Result<uint64_t> rows_there(const BatchId& id);
   Status write_rejects(const BatchId& id, const std::vector<RejectedRow>& rows);
@@ -84,7 +71,6 @@ class ClickHouseSink final : public Sink {
   bool has_dedup_token_ = false;
   std::vector<TableColumn> columns_;  // the target's, as last described (empty: not there yet)
   bool rejects_ready_ = false;
-  uint64_t last_rejected_ = 0;
   std::string encoded_;  // reused across batches
 };
 

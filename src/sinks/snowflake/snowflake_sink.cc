@@ -13,6 +13,7 @@
 #include "sinks/change_fields.h"
 #include "sinks/conform_batch.h"
 #include "sinks/merge_sql.h"
+#include "sinks/per_batch_sink.h"
 #include "sinks/schema_evolution.h"
 #include "sinks/snowflake/sf_types.h"
 
@@ -29,7 +30,7 @@ ColumnRules sf_column_rules() {
   return {[](std::string_view a, std::string_view b) { return a == b; }, sf_column_accepts, sf_quote_identifier};
 }
 
-class SnowflakeSink final : public Sink {
+class SnowflakeSink final : public PerBatchSink {
  public:
   SnowflakeSink(SnowflakeClient client, std::string database, std::string schema, std::string table,
                 std::string pipeline, std::vector<std::string> merge_key)
@@ -44,20 +45,6 @@ class SnowflakeSink final : public Sink {
   bool keeps_ledger() const override { return true; }
   Status open() override;
   Result<std::optional<LedgerTip>> ledger_tip() override;
-  using Sink::write;
-  Result<WriteOutcome> write(const Batch& batch, const BatchId& id, const Position& position_after) override {
-    return land({batch, id, position_after, /*maybe_landed=*/true});
-  }
-  Result<std::vector<BatchLanded>> write_group(std::span<const BatchToLand> group) override {
-    std::vector<BatchLanded> landed;
-    for (const auto& item : group) {
-      auto outcome = land(item);
-      if (!outcome) return std::unexpected(outcome.error());
-      landed.push_back({*outcome, *outcome == WriteOutcome::kApplied ? last_rejected_ : 0});
-    }
-    return landed;
-  }
-  uint64_t rows_rejected_by_last_write() const override { return last_rejected_; }
 
  private:
   std::string prefix() const { return sf_quote_identifier(database_) + "." + sf_quote_identifier(schema_) + "."; }
@@ -75,7 +62,7 @@ class SnowflakeSink final : public Sink {
   Status describe();
   Status prepare_table(const Batch& batch);
   Result<bool> ledger_has(const BatchId& id);
-  Result<WriteOutcome> land(const BatchToLand& item);
+  Result<WriteOutcome> land(const BatchToLand& item) override;
   // The INSERT ... SELECT ... FROM VALUES statements of `rows` into `into`, whose columns are `columns` (each value
   // converted to its column's type), each below kStatementBytes and ending in `condition` (may be empty). With
   // `row_numbers`, each row's index in the batch goes into the last column of `columns`.
@@ -92,7 +79,6 @@ class SnowflakeSink final : public Sink {
   bool opened_ = false;
   std::vector<TableColumn> columns_;  // the target's, as last described (empty: not there yet)
   bool rejects_ready_ = false;
-  uint64_t last_rejected_ = 0;
 };
 
 Status SnowflakeSink::open() {
