@@ -62,13 +62,34 @@ std::string ledger_has_sql(const LedgerDialect& d, std::string_view target, cons
                      d.quote_literal(target), d.quote_literal(id.str()));
 }
 
+namespace {
+std::string ledger_values(const LedgerDialect& d, std::string_view target, const BatchId& id, uint64_t rows,
+                          const Position& position_after) {
+  return fmt::format("{}, {}, {}, {}, {}, {}, {}, {}", d.quote_literal(target), d.quote_literal(id.str()),
+                     d.quote_literal(id.pipeline), or_null(d, id.lineage), id.epoch, id.seq, rows,
+                     or_null(d, position_after.token));
+}
+std::string ledger_insert_head(const LedgerDialect& d) {
+  return fmt::format("INSERT INTO {} (target_table, batch_id, pipeline, lineage, epoch, seq, {}, position_after)",
+                     ledger_table(d), name(d, "rows"));
+}
+}  // namespace
+
 std::string ledger_insert_sql(const LedgerDialect& d, std::string_view target, const BatchId& id, uint64_t rows,
                               const Position& position_after) {
-  return fmt::format(
-      "INSERT INTO {} (target_table, batch_id, pipeline, lineage, epoch, seq, {}, position_after) VALUES "
-      "({}, {}, {}, {}, {}, {}, {}, {})",
-      ledger_table(d), name(d, "rows"), d.quote_literal(target), d.quote_literal(id.str()),
-      d.quote_literal(id.pipeline), or_null(d, id.lineage), id.epoch, id.seq, rows, or_null(d, position_after.token));
+  return fmt::format("{} VALUES ({})", ledger_insert_head(d), ledger_values(d, target, id, rows, position_after));
+}
+
+std::string ledger_insert_unless_landed_sql(const LedgerDialect& d, std::string_view target, const BatchId& id,
+                                            uint64_t rows, const Position& position_after) {
+  return fmt::format("{} SELECT {} WHERE NOT EXISTS ({})", ledger_insert_head(d),
+                     ledger_values(d, target, id, rows, position_after), ledger_has_sql(d, target, id));
+}
+
+std::optional<LedgerTip> ledger_tip_of(const std::vector<std::vector<std::optional<std::string>>>& rows) {
+  if (rows.empty()) return std::nullopt;
+  const auto& row = rows.front();
+  return LedgerTip{row.at(0).value_or(""), Position{row.at(1).value_or("")}, std::stoull(row.at(2).value_or("0"))};
 }
 
 std::string ledger_tip_sql(const LedgerDialect& d, std::string_view target, std::string_view pipeline) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,9 +45,15 @@ std::vector<std::string> ledger_migrate_sql(const LedgerDialect& d);
 std::string ledger_has_sql(const LedgerDialect& d, std::string_view target, const BatchId& id);
 std::string ledger_insert_sql(const LedgerDialect& d, std::string_view target, const BatchId& id, uint64_t rows,
                               const Position& position_after);
+// The same row as INSERT ... SELECT ... WHERE NOT EXISTS (the ledger row of `id`): for an engine whose request may run
+// twice (a warehouse API), so a second run adds nothing.
+std::string ledger_insert_unless_landed_sql(const LedgerDialect& d, std::string_view target, const BatchId& id,
+                                            uint64_t rows, const Position& position_after);
 // Columns batch_id, position_after (NULL when none was kept), max_epoch (as text) of the newest batch of `pipeline`
 // in `target`; no row when there is none.
 std::string ledger_tip_sql(const LedgerDialect& d, std::string_view target, std::string_view pipeline);
+// The tip that query's answer (rows of text or null) says; nullopt when it has no row.
+std::optional<LedgerTip> ledger_tip_of(const std::vector<std::vector<std::optional<std::string>>>& rows);
 
 // The body of a coalesced landing (Sink::write_group), inside the transaction the caller opened and commits: each
 // batch the ledger holds already (`has(id)`) is skipped as kAlreadyApplied, every other goes through `land(item)`,

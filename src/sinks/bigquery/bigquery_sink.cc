@@ -194,10 +194,7 @@ Result<std::optional<LedgerTip>> BigQuerySink::ledger_tip() {
   SKIPPR_TRY(open());
   auto rows = client_.query(ledger_tip_sql(ledger(), target(), pipeline_));
   if (!rows) return fail(rows.error().kind, fmt::format("reading the ledger of {}: {}", where(), rows.error().message));
-  if (rows->rows.empty()) return std::optional<LedgerTip>();
-  const auto& row = rows->rows.front();
-  return std::optional<LedgerTip>(
-      LedgerTip{row.at(0).value_or(""), Position{row.at(1).value_or("")}, std::stoull(row.at(2).value_or("0"))});
+  return ledger_tip_of(rows->rows);
 }
 
 Status BigQuerySink::prepare_table(const Batch& batch) {
@@ -327,11 +324,8 @@ Result<WriteOutcome> BigQuerySink::land(const BatchToLand& item) {
                                       bq_quote_literal)) {
     statements.push_back(std::move(sql));
   }
-  std::string ledger_row = ledger_insert_sql(ledger(), target(), item.id, item.batch.rows, item.position_after);
-  const size_t values = ledger_row.find(") VALUES (");
-  ledger_row = ledger_row.substr(0, values + 1) + " SELECT " + ledger_row.substr(values + 10);
-  ledger_row.pop_back();
-  statements.push_back(ledger_row + " WHERE " + not_landed(item.id));
+  statements.push_back(
+      ledger_insert_unless_landed_sql(ledger(), target(), item.id, item.batch.rows, item.position_after));
   statements.push_back("COMMIT TRANSACTION");
   const std::string script = fmt::format("{};", fmt::join(statements, ";\n"));
   failpoint::hit(failpoint::kSinkInTransaction);

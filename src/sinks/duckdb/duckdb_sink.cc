@@ -168,10 +168,7 @@ Result<std::optional<LedgerTip>> DuckDbSink::ledger_tip() {
   SKIPPR_TRY(open());
   auto rows = conn_->query(ledger_tip_sql(duckdb_ledger(), ledger_target(), pipeline_));
   if (!rows) return fail(rows.error().kind, fmt::format("reading the ledger of {}: {}", where(), rows.error().message));
-  if (rows->rows.empty()) return std::optional<LedgerTip>();
-  const auto& row = rows->rows.front();
-  return std::optional<LedgerTip>(
-      LedgerTip{row[0].value_or(""), Position{row[1].value_or("")}, std::stoull(row[2].value_or("0"))});
+  return ledger_tip_of(rows->rows);
 }
 
 Result<std::vector<TableColumn>> DuckDbSink::describe_table() {

@@ -109,10 +109,7 @@ Result<std::optional<LedgerTip>> SnowflakeSink::ledger_tip() {
   SKIPPR_TRY(open());
   auto rows = client_.query(ledger_tip_sql(ledger(), target(), pipeline_));
   if (!rows) return fail(rows.error().kind, fmt::format("reading the ledger of {}: {}", where(), rows.error().message));
-  if (rows->rows.empty()) return std::optional<LedgerTip>();
-  const auto& row = rows->rows.front();
-  return std::optional<LedgerTip>(
-      LedgerTip{row.at(0).value_or(""), Position{row.at(1).value_or("")}, std::stoull(row.at(2).value_or("0"))});
+  return ledger_tip_of(rows->rows);
 }
 
 Result<bool> SnowflakeSink::ledger_has(const BatchId& id) {
@@ -262,11 +259,8 @@ Result<WriteOutcome> SnowflakeSink::land(const BatchToLand& item) {
     statements.push_back(std::move(sql));
   }
   // The ledger row last, on the same condition: a second run of this request (or of an overlapping one) adds nothing.
-  std::string ledger_row = ledger_insert_sql(ledger(), target(), item.id, item.batch.rows, item.position_after);
-  const size_t values = ledger_row.find(") VALUES (");
-  ledger_row = ledger_row.substr(0, values + 1) + " SELECT " + ledger_row.substr(values + 10);
-  ledger_row.pop_back();  // the VALUES list's closing parenthesis
-  statements.push_back(ledger_row + " WHERE " + not_landed(item.id));
+  statements.push_back(
+      ledger_insert_unless_landed_sql(ledger(), target(), item.id, item.batch.rows, item.position_after));
   statements.push_back("COMMIT");
   if (rows.rows > 0 && merging())
     statements.push_back(fmt::format("DROP TABLE IF EXISTS {}", sf_quote_identifier(kStageTable)));
