@@ -13,49 +13,52 @@ for tool in "$BIN" "$BB"; do
   [ -x "$tool" ] || { echo "build $tool first: cmake --build build" >&2; exit 2; }
 done
 work=$(mktemp -d)
-coproc SNOWFLAKE { exec "$BB" snowflake; }
-snowflake_pid=$SNOWFLAKE_PID
-read -r sf_endpoint sf_key <&"${SNOWFLAKE[0]}"
-coproc BIGQUERY { exec "$BB" bigquery; }
-bigquery_pid=$BIGQUERY_PID
-trap 'kill $snowflake_pid $bigquery_pid 2>/dev/null; wait $snowflake_pid $bigquery_pid 2>/dev/null; rm -rf "$work"' EXIT
-read -r bq_endpoint bq_key <&"${BIGQUERY[0]}"
-cat >"$work/skippr.yml" <<YML
+pid=
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$work"' EXIT
+now() { date +%s.%N; }
+# One emulator at a time (bash keeps one coprocess): start it ("none": no emulator), time the sync into `sink`
+# (prints its seconds), stop it.
+through() {
+  local helper=$1 sink=$2 endpoint=none secret=none
+  if [ "$helper" != none ]; then
+    coproc EMULATOR { exec "$BB" "$helper"; }
+    pid=$EMULATOR_PID
+    read -r endpoint secret <&"${EMULATOR[0]}"
+  fi
+  cat >"$work/skippr.yml" <<YML
 data_sources:
   sample:
     Sample: { rows: $ROWS, seed: 1 }
 data_sinks:
   snowflake:
-    Snowflake: { account: testorg-skippr, user: loader, private_key_file: "$sf_key", warehouse: LOAD_WH,
-                 database: ANALYTICS, table: trips, endpoint: "$sf_endpoint" }
+    Snowflake: { account: testorg-skippr, user: loader, private_key_file: "$secret", warehouse: LOAD_WH,
+                 database: ANALYTICS, table: trips, endpoint: "$endpoint" }
   bigquery:
-    BigQuery: { project: skippr-test, dataset: analytics, table: trips, credentials_file: "$bq_key",
-                endpoint: "$bq_endpoint" }
+    BigQuery: { project: skippr-test, dataset: analytics, table: trips, credentials_file: "$secret",
+                endpoint: "$endpoint" }
   duckdb:
     DuckDB: { path: "$work/peer.duckdb", table: trips }
 pipelines:
-  snowflake:
+  bench:
     data_source: data_sources.sample
-    data_sink: data_sinks.snowflake
-  bigquery:
-    data_source: data_sources.sample
-    data_sink: data_sinks.bigquery
-  peer:
-    data_source: data_sources.sample
-    data_sink: data_sinks.duckdb
+    data_sink: data_sinks.$sink
 YML
-now() { date +%s.%N; }
-run() { (cd "$work" && DATA_DIR="$work/data" SKIPPR_CONFIG_FILE= "$BIN" sync --once --config "$work/skippr.yml" "$@" >/dev/null); }
-t0=$(now); run --pipeline snowflake
-t1=$(now); run --pipeline bigquery
-t2=$(now); run --pipeline peer
-t3=$(now)
-python3 - "$ROWS" "$t0" "$t1" "$t2" "$t3" <<'PY'
+  local t0 t1
+  t0=$(now)
+  (cd "$work" && DATA_DIR="$work/data-$sink" SKIPPR_CONFIG_FILE= "$BIN" sync --once --config "$work/skippr.yml" --pipeline bench >/dev/null)
+  t1=$(now)
+  if [ -n "$pid" ]; then kill $pid 2>/dev/null; wait $pid 2>/dev/null || true; pid=; fi
+  awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }'
+}
+snowflake_s=$(through snowflake snowflake)
+bigquery_s=$(through bigquery bigquery)
+duckdb_s=$(through none duckdb)
+python3 - "$ROWS" "$snowflake_s" "$bigquery_s" "$duckdb_s" <<'PY'
 import sys
-rows, t0, t1, t2, t3 = int(sys.argv[1]), *map(float, sys.argv[2:6])
-peer = rows / (t3 - t2)
-for name, a, b in (("Snowflake emulator", t0, t1), ("BigQuery emulator ", t1, t2)):
-    rate = rows / (b - a)
-    print(f"skipprd Sample -> {name}: {b - a:6.2f} s {rate:10,.0f} rows/s  ({100 * rate / peer:5.1f} % of DuckDB's)")
-print(f"skipprd Sample -> DuckDB (their engine): {t3 - t2:6.2f} s {peer:10,.0f} rows/s")
+rows, snowflake, bigquery, duckdb = int(sys.argv[1]), *map(float, sys.argv[2:5])
+peer = rows / duckdb
+for name, seconds in (("Snowflake emulator", snowflake), ("BigQuery emulator ", bigquery)):
+    rate = rows / seconds
+    print(f"skipprd Sample -> {name}: {seconds:6.2f} s {rate:10,.0f} rows/s  ({100 * rate / peer:5.1f} % of DuckDB's)")
+print(f"skipprd Sample -> DuckDB (their engine): {duckdb:6.2f} s {peer:10,.0f} rows/s")
 PY
