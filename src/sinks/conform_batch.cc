@@ -257,11 +257,13 @@ std::string rejects_create_sql(std::string_view rejects, std::string_view text_t
 
 std::vector<std::string> rejects_insert_sql(std::string_view rejects, std::string_view batch_id,
                                             const std::vector<RejectedRow>& rows,
-                                            std::string (*quote_literal)(std::string_view)) {
+                                            std::string (*quote_literal)(std::string_view),
+                                            std::string (*quote_identifier)(std::string_view)) {
   constexpr size_t kRowsPerStatement = 500;
+  const std::string row_column = quote_identifier ? quote_identifier("row") : "\"row\"";
   std::vector<std::string> statements;
   for (size_t first = 0; first < rows.size(); first += kRowsPerStatement) {
-    std::string sql = fmt::format("INSERT INTO {} (batch_id, \"row\", reason, record) VALUES ", rejects);
+    std::string sql = fmt::format("INSERT INTO {} (batch_id, {}, reason, record) VALUES ", rejects, row_column);
     const size_t last = std::min(rows.size(), first + kRowsPerStatement);
     for (size_t i = first; i < last; ++i) {
       if (i > first) sql += ", ";

@@ -138,6 +138,25 @@ TEST(BigQuerySink, MergeByKeyUpsertsWhatARereadBrings) {
   expect_no_stage_left("merged");
 }
 
+// A table made beforehand with an INT64 duration_s: the Sample's whole durations land, the others go to
+// <table>__skippr_rejected with their reason, in the batch's transaction; together they are every row once.
+TEST(BigQuerySink, ValuesTheColumnCannotHoldGoToTheRejectsTable) {
+  SharedBigQuery().query("CREATE TABLE \"analytics\".\"narrow\" (\"trip_id\" BIGINT, \"duration_s\" BIGINT)");
+  PipelineFixture f(sample_to_sink_config(bigquery_sink(SharedBigQuery().endpoint(), "narrow"), 5000, 4));
+  auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"BUFFER_THRESHOLD_BYTES", "128KiB"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto landed = SharedBigQuery().query("SELECT count(*) FROM \"analytics\".\"narrow\"")[0][0];
+  const auto rejected = SharedBigQuery().query(
+      "SELECT count(*), count(DISTINCT batch_id || '/' || \"row\"), min(reason) FROM "
+      "\"analytics\".\"narrow__skippr_rejected\"")[0];
+  EXPECT_GT(std::stoi(landed), 0);
+  EXPECT_GT(std::stoi(rejected[0]), 0);
+  EXPECT_EQ(rejected[0], rejected[1]) << "a rejected row was written twice";
+  EXPECT_EQ(std::stoi(landed) + std::stoi(rejected[0]), 5000);
+  EXPECT_NE(rejected[2].find("duration_s"), std::string::npos) << rejected[2];
+  expect_no_stage_left("narrow");
+}
+
 TEST(BigQuerySink, KillLoopEqualsAnUnkilledRun) {
   constexpr uint64_t kRows = 100000;
   std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "256KiB"}, {"WAL_BYTES_PER_FILE", "1000000"}};

@@ -164,6 +164,25 @@ TEST(SnowflakeSink, MergeByKeyUpsertsWhatARereadBrings) {
   EXPECT_EQ(rows, ids);
 }
 
+// A table made beforehand with an integer duration_s: the Sample's whole durations land, the others go to
+// <table>__skippr_rejected with their reason, in the batch's transaction; together they are every row once.
+TEST(SnowflakeSink, ValuesTheColumnCannotHoldGoToTheRejectsTable) {
+  SharedSnowflake().query(
+      "CREATE TABLE \"ANALYTICS\".\"PUBLIC\".\"narrow\" (\"trip_id\" DECIMAL(38,0), \"duration_s\" DECIMAL(38,0))");
+  PipelineFixture f(sample_to_sink_config(snowflake_sink(SharedSnowflake().endpoint(), "narrow"), 5000, 4));
+  auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"BUFFER_THRESHOLD_BYTES", "128KiB"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto landed = SharedSnowflake().query("SELECT count(*) FROM \"ANALYTICS\".\"PUBLIC\".\"narrow\"")[0][0];
+  const auto rejected = SharedSnowflake().query(
+      "SELECT count(*), count(DISTINCT batch_id || '/' || \"row\"), min(reason) FROM "
+      "\"ANALYTICS\".\"PUBLIC\".\"narrow__skippr_rejected\"")[0];
+  EXPECT_GT(std::stoi(landed), 0);
+  EXPECT_GT(std::stoi(rejected[0]), 0);
+  EXPECT_EQ(rejected[0], rejected[1]) << "a rejected row was written twice";
+  EXPECT_EQ(std::stoi(landed) + std::stoi(rejected[0]), 5000);
+  EXPECT_NE(rejected[2].find("duration_s"), std::string::npos) << rejected[2];
+}
+
 TEST(SnowflakeSink, KillLoopEqualsAnUnkilledRun) {
   constexpr uint64_t kRows = 100000;
   std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "256KiB"}, {"WAL_BYTES_PER_FILE", "1000000"}};

@@ -321,7 +321,7 @@ Result<WriteOutcome> BigQuerySink::land(const BatchToLand& item) {
                                      fmt::join(names, ", "), qualified(stage), not_landed(item.id)));
   }
   for (auto& sql : rejects_insert_sql(qualified(table_ + std::string(kRejectedSuffix)), item.id.str(), rejected,
-                                      bq_quote_literal)) {
+                                      bq_quote_literal, bq_quote_identifier)) {
     statements.push_back(std::move(sql));
   }
   statements.push_back(
