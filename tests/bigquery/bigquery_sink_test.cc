@@ -159,7 +159,7 @@ TEST(BigQuerySink, ValuesTheColumnCannotHoldGoToTheRejectsTable) {
 
 TEST(BigQuerySink, KillLoopEqualsAnUnkilledRun) {
   constexpr uint64_t kRows = 100000;
-  std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "256KiB"}, {"WAL_BYTES_PER_FILE", "1000000"}};
+  std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "128KiB"}, {"WAL_BYTES_PER_FILE", "1000000"}};
   PipelineFixture unkilled(sample_to_sink_config(bigquery_sink(SharedBigQuery().endpoint(), "unkilled"), kRows, 9));
   ASSERT_EQ(unkilled.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 300).exit_code, 0);
   PipelineFixture f(sample_to_sink_config(bigquery_sink(SharedBigQuery().endpoint(), "killed"), kRows, 9));

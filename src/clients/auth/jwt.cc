@@ -20,12 +20,17 @@ std::string base64(std::string_view bytes) {
   return out;
 }
 
+// An encrypted key would make OpenSSL's default callback prompt for a passphrase on the terminal (a daemon would
+// hang): refuse to be asked.
+int no_passphrase(char*, int, int, void*) { return -1; }
+
 Result<Key> read_key(std::string_view pem, std::string_view key_source) {
   std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free);
-  Key key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr, EVP_PKEY_free);
+  Key key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, no_passphrase, nullptr) : nullptr, EVP_PKEY_free);
   if (!key || EVP_PKEY_base_id(key.get()) != EVP_PKEY_RSA) {
-    return fail(ErrorKind::kConfig,
-                fmt::format("the private key of {} is not a PEM RSA key (unencrypted)", key_source));
+    return fail(
+        ErrorKind::kConfig,
+        fmt::format("the private key of {} is not a PEM RSA key, or is encrypted (give it unencrypted)", key_source));
   }
   return key;
 }

@@ -11,7 +11,9 @@
 namespace skippr {
 namespace {
 
-bool retry_later(long status) { return status == 429 || status == 500 || status == 502 || status == 503; }
+bool retry_later(long status) {
+  return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
+}
 
 std::string job_error(const nlohmann::json& job) {
   const auto& status = job.contains("status") ? job["status"] : nlohmann::json::object();
@@ -86,9 +88,18 @@ Result<HttpResponse> BigQueryClient::send(const std::string& method, const std::
   const bool resendable = method == "GET" || url.ends_with("/queries");
   double pause = 0.2;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  bool refreshed = false;
   while (true) {
     auto response = http_send(request);
-    if (response && response->status == 401) tokens_.invalidate();
+    // A token BigQuery no longer takes (expired early, revoked) was refused before anything ran: once, with a new one.
+    if (response && response->status == 401 && !refreshed) {
+      refreshed = true;
+      tokens_.invalidate();
+      auto renewed = bearer();
+      if (!renewed) return std::unexpected(renewed.error());
+      request.headers[0] = *renewed;
+      continue;
+    }
     if (!resendable || !response || !retry_later(response->status) || std::chrono::steady_clock::now() > deadline) {
       return response;
     }
@@ -165,7 +176,7 @@ Result<std::vector<std::string>> BigQueryClient::list_tables(const std::string& 
     const auto json = nlohmann::json::parse(response->body, nullptr, false);
     if (!json.is_object()) break;
     for (const auto& t : json.value("tables", nlohmann::json::array())) {
-      names.push_back(t["tableReference"].value("tableId", ""));
+      if (t.is_object() && t.contains("tableReference")) names.push_back(t["tableReference"].value("tableId", ""));
     }
     page = json.value("nextPageToken", "");
   } while (!page.empty());
@@ -198,7 +209,7 @@ Result<BigQueryRows> BigQueryClient::query(const std::string& sql) {
 }
 
 Result<bool> BigQueryClient::run_job(const std::string& job_id, const std::string& url, std::string_view body,
-                                     const std::string& content_type, std::string* error) {
+                                     const std::string& content_type, std::string* error, bool* existed) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(config_.job_timeout_seconds);
   double pause = 0.1;
   nlohmann::json job;
@@ -214,6 +225,7 @@ Result<bool> BigQueryClient::run_job(const std::string& job_id, const std::strin
     }
     if (response->status == 200 || response->status == 201 || response->status == 409) {
       if (response->status != 409) job = nlohmann::json::parse(response->body, nullptr, false);
+      if (existed) *existed = response->status == 409;
       break;
     }
     if (!retry_later(response->status) || std::chrono::steady_clock::now() > deadline) {
@@ -225,16 +237,19 @@ Result<bool> BigQueryClient::run_job(const std::string& job_id, const std::strin
   const std::string get_url = fmt::format("{}/bigquery/v2/projects/{}/jobs/{}?location={}", config_.endpoint,
                                           url_encode(config_.project), job_id, url_encode(config_.location));
   pause = 0.05;
+  bool first_read = true;
   while (!job.is_object() || !job.contains("status") || job["status"].value("state", "") != "DONE") {
     if (std::chrono::steady_clock::now() > deadline) {
       return fail(ErrorKind::kUnknownOutcome,
                   fmt::format("{}: job {} was still running after {} s; it is asked for again under the same id",
                               where_, job_id, config_.job_timeout_seconds));
     }
-    if (job.is_object() && job.contains("status")) {
+    // Every read after the first waits, whether the last one failed, was throttled or found the job running.
+    if (!first_read || (job.is_object() && job.contains("status"))) {
       std::this_thread::sleep_for(std::chrono::duration<double>(pause));
       pause = std::min(pause * 2, 2.0);
     }
+    first_read = false;
     auto response = send("GET", get_url, "", "");
     if (!response) continue;  // reading a job changes nothing: ask again
     if (response->status == 200) {
@@ -249,19 +264,20 @@ Result<bool> BigQueryClient::run_job(const std::string& job_id, const std::strin
   return failed.empty();
 }
 
-Result<bool> BigQueryClient::run_query_job(const std::string& job_id, const std::string& sql, std::string* error) {
+Result<bool> BigQueryClient::run_query_job(const std::string& job_id, const std::string& sql, std::string* error,
+                                           bool* existed) {
   const nlohmann::json job = {
       {"jobReference", {{"projectId", config_.project}, {"jobId", job_id}, {"location", config_.location}}},
       {"configuration", {{"query", {{"query", sql}, {"useLegacySql", false}}}}}};
   const std::string body = job.dump();
   return run_job(job_id, fmt::format("{}/bigquery/v2/projects/{}/jobs", config_.endpoint, url_encode(config_.project)),
-                 body, "application/json", error);
+                 body, "application/json", error, existed);
 }
 
 Result<bool> BigQueryClient::run_load_job(const std::string& job_id, const std::string& dataset,
                                           const std::string& table, const nlohmann::json& schema_fields,
                                           std::string_view ndjson, const std::string& write_disposition,
-                                          std::string* error) {
+                                          std::string* error, bool* existed) {
   const nlohmann::json job = {
       {"jobReference", {{"projectId", config_.project}, {"jobId", job_id}, {"location", config_.location}}},
       {"configuration",
@@ -281,7 +297,7 @@ Result<bool> BigQueryClient::run_load_job(const std::string& job_id, const std::
   return run_job(job_id,
                  fmt::format("{}/upload/bigquery/v2/projects/{}/jobs?uploadType=multipart", config_.endpoint,
                              url_encode(config_.project)),
-                 body, "multipart/related; boundary=" + boundary, error);
+                 body, "multipart/related; boundary=" + boundary, error, existed);
 }
 
 }  // namespace skippr

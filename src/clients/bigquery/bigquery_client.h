@@ -47,11 +47,12 @@ class BigQueryClient {
   Result<BigQueryRows> query(const std::string& sql);
   // Runs job `job_id` (a query job of `sql`, or a load job of `ndjson` into dataset.table with `schema` and
   // `write_disposition`) to its end: true when it succeeded, false when it ended with an error (`error` says which):
-  // that id is spent, a new attempt needs a new one. A 409 on insert reads the existing job instead.
-  Result<bool> run_query_job(const std::string& job_id, const std::string& sql, std::string* error);
+  // that id is spent, a new attempt needs a new one. A 409 on insert reads the existing job instead, and sets
+  // `existed` (the job ran before this call).
+  Result<bool> run_query_job(const std::string& job_id, const std::string& sql, std::string* error, bool* existed);
   Result<bool> run_load_job(const std::string& job_id, const std::string& dataset, const std::string& table,
                             const nlohmann::json& schema_fields, std::string_view ndjson,
-                            const std::string& write_disposition, std::string* error);
+                            const std::string& write_disposition, std::string* error, bool* existed);
   const std::string& where() const { return where_; }
 
  private:
@@ -61,7 +62,7 @@ class BigQueryClient {
   Status status_error(const HttpResponse& response, std::string_view doing);
   // Inserts the job (a 409 means it exists) and polls it until DONE.
   Result<bool> run_job(const std::string& job_id, const std::string& url, std::string_view body,
-                       const std::string& content_type, std::string* error);
+                       const std::string& content_type, std::string* error, bool* existed);
 
   BigQueryConfig config_;
   std::string where_;

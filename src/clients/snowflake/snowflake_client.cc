@@ -21,15 +21,22 @@ std::string upper(std::string_view text) {
 }
 
 // A request Snowflake did not take (throttled, briefly unavailable): worth sending again as it is.
-bool retry_later(long status) { return status == 429 || status == 502 || status == 503 || status == 504; }
+// 408: Snowflake cancelled the statement at its timeout (nothing was committed).
+bool retry_later(long status) {
+  return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
+}
 
+// The API sends every value as a string (or null); anything else is shown as its JSON text.
 SnowflakeResult parse_result(const nlohmann::json& body) {
   SnowflakeResult result;
+  if (!body.is_object()) return result;
   result.handle = body.value("statementHandle", "");
   if (body.contains("data") && body["data"].is_array()) {
     for (const auto& row : body["data"]) {
       std::vector<std::optional<std::string>> values;
-      for (const auto& v : row) values.push_back(v.is_null() ? std::nullopt : std::optional(v.get<std::string>()));
+      for (const auto& v : row) {
+        values.push_back(v.is_null() ? std::nullopt : std::optional(v.is_string() ? v.get<std::string>() : v.dump()));
+      }
       result.rows.push_back(std::move(values));
     }
   }
@@ -114,7 +121,7 @@ Status SnowflakeClient::status_error(long status, const std::string& body, std::
                             "user's RSA_PUBLIC_KEY is the public half of {}",
                             where_, config_.user, code, message, config_.key_source));
   }
-  if (status == 422 || (status >= 400 && status < 500)) {
+  if (status >= 400 && status < 500) {
     // A statement Snowflake cannot run (a compilation error, no warehouse, no such database) fails the same way
     // every time: a setup mistake, not something a retry mends.
     return fail(ErrorKind::kConfig, fmt::format("{} could not run {}: {} {}", where_, doing, code, message));
@@ -160,7 +167,16 @@ Result<SnowflakeResult> SnowflakeClient::execute(std::string_view sql, int state
     if (response->status == 200) return parse_result(nlohmann::json::parse(response->body, nullptr, false));
     if (response->status == 202) {
       const auto accepted = nlohmann::json::parse(response->body, nullptr, false);
-      const std::string status_url = accepted.is_object() ? accepted.value("statementStatusUrl", "") : "";
+      std::string status_url = accepted.is_object() ? accepted.value("statementStatusUrl", "") : "";
+      if (status_url.empty() && accepted.is_object() && accepted.contains("statementHandle")) {
+        status_url = "/api/v2/statements/" + accepted.value("statementHandle", "");
+      }
+      if (status_url.empty()) {
+        return fail(ErrorKind::kUnknownOutcome,
+                    fmt::format("{}: {} was accepted (202) without a handle to follow; it is resent with the same "
+                                "requestId",
+                                where_, doing));
+      }
       auto done = wait_for(status_url, request_id);
       if (!done) return std::unexpected(done.error());
       return parse_result(nlohmann::json::parse(*done, nullptr, false));
@@ -191,6 +207,8 @@ Result<std::string> SnowflakeClient::wait_for(const std::string& status_url, con
     if (!response) continue;  // a status read changes nothing: ask again
     if (response->status == 200) return std::move(response->body);
     if (response->status == 202 || retry_later(response->status)) continue;
+    // A handle Snowflake no longer knows says nothing of how its statement ended.
+    if (response->status == 404) break;
     return std::unexpected(status_error(response->status, response->body, "a statement").error());
   }
   return fail(ErrorKind::kUnknownOutcome,

@@ -65,8 +65,8 @@ std::string sf_quote_literal(std::string_view text);
 std::string sf_quote_identifier(std::string_view name);
 // A version-4-shaped UUID derived from `key` (SHA-256): the same key gives the same requestId in every process.
 std::string snowflake_request_id(std::string_view key);
-// Snowflake's account identifier as JWT claims spell it: upper-case, a locator's region suffix (".us-east-1") left
-// off, and '.' in an org-account name replaced by '-'.
+// Snowflake's account identifier as JWT claims spell it: upper-case, cut at the first '.' (a locator's region
+// ".us-east-1", ".privatelink").
 std::string snowflake_jwt_account(std::string_view account);
 
 }  // namespace skippr

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <map>
+
 #include "clients/bigquery/bigquery_client.h"
 #include "core/failpoint.h"
 #include "formats/json_rows.h"
@@ -16,8 +18,19 @@
 namespace skippr {
 namespace {
 
-// A job that ended in an error is retried under the next id this many times before the batch waits (exit 75).
+// A job that ended in an error is known not to have applied, so the next attempt takes the next id: a run tries
+// this many in a row, then the batch waits (exit 75) or, for an error that no retry mends, stops (exit 2). A later
+// run reads the spent ids back (409, jobs.get) and goes on after them, up to kJobIds in all.
 constexpr int kJobAttempts = 4;
+constexpr int kJobIds = 256;
+
+// errorResult reasons that a later attempt may not meet (BigQuery's own troubles, a concurrent transaction).
+bool transient_job_error(const std::string& error) {
+  for (std::string_view reason : {"backendError", "rateLimitExceeded", "internalError", "jobBackendError"}) {
+    if (error.starts_with(reason)) return true;
+  }
+  return error.find("concurrent update") != std::string::npos;
+}
 constexpr std::string_view kTokenType = "BIGNUMERIC";
 
 std::string bq_new_column_type(Type type) {
@@ -167,8 +180,11 @@ Status BigQuerySink::drop_stages_left_behind() {
   for (const auto& name : *tables) {
     if (!name.starts_with(stage_prefix())) continue;
     const std::string hex = name.substr(stage_prefix().size());
+    if (hex.empty() || hex.size() % 2 != 0 || hex.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      continue;  // not one of ours
+    }
     std::string id;
-    for (size_t i = 0; i + 1 < hex.size(); i += 2) id += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+    for (size_t i = 0; i < hex.size(); i += 2) id += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
     auto held = client_.query(fmt::format("SELECT 1 FROM {}{} WHERE target_table = {} AND batch_id = {}",
                                           ledger().schema_prefix, bq_quote_identifier(kLedgerTable),
                                           bq_quote_literal(target()), bq_quote_literal(id)));
@@ -184,8 +200,14 @@ Status BigQuerySink::describe() {
   auto fields = client_.table_fields(dataset_, table_);
   if (!fields) return std::unexpected(fields.error());
   columns_.clear();
+  // tables.get spells types the legacy way; DDL (the tombstone table's keys) needs GoogleSQL's names.
+  static const std::map<std::string, std::string, std::less<>> kGoogleSql = {
+      {"INTEGER", "INT64"}, {"FLOAT", "FLOAT64"}, {"BOOLEAN", "BOOL"}};
   if (*fields) {
-    for (auto& [name, type] : **fields) columns_.push_back({name, type});
+    for (auto& [name, type] : **fields) {
+      auto google = kGoogleSql.find(type);
+      columns_.push_back({name, google == kGoogleSql.end() ? type : google->second});
+    }
   }
   return ok();
 }
@@ -238,14 +260,17 @@ Status BigQuerySink::prepare_table(const Batch& batch) {
 template <class Run>
 Status BigQuerySink::run_attempts(std::string_view kind, const std::string& key, Run&& run) {
   std::string error;
-  for (int attempt = 0; attempt < kJobAttempts; ++attempt) {
+  int failed_here = 0;
+  for (int attempt = 0; attempt < kJobIds; ++attempt) {
     const std::string job_id = bigquery_job_id(fmt::format("skippr_{}_", kind), fmt::format("{}/{}", key, attempt));
-    auto done = run(job_id, &error);
+    bool existed = false;
+    auto done = run(job_id, &error, &existed);
     if (!done) return std::unexpected(done.error());
     if (*done) return ok();
+    if (!existed && ++failed_here >= kJobAttempts) break;  // ids spent by earlier runs do not count here
   }
-  return fail(ErrorKind::kConfig,
-              fmt::format("{}: the {} job of a batch failed {} times: {}", where(), kind, kJobAttempts, error));
+  return fail(transient_job_error(error) ? ErrorKind::kUnavailable : ErrorKind::kConfig,
+              fmt::format("{}: the {} job of a batch failed {} times: {}", where(), kind, failed_here, error));
 }
 
 Result<WriteOutcome> BigQuerySink::land(const BatchToLand& item) {
@@ -298,8 +323,8 @@ Result<WriteOutcome> BigQuerySink::land(const BatchToLand& item) {
       }
       ndjson += '\n';
     }
-    SKIPPR_TRY(run_attempts("load", key, [&](const std::string& job_id, std::string* error) {
-      return client_.run_load_job(job_id, dataset_, stage, fields, ndjson, "WRITE_TRUNCATE", error);
+    SKIPPR_TRY(run_attempts("load", key, [&](const std::string& job_id, std::string* error, bool* existed) {
+      return client_.run_load_job(job_id, dataset_, stage, fields, ndjson, "WRITE_TRUNCATE", error, existed);
     }));
   }
   if (rows.rows > 0 && merging()) {
@@ -329,8 +354,8 @@ Result<WriteOutcome> BigQuerySink::land(const BatchToLand& item) {
   statements.push_back("COMMIT TRANSACTION");
   const std::string script = fmt::format("{};", fmt::join(statements, ";\n"));
   failpoint::hit(failpoint::kSinkInTransaction);
-  SKIPPR_TRY(run_attempts("land", key, [&](const std::string& job_id, std::string* error) {
-    return client_.run_query_job(job_id, script, error);
+  SKIPPR_TRY(run_attempts("land", key, [&](const std::string& job_id, std::string* error, bool* existed) {
+    return client_.run_query_job(job_id, script, error, existed);
   }));
   failpoint::hit(failpoint::kSinkAfterCommit);
   if (rows.rows > 0) {

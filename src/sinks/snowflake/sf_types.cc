@@ -99,13 +99,11 @@ void sf_append_literal(const Column& column, size_t row, std::string& out) {
     case Type::kDouble:
       out += fmt::format("'{}'", column.double_at(row));
       return;
-    case Type::kTimestamp: {
-      std::string text = format_iso8601_micros(column.int_at(row));  // "2024-01-01T00:00:00.000000Z"
-      text[10] = ' ';
-      text.pop_back();
-      out += '\'' + text + '\'';
+    case Type::kTimestamp:
+      // "2024-01-01T00:00:00.000000Z": the zone travels, so a TIMESTAMP_LTZ/TZ column gets the instant whatever
+      // the session's TIMEZONE, and TIMESTAMP_NTZ the UTC wall time.
+      out += '\'' + format_iso8601_micros(column.int_at(row)) + '\'';
       return;
-    }
     case Type::kDate:
       out += '\'' + format_date(column.int_at(row)) + '\'';
       return;

@@ -258,7 +258,9 @@ Result<WriteOutcome> SnowflakeSink::land(const BatchToLand& item) {
   for (auto& sql : rejects_insert_sql(rejects(), item.id.str(), rejected, sf_quote_literal)) {
     statements.push_back(std::move(sql));
   }
-  // The ledger row last, on the same condition: a second run of this request (or of an overlapping one) adds nothing.
+  // The ledger row last, on the same condition: a second run of this request after the first committed adds nothing.
+  // Two runs overlapping in time would both pass the condition (Snowflake enforces no key and inserts do not block
+  // each other): that is what the requestId with retry=true prevents, and one process per pipeline (its lease).
   statements.push_back(
       ledger_insert_unless_landed_sql(ledger(), target(), item.id, item.batch.rows, item.position_after));
   statements.push_back("COMMIT");
