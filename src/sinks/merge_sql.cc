@@ -29,6 +29,32 @@ std::vector<std::string> prefixed(const std::vector<std::string>& names, std::st
 
 }  // namespace
 
+Status check_merge_rows(const Batch& batch, const std::vector<std::string>& primary_key, const ColumnRules& rules,
+                        std::string_view where) {
+  std::vector<size_t> key_fields;
+  for (const auto& key : primary_key) {
+    auto field =
+        std::ranges::find_if(batch.schema.fields, [&](const Field& f) { return rules.same_name(f.name, key); });
+    if (field == batch.schema.fields.end()) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("{}: the batch has no field {} named in the pipeline's primary_key; fix primary_key",
+                              where, rules.quote(key)));
+    }
+    key_fields.push_back(static_cast<size_t>(field - batch.schema.fields.begin()));
+  }
+  return check_change_fields(batch, key_fields, where);
+}
+
+bool has_deletes(const Batch& batch) {
+  const int op = batch.schema.index_of(kOpField);
+  if (op < 0) return false;
+  const Column& column = batch.columns[op];
+  for (size_t row = 0; row < batch.rows; ++row) {
+    if (column.is_valid(row) && column.string_at(row) == "delete") return true;
+  }
+  return false;
+}
+
 std::string tombstones_create_sql(const MergeSql& m) {
   std::vector<std::string> columns;
   for (const auto& key : m.primary_key) {

@@ -31,6 +31,15 @@ struct MergeSql {
   bool qualify_needs_where = false;
 };
 
+// kBadInput naming the field and row when a change field or a key value is unusable: _skippr_op not one of
+// "insert", "update", "delete" (or NULL = upsert); _skippr_order NULL, negative or not a decimal integer of at most 38
+// digits; a key NULL. A key field the batch lacks (by the sink's name rule) is kConfig.
+Status check_merge_rows(const Batch& batch, const std::vector<std::string>& primary_key, const ColumnRules& rules,
+                        std::string_view where);
+
+// Whether any row of the batch is a delete (only then are tombstones touched).
+bool has_deletes(const Batch& batch);
+
 // CREATE TABLE IF NOT EXISTS of the tombstone table (keys with their target types, and the order token).
 std::string tombstones_create_sql(const MergeSql& m);
 // The statements, in order, that apply the staged batch `batch` (its schema: which change fields it has) of `id`.

@@ -234,17 +234,14 @@ Status BigQuerySink::prepare_table(const Batch& batch) {
     SKIPPR_TRY(describe());
   }
   if (merging()) {
-    std::vector<size_t> key_fields;
+    SKIPPR_TRY(check_merge_rows(batch, merge_key_, bq_column_rules(), where()));
     for (const auto& key : merge_key_) {
-      const int field = batch.schema.index_of(key);
-      if (field < 0 || !find_column(columns_, key, bq_column_rules())) {
-        return fail(ErrorKind::kConfig, fmt::format("{}: the batch or the table has no column {} of the pipeline's "
-                                                    "primary_key; fix primary_key",
+      if (!find_column(columns_, key, bq_column_rules())) {
+        return fail(ErrorKind::kConfig, fmt::format("{}: the table has no column {} of the pipeline's primary_key; "
+                                                    "fix primary_key or choose another table",
                                                     where(), bq_quote_identifier(key)));
       }
-      key_fields.push_back(static_cast<size_t>(field));
     }
-    SKIPPR_TRY(check_change_fields(batch, key_fields, where()));
   }
   auto missing = fields_to_add(columns_, batch.schema, bq_column_rules(), where(), merging());
   if (!missing) return std::unexpected(missing.error());
@@ -335,12 +332,8 @@ Result<WriteOutcome> BigQuerySink::land(const BatchToLand& item) {
   std::vector<std::string> statements = {"BEGIN TRANSACTION"};
   if (rows.rows > 0 && merging()) {
     // Replaying the MERGE changes nothing (every write is conditional on the order token): no ledger guard needed.
-    const int op = rows.schema.index_of(kOpField);
-    bool deletes = false;
-    for (size_t r = 0; op >= 0 && r < rows.rows && !deletes; ++r) {
-      deletes = rows.columns[op].is_valid(r) && rows.columns[op].string_at(r) == "delete";
-    }
-    for (auto& sql : merge_apply_sql(rows, item.id, merge_sql(stage), deletes)) statements.push_back(std::move(sql));
+    for (auto& sql : merge_apply_sql(rows, item.id, merge_sql(stage), has_deletes(rows)))
+      statements.push_back(std::move(sql));
   } else if (rows.rows > 0) {
     statements.push_back(fmt::format("INSERT INTO {} ({}) SELECT {} FROM {} WHERE {}", target(), fmt::join(names, ", "),
                                      fmt::join(names, ", "), qualified(stage), not_landed(item.id)));

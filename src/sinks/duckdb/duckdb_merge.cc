@@ -19,32 +19,6 @@ std::string joined(const std::vector<std::string>& parts, std::string_view separ
 
 }  // namespace
 
-Status check_merge_rows(const Batch& batch, const std::vector<std::string>& primary_key, std::string_view where) {
-  const ColumnRules rules = duckdb_column_rules();
-  std::vector<size_t> key_fields;
-  for (const auto& key : primary_key) {
-    auto field =
-        std::ranges::find_if(batch.schema.fields, [&](const Field& f) { return rules.same_name(f.name, key); });
-    if (field == batch.schema.fields.end()) {
-      return fail(ErrorKind::kConfig,
-                  fmt::format("{}: the batch has no field {} named in the pipeline's primary_key; fix primary_key",
-                              where, quote_identifier(key)));
-    }
-    key_fields.push_back(field - batch.schema.fields.begin());
-  }
-  return check_change_fields(batch, key_fields, where);
-}
-
-bool has_deletes(const Batch& batch) {
-  const int op = batch.schema.index_of(kOpField);
-  if (op < 0) return false;
-  const Column& column = batch.columns[op];
-  for (size_t row = 0; row < batch.rows; ++row) {
-    if (column.is_valid(row) && column.string_at(row) == "delete") return true;
-  }
-  return false;
-}
-
 std::vector<TableColumn> stage_columns(const Batch& batch, const std::vector<TableColumn>& target_columns) {
   const ColumnRules rules = duckdb_column_rules();
   std::vector<TableColumn> stage;

@@ -22,14 +22,6 @@ namespace skippr {
 // The staging table: a TEMP table in the sink's transaction, dropped before COMMIT.
 inline constexpr std::string_view kDuckDbStageTable = "_skippr_stage";
 
-// kBadInput naming the field and row when a change field or a key value is unusable: _skippr_op not one of
-// "insert", "update", "delete" (or NULL = upsert); _skippr_order NULL, negative or not a decimal integer of at most 38
-// digits; a key NULL. A missing key field is kConfig.
-Status check_merge_rows(const Batch& batch, const std::vector<std::string>& primary_key, std::string_view where);
-
-// Whether any row of the batch is a delete (only then are tombstones touched).
-bool has_deletes(const Batch& batch);
-
 // The staging table's columns: the batch's fields, each with the target column's type (so the appender copies them
 // exactly as append does) or, for the change fields, the batch's own type; then the row number.
 std::vector<TableColumn> stage_columns(const Batch& batch, const std::vector<TableColumn>& target_columns);

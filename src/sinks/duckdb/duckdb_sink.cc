@@ -280,7 +280,7 @@ Status DuckDbSink::merge_rows(const Batch& batch, const BatchId& id, const std::
 Result<std::vector<BatchLanded>> DuckDbSink::write_group(std::span<const BatchToLand> group) {
   for (const auto& item : group) {
     SKIPPR_TRY(item.batch.check_shape());
-    if (merging()) SKIPPR_TRY(check_merge_rows(item.batch, merge_key_, where()));
+    if (merging()) SKIPPR_TRY(check_merge_rows(item.batch, merge_key_, duckdb_column_rules(), where()));
   }
   SKIPPR_TRY(open());
   auto landed = write_in_transaction(group);

@@ -52,7 +52,6 @@ class SnowflakeSink final : public PerBatchSink {
   std::string rejects() const { return prefix() + sf_quote_identifier(table_ + std::string(kRejectedSuffix)); }
   std::string tombstones() const { return prefix() + sf_quote_identifier(table_ + std::string(kTombstoneSuffix)); }
   bool merging() const { return !merge_key_.empty(); }
-  Status check_merge_rows(const Batch& batch) const;
   std::string where() const { return fmt::format("{}: table {}.{}.{}", client_.where(), database_, schema_, table_); }
   LedgerDialect ledger() const { return {prefix(), "", sf_quote_literal, "VARCHAR", "NUMBER(20,0)"}; }
   // The ledger's own condition: the batch is not there yet (every write of the transaction carries it).
@@ -183,20 +182,6 @@ std::vector<std::string> SnowflakeSink::insert_statements(const Batch& rows, con
   return statements;
 }
 
-Status SnowflakeSink::check_merge_rows(const Batch& batch) const {
-  std::vector<size_t> key_fields;
-  for (const auto& key : merge_key_) {
-    const int field = batch.schema.index_of(key);
-    if (field < 0) {
-      return fail(ErrorKind::kConfig, fmt::format("{}: the batch has no field {} named in the pipeline's primary_key; "
-                                                  "fix primary_key",
-                                                  where(), sf_quote_identifier(key)));
-    }
-    key_fields.push_back(static_cast<size_t>(field));
-  }
-  return check_change_fields(batch, key_fields, where());
-}
-
 void SnowflakeSink::merge_statements(const Batch& rows, const BatchId& id, std::vector<std::string>& before,
                                      std::vector<std::string>& inside) const {
   // The stage holds the batch's fields in the target's types (the change fields as text) and the row numbers.
@@ -215,12 +200,7 @@ void SnowflakeSink::merge_statements(const Batch& rows, const BatchId& id, std::
   before.push_back(tombstones_create_sql(m));
   for (auto& sql : insert_statements(rows, m.stage, stage, "", /*row_numbers=*/true)) before.push_back(std::move(sql));
   // Replaying the MERGE changes nothing (every write is conditional on the order token), so it needs no ledger guard.
-  bool deletes = false;
-  const int op = rows.schema.index_of(kOpField);
-  for (size_t r = 0; op >= 0 && r < rows.rows && !deletes; ++r) {
-    deletes = rows.columns[op].is_valid(r) && rows.columns[op].string_at(r) == "delete";
-  }
-  for (auto& sql : merge_apply_sql(rows, id, m, deletes)) inside.push_back(std::move(sql));
+  for (auto& sql : merge_apply_sql(rows, id, m, has_deletes(rows))) inside.push_back(std::move(sql));
 }
 
 Result<WriteOutcome> SnowflakeSink::land(const BatchToLand& item) {
@@ -232,7 +212,7 @@ Result<WriteOutcome> SnowflakeSink::land(const BatchToLand& item) {
     if (!held) return std::unexpected(held.error());
     if (*held) return WriteOutcome::kAlreadyApplied;
   }
-  if (merging()) SKIPPR_TRY(check_merge_rows(item.batch));
+  if (merging()) SKIPPR_TRY(check_merge_rows(item.batch, merge_key_, sf_column_rules(), where()));
   SKIPPR_TRY(prepare_table(item.batch));
   auto conformed = conform_batch(item.batch, columns_, sf_column_rules(), where());
   if (!conformed) return std::unexpected(conformed.error());
