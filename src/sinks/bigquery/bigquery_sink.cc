@@ -141,7 +141,7 @@ class BigQuerySink final : public PerBatchSink {
     for (unsigned char c : id.str()) hex += fmt::format("{:02x}", c);
     return stage_prefix() + hex;
   }
-  Status drop_stages_left_behind();
+  Status drop_stages_left_behind(const BatchId& landing);
   Status describe();
   Status prepare_table(const Batch& batch);
   Result<WriteOutcome> land(const BatchToLand& item) override;
@@ -153,6 +153,7 @@ class BigQuerySink final : public PerBatchSink {
   std::string project_, dataset_, table_, pipeline_;
   std::vector<std::string> merge_key_;  // merge_by_key's primary key; empty: append
   bool opened_ = false;
+  bool stages_checked_ = false;  // drop_stages_left_behind ran in this process
   std::vector<TableColumn> columns_;
 };
 
@@ -166,15 +167,16 @@ Status BigQuerySink::open() {
       ledger().schema_prefix, bq_quote_identifier(kLedgerTable)));
   if (!ledger_table) return std::unexpected(ledger_table.error());
   SKIPPR_TRY(describe());
-  SKIPPR_TRY(drop_stages_left_behind());
   opened_ = true;
   return ok();
 }
 
 // A run killed after a batch's transaction and before the drop of its stage leaves the stage; a replay drops it, but
-// with DATA_DIR lost nothing replays it. So at start every stage of this table whose batch the ledger holds goes.
-// A stage whose batch is not in the ledger is kept: its batch's replay still needs it.
-Status BigQuerySink::drop_stages_left_behind() {
+// with DATA_DIR lost nothing replays it. A run killed between a load and its transaction leaves a stage whose batch,
+// with DATA_DIR lost, is read again under a new lineage and never lands under that id. So before the first batch a
+// process lands (`landing`), the pipeline's stages go when the ledger holds their batch or their lineage is not
+// `landing`'s: the WAL holds one lineage, so only stages of that lineage can still be needed by a replay.
+Status BigQuerySink::drop_stages_left_behind(const BatchId& landing) {
   auto tables = client_.list_tables(dataset_);
   if (!tables) return std::unexpected(tables.error());
   for (const auto& name : *tables) {
@@ -185,11 +187,15 @@ Status BigQuerySink::drop_stages_left_behind() {
     }
     std::string id;
     for (size_t i = 0; i < hex.size(); i += 2) id += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+    // "pipeline/lineage/epoch/seq"
+    const size_t slash = id.find('/');
+    if (slash == std::string::npos || id.substr(0, slash) != landing.pipeline) continue;  // another pipeline's
+    const std::string lineage = id.substr(slash + 1, id.find('/', slash + 1) - slash - 1);
     auto held = client_.query(fmt::format("SELECT 1 FROM {}{} WHERE target_table = {} AND batch_id = {}",
                                           ledger().schema_prefix, bq_quote_identifier(kLedgerTable),
                                           bq_quote_literal(target()), bq_quote_literal(id)));
     if (!held) return std::unexpected(held.error());
-    if (held->rows.empty()) continue;
+    if (held->rows.empty() && lineage == landing.lineage) continue;
     auto dropped = client_.query(fmt::format("DROP TABLE IF EXISTS {}", qualified(name)));
     if (!dropped) return std::unexpected(dropped.error());
   }
@@ -272,6 +278,10 @@ Status BigQuerySink::run_attempts(std::string_view kind, const std::string& key,
 
 Result<WriteOutcome> BigQuerySink::land(const BatchToLand& item) {
   SKIPPR_TRY(open());
+  if (!stages_checked_) {
+    SKIPPR_TRY(drop_stages_left_behind(item.id));
+    stages_checked_ = true;
+  }
   last_rejected_ = 0;
   const std::string stage = stage_name(item.id);
   if (item.maybe_landed) {
