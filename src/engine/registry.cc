@@ -5,6 +5,7 @@
 #include "sinks/azure_blob/azure_blob_sink.h"
 #include "sinks/bigquery/bigquery_sink.h"
 #include "sinks/clickhouse/clickhouse_sink.h"
+#include "sinks/databricks/databricks_sink.h"
 #include "sinks/duckdb/duckdb_sink.h"
 #include "sinks/file/file_sink.h"
 #include "sinks/gcs/gcs_sink.h"
@@ -30,7 +31,7 @@ const std::vector<ConnectorSpec>& connector_registry() {
       stdout_sink_spec(),        file_sink_spec(),       s3_sink_spec(),          azure_blob_sink_spec(),
       gcs_sink_spec(),           sftp_sink_spec(),       skippr_lake_sink_spec(), athena_iceberg_sink_spec(),
       athena_sink_spec(),        clickhouse_sink_spec(), amqp_sink_spec(),        snowflake_sink_spec(),
-      bigquery_sink_spec(),
+      bigquery_sink_spec(),      databricks_sink_spec(),
   };
   return registry;
 }

@@ -1,4 +1,4 @@
-// CDC exactly-once under kill -9: Postgres (snapshot_then_cdc) -> Postgres, DuckDB, Snowflake and BigQuery
+// CDC exactly-once under kill -9: Postgres (snapshot_then_cdc) -> Postgres, DuckDB, Snowflake, BigQuery and Databricks
 // (merge_by_key) while a concurrent workload inserts, updates, changes primary keys and deletes on the source, and
 // skipprd is killed by timer and at every failpoint, again and again. Once the workload stops and a last run catches
 // up, the destination equals the source row for row: a lost insert, update or delete, or a doubled or reordered one,
@@ -19,6 +19,7 @@
 
 #include "support/bigquery_emulator.h"
 #include "support/chaos_loop.h"
+#include "support/databricks_emulator.h"
 #include "support/duckdb_probe.h"
 #include "support/pipeline_fixture.h"
 #include "support/postgres_server.h"
@@ -32,7 +33,7 @@ constexpr auto kWorkloadTime = std::chrono::seconds(25);
 
 // Where the mirror lands: a Postgres table (schema mirror), a DuckDB file, or Snowflake (its emulator), all merged by
 // key.
-enum class Mirror { kPostgres, kDuckDb, kSnowflake, kBigQuery };
+enum class Mirror { kPostgres, kDuckDb, kSnowflake, kBigQuery, kDatabricks };
 
 // The pipeline's name also names its replication slot, which is global to the server: one per mirror.
 std::string pipeline_of(Mirror mirror) {
@@ -45,6 +46,8 @@ std::string pipeline_of(Mirror mirror) {
       return "to_snowflake";
     case Mirror::kBigQuery:
       return "to_bigquery";
+    case Mirror::kDatabricks:
+      return "to_databricks";
   }
   return "";
 }
@@ -63,6 +66,9 @@ std::string config(const std::string& source_uri, Mirror mirror, const std::stri
       break;
     case Mirror::kBigQuery:
       sink = bigquery_sink(SharedBigQuery().endpoint(), "accounts");
+      break;
+    case Mirror::kDatabricks:
+      sink = databricks_sink(SharedDatabricks().endpoint(), "accounts");
       break;
   }
   return fmt::format(R"(data_sources:
@@ -261,11 +267,12 @@ void mirror_equals_source_after_workload_and_kills(Mirror mirror) {
   EXPECT_GE(kills, 5);
 
   Rows source = postgres_rows(pg, src, "shop.accounts");
-  Rows landed = mirror == Mirror::kPostgres ? postgres_rows(pg, dst, "mirror.accounts")
-                : mirror == Mirror::kDuckDb ? duckdb_mirror_rows(duckdb_file)
-                : mirror == Mirror::kSnowflake
-                    ? snowflake_mirror_rows()
-                    : SharedBigQuery().query(fmt::format(kMirrorRowsSql, "\"analytics\".\"accounts\""));
+  Rows landed = mirror == Mirror::kPostgres    ? postgres_rows(pg, dst, "mirror.accounts")
+                : mirror == Mirror::kDuckDb    ? duckdb_mirror_rows(duckdb_file)
+                : mirror == Mirror::kSnowflake ? snowflake_mirror_rows()
+                : mirror == Mirror::kBigQuery
+                    ? SharedBigQuery().query(fmt::format(kMirrorRowsSql, "\"analytics\".\"accounts\""))
+                    : SharedDatabricks().query(fmt::format(kMirrorRowsSql, "\"lakehouse\".\"analytics\".\"accounts\""));
   // BigQuery's JSON type keeps a document, not its text (it prints {"i":1} for {"i": 1}): compare documents there.
   if (mirror == Mirror::kBigQuery) {
     for (Rows* rows : {&source, &landed}) {
@@ -311,6 +318,10 @@ TEST(PostgresCdcChaos, ASnowflakeMirrorEqualsTheSourceAfterAConcurrentWorkloadAn
 
 TEST(PostgresCdcChaos, ABigQueryMirrorEqualsTheSourceAfterAConcurrentWorkloadAndRepeatedKills) {
   mirror_equals_source_after_workload_and_kills(Mirror::kBigQuery);
+}
+
+TEST(PostgresCdcChaos, ADatabricksMirrorEqualsTheSourceAfterAConcurrentWorkloadAndRepeatedKills) {
+  mirror_equals_source_after_workload_and_kills(Mirror::kDatabricks);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "clients/http/http_request.h"
+#include "clients/sql/sql_literals.h"
 
 namespace skippr {
 namespace {
@@ -42,22 +43,7 @@ std::string bq_quote_identifier(std::string_view name) {
   return out + "`";
 }
 
-std::string bq_quote_literal(std::string_view text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\\' || c == '\'') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else {
-      out += c;
-    }
-  }
-  return out + "'";
-}
+std::string bq_quote_literal(std::string_view text) { return backslash_quoted_literal(text); }
 
 BigQueryClient::BigQueryClient(BigQueryConfig config)
     : config_(std::move(config)), tokens_(config_.account, kBigQueryScope) {

@@ -1,0 +1,152 @@
+#include "sinks/databricks/dbx_types.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <optional>
+
+#include "clients/databricks/databricks_client.h"
+#include "core/time_util.h"
+#include "formats/json_rows.h"
+
+namespace skippr {
+namespace {
+
+std::string upper(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// "decimal(38,0)" -> "DECIMAL"
+std::string base_type(std::string_view type) { return upper(type.substr(0, type.find('('))); }
+
+bool one_of(std::string_view type, std::initializer_list<std::string_view> names) {
+  const std::string base = base_type(type);
+  for (auto n : names) {
+    if (base == n) return true;
+  }
+  return false;
+}
+
+bool accepts(std::string_view column_type, Type type) {
+  switch (type) {
+    case Type::kBool:
+      return one_of(column_type, {"BOOLEAN"});
+    case Type::kInt64:
+      return one_of(column_type,
+                    {"BIGINT", "LONG", "INT", "INTEGER", "SMALLINT", "SHORT", "TINYINT", "BYTE", "DECIMAL"});
+    case Type::kDouble:
+      return one_of(column_type, {"DOUBLE"});
+    case Type::kString:
+      return one_of(column_type, {"STRING", "VARCHAR", "CHAR"});
+    case Type::kBinary:
+      return one_of(column_type, {"BINARY"});
+    case Type::kTimestamp:
+      return one_of(column_type, {"TIMESTAMP", "TIMESTAMP_NTZ"});
+    case Type::kDate:
+      return one_of(column_type, {"DATE"});
+    case Type::kJson:
+      return one_of(column_type, {"STRING", "VARIANT"});
+  }
+  return false;
+}
+
+std::optional<std::pair<int64_t, int64_t>> int_range(std::string_view column_type) {
+  if (one_of(column_type, {"INT", "INTEGER"})) {
+    return std::pair<int64_t, int64_t>{std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+  }
+  if (one_of(column_type, {"SMALLINT", "SHORT"})) return std::pair<int64_t, int64_t>{-32768, 32767};
+  if (one_of(column_type, {"TINYINT", "BYTE"})) return std::pair<int64_t, int64_t>{-128, 127};
+  return std::nullopt;
+}
+
+// DECIMAL(p,s) holds magnitudes below 10^(p-s); DECIMAL alone is DECIMAL(10,0).
+std::optional<double> magnitude_limit(std::string_view column_type) {
+  if (!one_of(column_type, {"DECIMAL"})) return std::nullopt;
+  int precision = 10, scale = 0;
+  if (auto open = column_type.find('('); open != std::string_view::npos) {
+    std::sscanf(std::string(column_type.substr(open)).c_str(), "(%d,%d)", &precision, &scale);
+  }
+  return std::pow(10.0, precision - scale);
+}
+
+}  // namespace
+
+std::string dbx_new_column_type(Type type) {
+  switch (type) {
+    case Type::kBool:
+      return "BOOLEAN";
+    case Type::kInt64:
+      return "BIGINT";
+    case Type::kDouble:
+      return "DOUBLE";
+    case Type::kString:
+    case Type::kJson:
+      return "STRING";
+    case Type::kBinary:
+      return "BINARY";
+    case Type::kTimestamp:
+      return "TIMESTAMP";
+    case Type::kDate:
+      return "DATE";
+  }
+  return "STRING";
+}
+
+ColumnRules dbx_column_rules() {
+  ColumnRules rules{[](std::string_view a, std::string_view b) { return upper(a) == upper(b); }, accepts,
+                    dbx_quote_identifier};
+  rules.int_range = int_range;
+  rules.magnitude_limit = magnitude_limit;
+  return rules;
+}
+
+std::string dbx_convert(std::string_view value, std::string_view column_type) {
+  if (one_of(column_type, {"STRING", "VARCHAR", "CHAR"})) return std::string(value);
+  if (one_of(column_type, {"BINARY"})) return fmt::format("unbase64({})", value);
+  if (one_of(column_type, {"VARIANT"})) return fmt::format("parse_json({})", value);
+  return fmt::format("CAST({} AS {})", value, upper(column_type));
+}
+
+void dbx_append_json_value(const Column& column, size_t row, std::string& out) {
+  if (!column.is_valid(row)) {
+    out += "null";
+    return;
+  }
+  switch (column.type) {
+    case Type::kBool:
+      out += column.int_at(row) ? "\"true\"" : "\"false\"";
+      return;
+    case Type::kInt64:
+      out += fmt::format("\"{}\"", column.int_at(row));
+      return;
+    case Type::kDouble: {
+      const double v = column.double_at(row);
+      if (!std::isfinite(v)) {
+        out += "null";
+      } else {
+        out += fmt::format("\"{}\"", v);
+      }
+      return;
+    }
+    case Type::kTimestamp:
+      // With its zone ("...Z"), so a TIMESTAMP column gets the instant whatever the session's time zone.
+      out += '"' + format_iso8601_micros(column.int_at(row)) + '"';
+      return;
+    case Type::kDate:
+      out += '"' + format_date(column.int_at(row)) + '"';
+      return;
+    case Type::kBinary:
+      out += '"' + base64_encode(column.string_at(row)) + '"';
+      return;
+    case Type::kString:
+    case Type::kJson:
+      append_json_string(column.string_at(row), out);
+      return;
+  }
+}
+
+}  // namespace skippr

@@ -1,0 +1,374 @@
+// The Databricks sink against tests/support/databricks_emulator (Files API + Statement Execution API, the SQL on a
+// real DuckDB): every row once with one ledger row per batch, under SIGKILLs, lost DATA_DIRs and dropped answers;
+// every batch's file uploaded under one name only and loaded once; setup mistakes stop with exit 2 and no secret.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+
+#include "clients/databricks/databricks_client.h"
+#include "support/chaos_loop.h"
+#include "support/databricks_emulator.h"
+#include "support/duckdb_probe.h"
+#include "support/fault_proxy.h"
+#include "support/pipeline_fixture.h"
+
+namespace skippr::test {
+namespace {
+
+std::string table_sql(const std::string& table) { return fmt::format("\"lakehouse\".\"analytics\".\"{}\"", table); }
+
+// count, distinct ids and a content hash of a table in the emulator (every column as text).
+std::string digest(const std::string& table) {
+  const auto rows = SharedDatabricks().query(fmt::format(
+      "SELECT count(*), count(DISTINCT trip_id), sum(hash(trip_id::VARCHAR, rider_id::VARCHAR, bike_id, event_type, "
+      "epoch_us(event_time)::VARCHAR, station, duration_s::VARCHAR, firmware, metadata::VARCHAR))::VARCHAR FROM {}",
+      table_sql(table)));
+  return fmt::format("{} {} {}", rows[0][0], rows[0][1], rows[0][2]);
+}
+
+// (ledger rows of `table`, distinct batch ids among them).
+std::pair<std::string, std::string> ledger_of(const std::string& table) {
+  const auto rows = SharedDatabricks().query(fmt::format(
+      "SELECT count(*), count(DISTINCT batch_id) FROM {} WHERE target_table = '`lakehouse`.`analytics`.`{}`'",
+      table_sql("_skippr_batches"), table));
+  return {rows[0][0], rows[0][1]};
+}
+
+std::string folder_of(const std::string& table) {
+  return fmt::format("/Volumes/lakehouse/analytics/landing/_skippr/{}/", table);
+}
+
+// The idempotency key here is the file's name: the same rows were never loaded under two names (a batch re-read
+// after its DATA_DIR was lost may upload them again under its new name, never loaded: its first upload had no landing
+// file yet), no file of the table was loaded twice, and nothing of the table is left in the volume once its runs end.
+void expect_one_name_per_batch_and_one_load(const std::string& table) {
+  std::map<std::string, std::string> bytes_of;
+  for (const auto& up : SharedDatabricks().uploads()) {
+    if (up.created && up.path.starts_with(folder_of(table))) bytes_of[up.path] = up.sha256;
+  }
+  std::map<std::string, std::set<std::string>> loaded_names_by_bytes;
+  std::map<std::string, int> loads;
+  for (const auto& [file, into] : SharedDatabricks().loads()) {
+    if (!file.starts_with(folder_of(table))) continue;
+    ++loads[file + " into " + into];
+    if (file.ends_with(".rows.json")) loaded_names_by_bytes[bytes_of.at(file)].insert(file);
+  }
+  EXPECT_FALSE(loaded_names_by_bytes.empty());
+  for (const auto& [bytes, names] : loaded_names_by_bytes) {
+    EXPECT_EQ(names.size(), 1u) << "the same rows were loaded from " << *names.begin() << " and " << *names.rbegin();
+  }
+  for (const auto& [file, n] : loads) EXPECT_EQ(n, 1) << file << " was loaded " << n << " times";
+  for (const auto& file : SharedDatabricks().volume_files()) {
+    EXPECT_FALSE(file.starts_with(folder_of(table))) << file << " was left in the volume";
+  }
+}
+
+TEST(DatabricksSink, LandsEveryRowWithOneLedgerRowPerBatch) {
+  PipelineFixture f(sample_to_sink_config(databricks_sink(SharedDatabricks().endpoint(), "trips"), 20000, 5));
+  auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"BUFFER_THRESHOLD_BYTES", "256KiB"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  PipelineFixture duck(sample_to_duckdb_config(20000, 5));
+  ASSERT_EQ(duck.skipprd({"sync", "--pipeline", "bikehire", "--once"}).exit_code, 0);
+  constexpr const char* kDigest =
+      "SELECT count(*) || ' ' || count(DISTINCT trip_id) || ' ' || sum(hash(concat_ws('|', trip_id, rider_id, "
+      "bike_id, event_type, epoch_us(event_time), station, duration_s, firmware, metadata::VARCHAR)))::VARCHAR FROM {}";
+  const std::string want = duckdb_value(duck.path("out.duckdb"), fmt::format(kDigest, "trips"));
+  EXPECT_EQ(SharedDatabricks().query(fmt::format(kDigest, table_sql("trips")))[0][0], want);
+  const auto [ledger_rows, ledger_ids] = ledger_of("trips");
+  EXPECT_EQ(ledger_rows, ledger_ids);
+  EXPECT_GT(std::stoi(ledger_rows), 1);
+  expect_one_name_per_batch_and_one_load("trips");
+  // Types as Databricks' catalog names them.
+  const auto types = SharedDatabricks().query(
+      "SELECT column_name || ':' || full_data_type FROM dbx_information_schema_columns WHERE table_name = 'trips' AND "
+      "column_name IN ('trip_id', 'event_time', 'metadata', 'duration_s') ORDER BY column_name");
+  ASSERT_EQ(types.size(), 4u);
+  EXPECT_EQ(types[0][0], "duration_s:double");
+  EXPECT_EQ(types[1][0], "event_time:timestamp");
+  EXPECT_EQ(types[2][0], "metadata:string");
+  EXPECT_EQ(types[3][0], "trip_id:bigint");
+  // A second run finds everything landed and writes nothing.
+  auto again = f.skipprd({"sync", "--pipeline", "bikehire", "--once"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(ledger_of("trips").first, ledger_rows);
+}
+
+// Answers lost after Databricks acted (uploads, COPY INTO, the ledger row), requests lost before it, throttling, and
+// statements answered PENDING (polled by id): nothing lands twice and nothing is missing.
+TEST(DatabricksSink, DroppedAnswersAndPendingStatementsLandOnce) {
+  FaultProxy proxy(SharedDatabricks().endpoint());
+  proxy.add({.method = "POST",
+             .path_regex = "^/api/2.0/sql/statements$",
+             .body_regex = "COPY INTO",
+             .action = "drop_after_forward",
+             .skip = 1,
+             .times = 3});
+  proxy.add({.method = "POST",
+             .path_regex = "^/api/2.0/sql/statements$",
+             .body_regex = "INSERT INTO",
+             .action = "drop_after_forward",
+             .skip = 2,
+             .times = 3});
+  proxy.add(
+      {.method = "PUT", .path_regex = "^/api/2.0/fs/files/", .action = "drop_after_forward", .skip = 3, .times = 3});
+  proxy.add({.method = "PUT", .path_regex = "landing[.]json", .action = "drop_before_forward", .skip = 1, .times = 2});
+  const int throttled = proxy.add({.method = "POST",
+                                   .path_regex = "^/api/2.0/sql/statements$",
+                                   .action = "status",
+                                   .status = 429,
+                                   .code = "REQUEST_LIMIT_EXCEEDED",
+                                   .skip = 2,
+                                   .times = 3});
+  PipelineFixture calm(sample_to_sink_config(databricks_sink(SharedDatabricks().endpoint(), "calm"), 30000, 8));
+  ASSERT_EQ(
+      calm.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"BUFFER_THRESHOLD_BYTES", "256KiB"}}).exit_code, 0);
+  PipelineFixture f(
+      sample_to_sink_config(databricks_sink(proxy.endpoint(), "dropped", ", timeout_seconds: 5"), 30000, 8));
+  SharedDatabricks().answer_pending(true);
+  auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"},
+                       {{"BUFFER_THRESHOLD_BYTES", "256KiB"}, {"SINK_RETRY_SECONDS", "120"}});
+  SharedDatabricks().answer_pending(false);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(digest("dropped"), digest("calm"));
+  const auto [rows, ids] = ledger_of("dropped");
+  EXPECT_EQ(rows, ids);
+  EXPECT_EQ(rows, ledger_of("calm").first);
+  expect_one_name_per_batch_and_one_load("dropped");
+  EXPECT_EQ(proxy.hits(throttled), 3);
+  EXPECT_GE(SharedDatabricks().skipped_loads(), 1) << "no COPY INTO was sent again after a lost answer";
+}
+
+// Killed between COPY INTO and the ledger row, with DATA_DIR lost as well: the landing file left in the volume is
+// found when the next run asks the ledger where to resume, the batch is finished (its COPY INTO skipped, its ledger
+// row written) and the run resumes after it. The table ends equal to an unkilled run's.
+TEST(DatabricksSink, ABatchKilledBeforeItsLedgerRowIsFinishedByARunWithANewDataDir) {
+  PipelineFixture calm(sample_to_sink_config(databricks_sink(SharedDatabricks().endpoint(), "whole"), 6000, 3));
+  const std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "128KiB"}};
+  ASSERT_EQ(calm.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env).exit_code, 0);
+  PipelineFixture f(sample_to_sink_config(databricks_sink(SharedDatabricks().endpoint(), "halfway"), 6000, 3));
+  auto killed = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, armed_at(env, "sink.in_transaction", 2));
+  ASSERT_EQ(killed.exit_code, 137) << killed.err;
+  bool left = false;
+  for (const auto& file : SharedDatabricks().volume_files()) left |= file.ends_with(".landing.json");
+  ASSERT_TRUE(left) << "the kill left no landing file";
+  std::filesystem::remove_all(f.path("data"));
+  auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("finishing batch"), std::string::npos) << run.err;
+  EXPECT_EQ(digest("halfway"), digest("whole"));
+  const auto [rows, ids] = ledger_of("halfway");
+  EXPECT_EQ(rows, ids);
+  expect_one_name_per_batch_and_one_load("halfway");
+}
+
+// merge_by_key on the Sample's trip_id: a RESET reads every row again under a new lineage, and the table still holds
+// each trip once, now with the newer order token.
+TEST(DatabricksSink, MergeByKeyUpsertsWhatARereadBrings) {
+  PipelineFixture f(sample_to_sink_config(databricks_sink(SharedDatabricks().endpoint(), "merged"), 8000, 6) +
+                    "    landing: merge_by_key\n    primary_key: trip_id\n");
+  const std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "128KiB"}};
+  ASSERT_EQ(f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env).exit_code, 0);
+  const std::string first = digest("merged");
+  EXPECT_TRUE(first.starts_with("8000 8000 ")) << first;
+  const std::string first_max = SharedDatabricks().query(
+      fmt::format("SELECT max(\"_skippr_order\")::VARCHAR FROM {}", table_sql("merged")))[0][0];
+  ASSERT_EQ(f.skipprd({"query", "--sql", "RESET PIPELINE bikehire"}).exit_code, 0);
+  auto again = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(digest("merged"), first);
+  const auto tokens =
+      SharedDatabricks().query(fmt::format("SELECT min(\"_skippr_order\")::VARCHAR FROM {}", table_sql("merged")));
+  EXPECT_GT(std::stod(tokens[0][0]), std::stod(first_max)) << "a row kept the older lineage's token";
+  const auto [rows, ids] = ledger_of("merged");
+  EXPECT_EQ(rows, ids);
+  for (const auto& file : SharedDatabricks().volume_files()) {
+    EXPECT_FALSE(file.starts_with(folder_of("merged"))) << file << " was left in the volume";
+  }
+}
+
+// A table made beforehand with an integer duration_s: the Sample's whole durations land, the others go to
+// <table>__skippr_rejected with their reason, loaded by COPY INTO too (once); together they are every row once.
+TEST(DatabricksSink, ValuesTheColumnCannotHoldGoToTheRejectsTable) {
+  SharedDatabricks().query(
+      fmt::format("CREATE TABLE {} (\"trip_id\" BIGINT, \"duration_s\" BIGINT)", table_sql("narrow")));
+  PipelineFixture f(sample_to_sink_config(databricks_sink(SharedDatabricks().endpoint(), "narrow"), 5000, 4));
+  auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"BUFFER_THRESHOLD_BYTES", "128KiB"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto landed = SharedDatabricks().query(fmt::format("SELECT count(*) FROM {}", table_sql("narrow")))[0][0];
+  const auto rejected = SharedDatabricks().query(
+      fmt::format("SELECT count(*), count(DISTINCT batch_id || '/' || \"row\"), min(reason) FROM {}",
+                  table_sql("narrow__skippr_rejected")))[0];
+  EXPECT_GT(std::stoi(landed), 0);
+  EXPECT_GT(std::stoi(rejected[0]), 0);
+  EXPECT_EQ(rejected[0], rejected[1]) << "a rejected row was written twice";
+  EXPECT_EQ(std::stoi(landed) + std::stoi(rejected[0]), 5000);
+  EXPECT_NE(rejected[2].find("duration_s"), std::string::npos) << rejected[2];
+}
+
+TEST(DatabricksSink, KillLoopEqualsAnUnkilledRun) {
+  constexpr uint64_t kRows = 100000;
+  std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "256KiB"}, {"WAL_BYTES_PER_FILE", "1000000"}};
+  PipelineFixture unkilled(sample_to_sink_config(databricks_sink(SharedDatabricks().endpoint(), "unkilled"), kRows, 9));
+  ASSERT_EQ(unkilled.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 300).exit_code, 0);
+  PipelineFixture f(sample_to_sink_config(databricks_sink(SharedDatabricks().endpoint(), "killed"), kRows, 9));
+  // First kills inside the landing, where it has no transaction to lean on: between the rows and the ledger row,
+  // and after the ledger row before the files are removed; DATA_DIR lost after every third.
+  for (int i = 0; i < 8; ++i) {
+    const char* point = i % 2 ? "sink.after_commit" : "sink.in_transaction";
+    auto r = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, armed_at(env, point, 1 + (i / 2) % 3));
+    ASSERT_EQ(r.exit_code, 137) << point << "\n" << r.err;
+    if (i % 3 == 2) std::filesystem::remove_all(f.path("data"));
+  }
+  env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.05";
+  env["SKIPPR_CHAOS_MAX_SECONDS"] = "0.8";
+  const ChaosRuns runs =
+      sync_until_done_under_chaos(f, "bikehire", env, 4200, {.lose_data_dir_every = 4, .min_kills = 15});
+  ASSERT_TRUE(runs.finished) << runs.failure;
+  EXPECT_GE(runs.kills, 15) << runs.summary();
+  const std::string want = digest("unkilled");
+  EXPECT_TRUE(want.starts_with(fmt::format("{} {} ", kRows, kRows))) << want;
+  EXPECT_EQ(digest("killed"), want);
+  const auto [rows, ids] = ledger_of("killed");
+  EXPECT_EQ(rows, ids) << "a batch is in the ledger twice";
+  expect_one_name_per_batch_and_one_load("killed");
+  std::printf("[ metrics  ] rows=%llu ledger=%s, 8 kills inside the landing, then %s\n",
+              static_cast<unsigned long long>(kRows), rows.c_str(), runs.summary().c_str());
+}
+
+TEST(DatabricksSink, SetupMistakesStopWithExitTwoAndNoSecret) {
+  const std::string endpoint = SharedDatabricks().endpoint();
+  const std::string good = databricks_sink(endpoint, "t");
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string s = good;
+    return s.replace(s.find(from), from.size(), to);
+  };
+  struct Case {
+    std::string sink, expect;
+  };
+  const std::vector<Case> cases = {
+      {with(DatabricksEmulator::kToken, "dapi-wrong-token-0000"), "refused the token"},
+      {with(DatabricksEmulator::kWarehouse, "0000000000000000"), "SQL warehouse 0000000000000000 does not exist"},
+      {with("catalog: lakehouse", "catalog: nope"), "NO_SUCH_CATALOG_EXCEPTION"},
+      {with("schema: analytics", "schema: nope"), "SCHEMA_NOT_FOUND"},
+      {with("volume: landing", "volume: /Volumes/lakehouse/analytics/missing"),
+       "volume /Volumes/lakehouse/analytics/missing does not exist"},
+      {with("volume: landing", "volume: a/b"), "volume must be a volume's name"},
+  };
+  for (const auto& c : cases) {
+    PipelineFixture f(sample_to_sink_config(c.sink, 10));
+    auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"SINK_RETRY_SECONDS", "2"}});
+    EXPECT_EQ(run.exit_code, 2) << c.sink << "\n" << run.err;
+    EXPECT_NE(run.err.find(c.expect), std::string::npos) << run.err;
+    EXPECT_EQ(run.err.find(DatabricksEmulator::kToken), std::string::npos) << run.err;
+    EXPECT_EQ(run.err.find("dapi-wrong-token"), std::string::npos) << run.err;
+    EXPECT_TRUE(files_containing(f.path("data"), DatabricksEmulator::kToken).empty());
+  }
+}
+
+DatabricksClient test_client() {
+  DatabricksConfig config;
+  config.host = "dbc-test.cloud.databricks.com";
+  config.token = DatabricksEmulator::kToken;
+  config.warehouse_id = DatabricksEmulator::kWarehouse;
+  config.catalog = DatabricksEmulator::kCatalog;
+  config.schema = DatabricksEmulator::kSchema;
+  config.endpoint = SharedDatabricks().endpoint();
+  config.where = "test";
+  return DatabricksClient(config);
+}
+
+// The Files API as the reference defines it and the client uses it: an upload with overwrite=false meets the file
+// that is there (409) and says so without replacing it; a listing is followed across pages; a missing file or
+// directory is 404, which the client reads as "none".
+TEST(DatabricksApi, UploadsAreWrittenOnceAndListingsFollowTheirPages) {
+  auto client = test_client();
+  const std::string dir = "/Volumes/lakehouse/analytics/landing/api-test";
+  auto first = client.upload(dir + "/a.json", "first");
+  ASSERT_TRUE(first) << first.error().message;
+  EXPECT_EQ(*first, UploadOutcome::kCreated);
+  auto second = client.upload(dir + "/a.json", "second");
+  ASSERT_TRUE(second) << second.error().message;
+  EXPECT_EQ(*second, UploadOutcome::kAlreadyThere);
+  EXPECT_EQ(client.download(dir + "/a.json").value().value_or(""), "first");
+  for (const char* name : {"b.json", "c d.json", "e.json", "f.json"})
+    ASSERT_TRUE(client.upload(dir + "/" + name, name));
+  auto names = client.list_files(dir);
+  ASSERT_TRUE(names) << names.error().message;
+  EXPECT_EQ(*names, (std::vector<std::string>{"a.json", "b.json", "c d.json", "e.json", "f.json"}));
+  ASSERT_TRUE(client.remove(dir + "/a.json"));
+  ASSERT_TRUE(client.remove(dir + "/a.json")) << "removing a file that is gone is fine";
+  EXPECT_FALSE(client.download(dir + "/a.json").value());
+  EXPECT_TRUE(client.list_files(dir + "/nothing-here").value().empty());
+}
+
+// The statement request as the Statement Execution API's reference gives it (statement, warehouse_id, catalog,
+// schema, wait_timeout within 5-50 s with on_wait_timeout CONTINUE, format JSON_ARRAY, disposition INLINE; a bearer
+// token), results read from result.data_array, a failed statement's error.message carried into the error.
+TEST(DatabricksApi, TheStatementRequestHasTheDocumentedShape) {
+  auto client = test_client();
+  auto rows = client.execute("SELECT 1 AS one, NULL AS nothing, 'it''s' AS text");
+  ASSERT_TRUE(rows) << rows.error().message;
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ(rows->at(0).at(0).value_or(""), "1");
+  EXPECT_FALSE(rows->at(0).at(1));
+  EXPECT_EQ(rows->at(0).at(2).value_or(""), "it's");
+  const auto body = nlohmann::json::parse(SharedDatabricks().statements().back().body);
+  std::set<std::string> keys;
+  for (const auto& [key, value] : body.items()) keys.insert(key);
+  EXPECT_EQ(keys, (std::set<std::string>{"statement", "warehouse_id", "catalog", "schema", "wait_timeout",
+                                         "on_wait_timeout", "format", "disposition"}));
+  EXPECT_EQ(body["warehouse_id"], DatabricksEmulator::kWarehouse);
+  EXPECT_EQ(body["wait_timeout"], "50s");
+  EXPECT_EQ(body["on_wait_timeout"], "CONTINUE");
+  EXPECT_EQ(body["format"], "JSON_ARRAY");
+  EXPECT_EQ(body["disposition"], "INLINE");
+  auto bad = client.execute("SELECT * FROM `lakehouse`.`analytics`.`no_such_table`");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().kind, ErrorKind::kConfig);
+  EXPECT_NE(bad.error().message.find("no_such_table"), std::string::npos) << bad.error().message;
+  SharedDatabricks().answer_pending(true);
+  auto polled = client.execute("SELECT 42");
+  SharedDatabricks().answer_pending(false);
+  ASSERT_TRUE(polled) << polled.error().message;
+  EXPECT_EQ(polled->at(0).at(0).value_or(""), "42");
+}
+
+// COPY INTO as the sink writes it, against the emulator's reading of it: a file loaded once, skipped the second time.
+TEST(DatabricksApi, CopyIntoLoadsAFileOnce) {
+  auto client = test_client();
+  const std::string dir = "/Volumes/lakehouse/analytics/landing/copy-test";
+  ASSERT_TRUE(client.upload(dir + "/one.rows.json", "{\"n\":\"1\",\"s\":\"a\"}\n{\"n\":\"2\",\"s\":null}\n"));
+  ASSERT_TRUE(client.execute("CREATE TABLE IF NOT EXISTS `lakehouse`.`analytics`.`copied` (n BIGINT, s STRING)"));
+  const std::string copy = fmt::format(
+      "COPY INTO `lakehouse`.`analytics`.`copied` FROM (SELECT CAST(`n` AS BIGINT) AS `n`, `s` AS `s` FROM '{}') "
+      "FILEFORMAT = JSON FILES = ('one.rows.json') FORMAT_OPTIONS ('primitivesAsString' = 'true')",
+      dir);
+  ASSERT_TRUE(client.execute(copy));
+  ASSERT_TRUE(client.execute(copy));
+  EXPECT_EQ(SharedDatabricks().query("SELECT count(*), sum(n) FROM \"lakehouse\".\"analytics\".\"copied\"")[0],
+            (std::vector<std::string>{"2", "3"}));
+}
+
+TEST(DatabricksApi, TheEmulatorsDialect) {
+  auto local = [](const std::string& p) { return std::filesystem::path("/tmp") / p.substr(1); };
+  EXPECT_EQ(databricks_to_duckdb_sql("CREATE TABLE IF NOT EXISTS `c`.`s`.`t` (a STRING, b TIMESTAMP, c TIMESTAMP_NTZ, "
+                                     "d BINARY, `rows` BIGINT) TBLPROPERTIES ('x' = 'y')",
+                                     local),
+            "CREATE TABLE IF NOT EXISTS \"c\".\"s\".\"t\" (a VARCHAR, b TIMESTAMPTZ, c TIMESTAMP, d BLOB, \"rows\" "
+            "BIGINT)");
+  EXPECT_EQ(databricks_to_duckdb_sql("ALTER TABLE `t` ADD COLUMNS (`x` STRING)", local),
+            "ALTER TABLE \"t\" ADD COLUMN \"x\" VARCHAR");
+  EXPECT_EQ(databricks_to_duckdb_sql("SELECT s.* EXCEPT (`a`), unbase64(b), 'it\\'s STRING' FROM t", local),
+            "SELECT s.* EXCLUDE (\"a\"), from_base64(b), 'it''s STRING' FROM t");
+  EXPECT_EQ(dbx_quote_identifier("we`ird"), "`we``ird`");
+  EXPECT_EQ(dbx_quote_literal("it's a \\ path\n"), "'it\\'s a \\\\ path\\n'");
+  EXPECT_EQ(files_api_path("/Volumes/c/s/v/a b.json"), "/Volumes/c/s/v/a%20b.json");
+}
+
+}  // namespace
+}  // namespace skippr::test

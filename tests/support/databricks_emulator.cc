@@ -1,0 +1,429 @@
+#include "support/databricks_emulator.h"
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <openssl/evp.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <stdexcept>
+
+#include "support/emulator_common.h"
+#include "support/process.h"
+
+namespace skippr::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string sha256_hex(const std::string& bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr);
+  std::string hex;
+  for (unsigned int i = 0; i < length; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return hex;
+}
+
+// The rewrites of Databricks' words into DuckDB's, outside literals and names.
+std::string rewrite_text(std::string text) {
+  static const std::vector<std::pair<std::regex, std::string>> kRewrites = {
+      {std::regex(R"(\bTIMESTAMP_NTZ\b)", std::regex::icase), "TS__NTZ"},
+      {std::regex(R"(\bTIMESTAMP\b)", std::regex::icase), "TIMESTAMPTZ"},  // Databricks' TIMESTAMP is an instant
+      {std::regex(R"(\bTS__NTZ\b)"), "TIMESTAMP"},
+      {std::regex(R"(\bSTRING\b)", std::regex::icase), "VARCHAR"},
+      {std::regex(R"(\bBINARY\b)", std::regex::icase), "BLOB"},
+      {std::regex(R"(\bunbase64\s*\()", std::regex::icase), "from_base64("},
+      {std::regex(R"(\bcurrent_timestamp\(\))", std::regex::icase), "current_timestamp"},
+      {std::regex(R"(\*\s*EXCEPT\s*\()", std::regex::icase), "* EXCLUDE ("},
+  };
+  if (std::none_of(text.begin(), text.end(), [](unsigned char c) { return std::isalpha(c); })) return text;
+  for (const auto& [pattern, replacement] : kRewrites) text = std::regex_replace(text, pattern, replacement);
+  return text;
+}
+
+// read_ndjson of a batch file with every key of its first line as text: what primitivesAsString reads.
+std::string read_as_text(const fs::path& local, const std::string& shown) {
+  std::ifstream in(local);
+  std::string first;
+  if (!in || !std::getline(in, first)) {
+    throw std::runtime_error(fmt::format("[PATH_NOT_FOUND] Path does not exist: {}", shown));
+  }
+  const auto row = nlohmann::ordered_json::parse(first, nullptr, false);
+  if (!row.is_object()) throw std::runtime_error(fmt::format("[MALFORMED_RECORD_IN_PARSING] in {}", shown));
+  std::string columns;
+  for (const auto& [key, value] : row.items()) {
+    columns += fmt::format("{}{}: 'VARCHAR'", columns.empty() ? "" : ", ", duckdb_quoted(key, '\''));
+  }
+  return fmt::format("read_ndjson({}, columns = {{{}}})", duckdb_quoted(local.string(), '\''), columns);
+}
+
+}  // namespace
+
+std::string databricks_to_duckdb_sql(const std::string& raw, const std::function<fs::path(const std::string&)>& local) {
+  // Statement-level shapes DuckDB spells otherwise: table properties (Delta's) dropped, ADD COLUMNS of one column.
+  static const std::regex kProperties(R"(\s*TBLPROPERTIES\s*\(.*\)\s*$)", std::regex::icase);
+  static const std::regex kAddColumns(R"(\bADD\s+COLUMNS\s*\((.*)\)\s*$)", std::regex::icase);
+  std::string sql = std::regex_replace(raw, kProperties, "");
+  sql = std::regex_replace(sql, kAddColumns, "ADD COLUMN $1");
+  static const std::regex kReadFilesOpen(R"(\bread_files\s*\(\s*$)", std::regex::icase);
+  std::string out;
+  const auto pieces = sql_pieces(sql);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const SqlPiece& p = pieces[i];
+    if (p.kind == SqlPiece::kLiteral) {
+      out += duckdb_quoted(p.text, '\'');
+    } else if (p.kind == SqlPiece::kQuoted || p.kind == SqlPiece::kBackticked) {
+      // `catalog`.information_schema.columns: the view with Databricks' type names.
+      const bool before_catalog = i + 1 < pieces.size() && pieces[i + 1].kind == SqlPiece::kText &&
+                                  pieces[i + 1].text.starts_with(".information_schema.columns");
+      if (before_catalog) {
+        ++i;
+        out += "dbx_information_schema_columns" +
+               rewrite_text(pieces[i].text.substr(std::string(".information_schema.columns").size()));
+      } else {
+        out += duckdb_quoted(p.text, '"');
+      }
+    } else {
+      std::string text = rewrite_text(p.text);
+      std::smatch m;
+      if (i + 1 < pieces.size() && pieces[i + 1].kind == SqlPiece::kLiteral &&
+          std::regex_search(text, m, kReadFilesOpen)) {
+        // read_files('<file>', format => 'json', primitivesAsString => true): its options up to the first ')'.
+        out += text.substr(0, m.position(0)) + read_as_text(local(pieces[i + 1].text), pieces[i + 1].text);
+        i += 2;
+        while (i < pieces.size() &&
+               (pieces[i].kind != SqlPiece::kText || pieces[i].text.find(')') == std::string::npos)) {
+          ++i;
+        }
+        if (i >= pieces.size()) throw std::runtime_error("[PARSE_SYNTAX_ERROR] read_files is not closed");
+        const std::string rest = pieces[i].text.substr(pieces[i].text.find(')') + 1);
+        // The next piece's text goes through the loop again as a text piece of its own.
+        out += rewrite_text(rest);
+        continue;
+      }
+      out += text;
+    }
+  }
+  return out;
+}
+
+struct DatabricksEmulator::Impl {
+  httplib::Server server;
+  EmulatorDb db;
+  std::mutex& mutex = db.mutex();
+  TempDir files;                 // the volumes' bytes, under Volumes/<catalog>/<schema>/<volume>/
+  std::set<std::string> loaded;  // table|file pairs COPY INTO has loaded
+  std::vector<std::pair<std::string, std::string>> loads;
+  int skipped = 0;
+  std::vector<DatabricksUploadSeen> uploads;
+  std::vector<DatabricksStatementSeen> statements;
+  std::map<std::string, std::string> results;  // statement_id -> final StatementResponse
+  std::atomic<bool> pending{false};
+  int next_id = 1;
+
+  fs::path local(const std::string& path) const { return files.path() / path.substr(1); }
+  static std::string volume_root() { return fmt::format("/Volumes/{}/{}/{}/", kCatalog, kSchema, kVolume); }
+
+  static void error(httplib::Response& res, int status, const std::string& code, const std::string& message) {
+    res.status = status;
+    res.set_content(nlohmann::json{{"error_code", code}, {"message", message}}.dump(), "application/json");
+  }
+
+  bool authorized(const httplib::Request& req, httplib::Response& res) {
+    if (req.get_header_value("Authorization") == std::string("Bearer ") + kToken) return true;
+    error(res, 401, "UNAUTHENTICATED", "Invalid access token.");
+    return false;
+  }
+
+  // COPY INTO <table> FROM (SELECT <list> FROM '<folder>') FILEFORMAT = JSON FILES = (...) FORMAT_OPTIONS (...).
+  EmulatorDb::Outcome copy_into(const std::string& sql) {
+    static const std::regex kCopy(
+        R"(^\s*COPY\s+INTO\s+(.+?)\s+FROM\s+\(SELECT\s+(.*)\s+FROM\s+'([^']*)'\)\s+FILEFORMAT\s*=\s*JSON\s+FILES\s*=\s*\((.*?)\)\s*(.*)$)",
+        std::regex::icase);
+    std::smatch m;
+    EmulatorDb::Outcome out;
+    if (!std::regex_match(sql, m, kCopy)) {
+      return {false,
+              "[PARSE_SYNTAX_ERROR] the emulator takes COPY INTO ... FROM (SELECT ... FROM '<path>') "
+              "FILEFORMAT = JSON FILES = (...)",
+              {},
+              {}};
+    }
+    const std::string options = m[5];
+    if (options.find("'primitivesAsString' = 'true'") == std::string::npos) {
+      return {false, "the emulator reads JSON with primitivesAsString only", {}, {}};
+    }
+    auto to_duck = [this](const std::string& text) {
+      return databricks_to_duckdb_sql(text, [this](const std::string& p) { return local(p); });
+    };
+    const std::string table = to_duck(m[1]);
+    const std::string select = to_duck(m[2]);
+    const std::string folder = m[3];
+    const std::string names = m[4];
+    int64_t inserted = 0;
+    static const std::regex kName(R"('([^']*)')");
+    for (auto it = std::sregex_iterator(names.begin(), names.end(), kName); it != std::sregex_iterator(); ++it) {
+      const std::string file = folder + "/" + (*it)[1].str();
+      const std::string key = table + "|" + file;
+      if (loaded.contains(key)) {
+        ++skipped;  // loaded before: COPY INTO skips it
+        continue;
+      }
+      std::string insert;
+      try {
+        insert =
+            fmt::format("INSERT INTO {} BY NAME SELECT {} FROM {}", table, select, read_as_text(local(file), file));
+      } catch (const std::exception& e) {
+        return {false, e.what(), {}, {}};
+      }
+      auto done = db.run(insert);
+      if (!done.ok) return done;
+      inserted += done.rows.empty() ? 0 : std::stoll(done.rows[0][0].get<std::string>());
+      loaded.insert(key);
+      loads.emplace_back(file, table);
+    }
+    out.names = {"num_affected_rows", "num_inserted_rows"};
+    out.rows = {{std::to_string(inserted), std::to_string(inserted)}};
+    return out;
+  }
+
+  nlohmann::json failed(const std::string& id, const std::string& message, const std::string& sql_state) {
+    return {{"statement_id", id},
+            {"status",
+             {{"state", "FAILED"},
+              {"error", {{"error_code", "BAD_REQUEST"}, {"message", message}}},
+              {"sql_state", sql_state}}}};
+  }
+
+  nlohmann::json execute(const nlohmann::json& body, const std::string& id) {
+    const std::string catalog = body.value("catalog", "");
+    const std::string schema = body.value("schema", "");
+    if (!catalog.empty() && catalog != kCatalog) {
+      return failed(id, fmt::format("[NO_SUCH_CATALOG_EXCEPTION] Catalog '{}' was not found.", catalog), "42704");
+    }
+    if (!schema.empty() && schema != kSchema) {
+      return failed(id, fmt::format("[SCHEMA_NOT_FOUND] The schema `{}`.`{}` cannot be found.", kCatalog, schema),
+                    "42704");
+    }
+    const std::string sql = body.value("statement", "");
+    EmulatorDb::Outcome outcome;
+    static const std::regex kIsCopy(R"(^\s*COPY\s+INTO\b)", std::regex::icase);
+    if (std::regex_search(sql, kIsCopy)) {
+      outcome = copy_into(sql);
+    } else {
+      try {
+        outcome = db.run(databricks_to_duckdb_sql(sql, [this](const std::string& p) { return local(p); }));
+      } catch (const std::exception& e) {
+        outcome = {false, e.what(), {}, {}};
+      }
+    }
+    if (!outcome.ok) return failed(id, outcome.error, "42000");
+    nlohmann::json columns = nlohmann::json::array();
+    for (size_t c = 0; c < outcome.names.size(); ++c) {
+      columns.push_back(
+          {{"name", outcome.names[c]}, {"position", c}, {"type_name", "STRING"}, {"type_text", "STRING"}});
+    }
+    const size_t rows = outcome.rows.size();
+    return {{"statement_id", id},
+            {"status", {{"state", "SUCCEEDED"}}},
+            {"manifest",
+             {{"format", "JSON_ARRAY"},
+              {"schema", {{"column_count", outcome.names.size()}, {"columns", columns}}},
+              {"total_chunk_count", 1},
+              {"chunks", {{{"chunk_index", 0}, {"row_offset", 0}, {"row_count", rows}}}},
+              {"total_row_count", rows},
+              {"truncated", false}}},
+            {"result", {{"chunk_index", 0}, {"row_offset", 0}, {"row_count", rows}, {"data_array", outcome.rows}}}};
+  }
+
+  void post_statement(const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req, res)) return;
+    const auto body = nlohmann::json::parse(req.body, nullptr, false);
+    if (!body.is_object() || !body.contains("statement") || !body.contains("warehouse_id")) {
+      return error(res, 400, "INVALID_PARAMETER_VALUE", "statement and warehouse_id are required");
+    }
+    if (body.value("warehouse_id", "") != kWarehouse) {
+      return error(res, 404, "NOT_FOUND",
+                   fmt::format("SQL warehouse {} does not exist.", body.value("warehouse_id", "")));
+    }
+    std::lock_guard lock(mutex);
+    statements.push_back({body.value("statement", ""), req.body});
+    const std::string id = fmt::format("01ef{:04x}-0000-1000-8000-{:012x}", next_id / 65536, next_id);
+    ++next_id;
+    nlohmann::json answer = execute(body, id);
+    results[id] = answer.dump();
+    if (pending) answer = {{"statement_id", id}, {"status", {{"state", "PENDING"}}}};
+    res.status = 200;
+    res.set_content(answer.dump(), "application/json");
+  }
+
+  void get_statement(const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req, res)) return;
+    std::lock_guard lock(mutex);
+    auto found = results.find(req.matches[1]);
+    if (found == results.end()) return error(res, 404, "NOT_FOUND", "The statement was not found.");
+    res.status = 200;
+    res.set_content(found->second, "application/json");
+  }
+
+  void put_file(const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req, res)) return;
+    const std::string path = req.matches[1];
+    if (!path.starts_with(volume_root()) || path.find("/../") != std::string::npos) {
+      return error(res, 404, "NOT_FOUND", fmt::format("The volume of {} does not exist.", path));
+    }
+    std::lock_guard lock(mutex);
+    const fs::path file = local(path);
+    const bool there = fs::exists(file);
+    uploads.push_back({path, sha256_hex(req.body), false});
+    if (there && req.get_param_value("overwrite") == "false") {
+      return error(res, 409, "ALREADY_EXISTS", "The file being created already exists.");
+    }
+    fs::create_directories(file.parent_path());
+    const fs::path part = file.string() + ".part";
+    write_text(part, req.body);
+    fs::rename(part, file);
+    uploads.back().created = true;
+    res.status = 204;
+  }
+
+  void get_file(const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req, res)) return;
+    std::lock_guard lock(mutex);
+    const fs::path file = local(req.matches[1]);
+    if (!fs::is_regular_file(file)) return error(res, 404, "NOT_FOUND", "The file does not exist.");
+    res.status = 200;
+    res.set_content(read_text(file), "application/octet-stream");
+  }
+
+  void delete_file(const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req, res)) return;
+    std::lock_guard lock(mutex);
+    const fs::path file = local(req.matches[1]);
+    if (!fs::is_regular_file(file)) return error(res, 404, "NOT_FOUND", "The file does not exist.");
+    fs::remove(file);
+    res.status = 204;
+  }
+
+  // Two entries a page (the API may return fewer than page_size), so callers must follow next_page_token.
+  void list_directory(const httplib::Request& req, httplib::Response& res) {
+    if (!authorized(req, res)) return;
+    std::lock_guard lock(mutex);
+    std::string path = req.matches[1];
+    while (path.size() > 1 && path.ends_with('/')) path.pop_back();
+    const fs::path dir = local(path);
+    if (!fs::is_directory(dir)) return error(res, 404, "NOT_FOUND", "The directory does not exist.");
+    std::vector<fs::directory_entry> entries;
+    for (const auto& e : fs::directory_iterator(dir)) {
+      if (!e.path().string().ends_with(".part")) entries.push_back(e);
+    }
+    std::sort(entries.begin(), entries.end());
+    const size_t start = req.has_param("page_token") ? std::stoul(req.get_param_value("page_token")) : 0;
+    nlohmann::json contents = nlohmann::json::array();
+    for (size_t i = start; i < entries.size() && i < start + 2; ++i) {
+      const auto& e = entries[i];
+      const std::string name = e.path().filename().string();
+      nlohmann::json entry = {{"path", path + "/" + name}, {"is_directory", e.is_directory()}, {"name", name}};
+      if (!e.is_directory()) entry["file_size"] = e.file_size();
+      contents.push_back(entry);
+    }
+    nlohmann::json answer = {{"contents", contents}};
+    if (start + 2 < entries.size()) answer["next_page_token"] = std::to_string(start + 2);
+    res.status = 200;
+    res.set_content(answer.dump(), "application/json");
+  }
+};
+
+DatabricksEmulator::DatabricksEmulator() : impl_(std::make_unique<Impl>()) {
+  auto must = [&](const std::string& sql) { impl_->db.must(sql); };
+  must(fmt::format("ATTACH ':memory:' AS \"{}\"", kCatalog));
+  must(fmt::format("CREATE SCHEMA \"{}\".\"{}\"", kCatalog, kSchema));
+  fs::create_directories(impl_->local(Impl::volume_root()));
+  must("CREATE TEMP MACRO parse_json(x) AS CAST(x AS JSON)");
+  // information_schema.columns with Databricks' type names (full_data_type as Databricks reports it).
+  must(R"(CREATE TEMP VIEW dbx_information_schema_columns AS SELECT table_catalog, table_schema, table_name,
+    column_name, ordinal_position, CASE WHEN data_type = 'VARCHAR' THEN 'string' WHEN data_type = 'BLOB' THEN 'binary'
+    WHEN data_type = 'TIMESTAMP WITH TIME ZONE' THEN 'timestamp' WHEN data_type = 'TIMESTAMP' THEN 'timestamp_ntz'
+    WHEN data_type = 'INTEGER' THEN 'int' ELSE lower(data_type) END AS full_data_type FROM information_schema.columns)");
+  auto& s = impl_->server;
+  s.Post("/api/2.0/sql/statements",
+         [this](const httplib::Request& req, httplib::Response& res) { impl_->post_statement(req, res); });
+  s.Get(R"(/api/2.0/sql/statements/([0-9a-f-]+))",
+        [this](const httplib::Request& req, httplib::Response& res) { impl_->get_statement(req, res); });
+  s.Post(R"(/api/2.0/sql/statements/([0-9a-f-]+)/cancel)", [this](const httplib::Request& req, httplib::Response& res) {
+    if (impl_->authorized(req, res)) res.set_content("{}", "application/json");
+  });
+  s.Put(R"(/api/2.0/fs/files(/.*))",
+        [this](const httplib::Request& req, httplib::Response& res) { impl_->put_file(req, res); });
+  s.Get(R"(/api/2.0/fs/files(/.*))",
+        [this](const httplib::Request& req, httplib::Response& res) { impl_->get_file(req, res); });
+  s.Delete(R"(/api/2.0/fs/files(/.*))",
+           [this](const httplib::Request& req, httplib::Response& res) { impl_->delete_file(req, res); });
+  s.Get(R"(/api/2.0/fs/directories(/.*))",
+        [this](const httplib::Request& req, httplib::Response& res) { impl_->list_directory(req, res); });
+  port_ = s.bind_to_any_port("127.0.0.1");
+  thread_ = std::thread([this] { impl_->server.listen_after_bind(); });
+  while (!impl_->server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+DatabricksEmulator::~DatabricksEmulator() {
+  impl_->server.stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void DatabricksEmulator::answer_pending(bool on) { impl_->pending = on; }
+
+std::vector<std::vector<std::string>> DatabricksEmulator::query(const std::string& duckdb_sql) {
+  return impl_->db.text_rows(duckdb_sql);
+}
+
+std::vector<DatabricksUploadSeen> DatabricksEmulator::uploads() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->uploads;
+}
+
+std::vector<DatabricksStatementSeen> DatabricksEmulator::statements() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->statements;
+}
+
+std::vector<std::pair<std::string, std::string>> DatabricksEmulator::loads() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->loads;
+}
+
+int DatabricksEmulator::skipped_loads() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->skipped;
+}
+
+std::vector<std::string> DatabricksEmulator::volume_files() const {
+  std::lock_guard lock(impl_->mutex);
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(impl_->files.path())) {
+    if (e.is_regular_file()) out.push_back("/" + fs::relative(e.path(), impl_->files.path()).string());
+  }
+  return out;
+}
+
+DatabricksEmulator& SharedDatabricks() {
+  static DatabricksEmulator emulator;
+  return emulator;
+}
+
+std::string databricks_sink(const std::string& endpoint, const std::string& table, const std::string& extra) {
+  return fmt::format(
+      "Databricks: {{ host: dbc-test.cloud.databricks.com, token: \"{}\", warehouse_id: {}, catalog: {}, schema: {}, "
+      "volume: {}, table: {}, endpoint: \"{}\"{} }}",
+      DatabricksEmulator::kToken, DatabricksEmulator::kWarehouse, DatabricksEmulator::kCatalog,
+      DatabricksEmulator::kSchema, DatabricksEmulator::kVolume, table, endpoint, extra);
+}
+
+}  // namespace skippr::test
