@@ -7,6 +7,8 @@
 //                                        private key file of its user LOADER, lives until stdin closes
 //   broker_bench bigquery                starts the BigQuery emulator, prints its endpoint and a service-account key
 //                                        file it accepts, lives until stdin closes
+//   broker_bench databricks              starts the Databricks emulator, prints its endpoint and the token it accepts,
+//                                        lives until stdin closes
 //   broker_bench publish PORT QUEUE FILE the peer: each line of FILE as one persistent message to QUEUE (declared
 //                                        durable) on the default exchange, in confirm mode with mandatory set, as
 //                                        a plain rabbitmq-c program would; returns once every message is confirmed
@@ -23,6 +25,7 @@
 
 #include "support/bigquery_emulator.h"
 #include "support/clickhouse_server.h"
+#include "support/databricks_emulator.h"
 #include "support/rabbitmq_server.h"
 #include "support/snowflake_emulator.h"
 
@@ -148,10 +151,18 @@ int main(int argc, char** argv) {
     wait_for_stdin_to_close();
     return 0;
   }
+  if (command == "databricks" && argc == 2) {
+    auto& emulator = skippr::test::SharedDatabricks();
+    fmt::print("{} {}\n", emulator.endpoint(), skippr::test::DatabricksEmulator::kToken);
+    std::fflush(stdout);
+    wait_for_stdin_to_close();
+    return 0;
+  }
   if (command == "publish" && argc == 5) return publish(std::stoi(argv[2]), argv[3], argv[4]);
   if (command == "count" && argc == 4) return count(std::stoi(argv[2]), argv[3]);
   fmt::print(stderr,
-             "usage: broker_bench clickhouse | rabbitmq | snowflake | bigquery | publish PORT QUEUE FILE | count PORT "
+             "usage: broker_bench clickhouse | rabbitmq | snowflake | bigquery | databricks | publish PORT QUEUE FILE "
+             "| count PORT "
              "QUEUE\n");
   return 2;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sample -> Snowflake and Sample -> BigQuery through the emulators of their APIs (tests/support/*_emulator.cc, SQL on
+# Sample -> Snowflake, BigQuery and Databricks through the emulators of their APIs (tests/support/*_emulator.cc, SQL on
 # DuckDB) against Sample -> DuckDB, the emulators' own engine, for the same rows: the ratios say what each API path
 # costs here (auth, JSON, SQL text or NDJSON, the emulator parsing it again), not how fast the services are.
 # Knobs: SKIPPR_BENCH_ROWS (200000).
@@ -36,6 +36,9 @@ data_sinks:
   bigquery:
     BigQuery: { project: skippr-test, dataset: analytics, table: trips, credentials_file: "$secret",
                 endpoint: "$endpoint" }
+  databricks:
+    Databricks: { host: dbc-bench.cloud.databricks.com, token: "$secret", warehouse_id: a1b2c3d4e5f60718,
+                  catalog: lakehouse, schema: analytics, volume: landing, table: trips, endpoint: "$endpoint" }
   duckdb:
     DuckDB: { path: "$work/peer.duckdb", table: trips }
 pipelines:
@@ -52,12 +55,14 @@ YML
 }
 snowflake_s=$(through snowflake snowflake)
 bigquery_s=$(through bigquery bigquery)
+databricks_s=$(through databricks databricks)
 duckdb_s=$(through none duckdb)
-python3 - "$ROWS" "$snowflake_s" "$bigquery_s" "$duckdb_s" <<'PY'
+python3 - "$ROWS" "$snowflake_s" "$bigquery_s" "$databricks_s" "$duckdb_s" <<'PY'
 import sys
-rows, snowflake, bigquery, duckdb = int(sys.argv[1]), *map(float, sys.argv[2:5])
+rows, snowflake, bigquery, databricks, duckdb = int(sys.argv[1]), *map(float, sys.argv[2:6])
 peer = rows / duckdb
-for name, seconds in (("Snowflake emulator", snowflake), ("BigQuery emulator ", bigquery)):
+for name, seconds in (("Snowflake emulator ", snowflake), ("BigQuery emulator  ", bigquery),
+                      ("Databricks emulator", databricks)):
     rate = rows / seconds
     print(f"skipprd Sample -> {name}: {seconds:6.2f} s {rate:10,.0f} rows/s  ({100 * rate / peer:5.1f} % of DuckDB's)")
 print(f"skipprd Sample -> DuckDB (their engine): {duckdb:6.2f} s {peer:10,.0f} rows/s")
