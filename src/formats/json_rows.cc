@@ -180,4 +180,72 @@ std::string row_to_json(const Batch& batch, size_t row) {
   return out;
 }
 
+namespace {
+void append_text_value(const Column& column, size_t row, std::string& out) {
+  if (!column.is_valid(row)) {
+    out += "null";
+    return;
+  }
+  switch (column.type) {
+    case Type::kBool:
+      out += column.int_at(row) ? "\"true\"" : "\"false\"";
+      return;
+    case Type::kInt64:
+      out += fmt::format("\"{}\"", column.int_at(row));
+      return;
+    case Type::kDouble: {
+      const double v = column.double_at(row);
+      if (!std::isfinite(v)) {
+        out += "null";
+      } else {
+        out += fmt::format("\"{}\"", v);
+      }
+      return;
+    }
+    case Type::kTimestamp:
+      // With its zone ("...Z"), so a TIMESTAMP column gets the instant whatever the session's time zone.
+      out += '"' + format_iso8601_micros(column.int_at(row)) + '"';
+      return;
+    case Type::kDate:
+      out += '"' + format_date(column.int_at(row)) + '"';
+      return;
+    case Type::kBinary:
+      out += '"' + base64_encode(column.string_at(row)) + '"';
+      return;
+    case Type::kString:
+    case Type::kJson:
+      append_json_string(column.string_at(row), out);
+      return;
+  }
+}
+
+}  // namespace
+
+std::string text_valued_json_lines(const Batch& batch, std::string_view row_number_field) {
+  std::vector<std::string> keys;
+  for (const Field& field : batch.schema.fields) {
+    std::string key;
+    append_json_string(field.name, key);
+    keys.push_back(key + ":");
+  }
+  std::string row_number_key;
+  if (!row_number_field.empty()) {
+    append_json_string(row_number_field, row_number_key);
+    row_number_key = "," + row_number_key + ":";
+  }
+  std::string out;
+  out.reserve(batch.byte_size() * 2 + batch.rows * 16);
+  for (size_t r = 0; r < batch.rows; ++r) {
+    out += '{';
+    for (size_t f = 0; f < batch.columns.size(); ++f) {
+      if (f) out += ',';
+      out += keys[f];
+      append_text_value(batch.columns[f], r, out);
+    }
+    if (!row_number_key.empty()) out += fmt::format("{}\"{}\"", row_number_key, r);
+    out += "}\n";
+  }
+  return out;
+}
+
 }  // namespace skippr

@@ -14,6 +14,12 @@ namespace skippr {
 void append_row_json(const Batch& batch, size_t row, std::string& out);
 std::string row_to_json(const Batch& batch, size_t row);
 
+// The batch as JSON lines in which every value is a JSON string (or null): numbers and booleans as their text,
+// timestamps as above, binary as base64, json columns as their JSON text. For warehouses that load a file and convert
+// each value to its column's type themselves (Databricks, Snowflake stages), so no type is guessed from the file.
+// A non-empty `row_number_field` adds each row's index in the batch under that name.
+std::string text_valued_json_lines(const Batch& batch, std::string_view row_number_field = {});
+
 // Pieces the File sink and tests reuse.
 void append_json_string(std::string_view text, std::string& out);  // quoted, escaped; invalid UTF-8 becomes U+FFFD
 std::string base64_encode(std::string_view bytes);

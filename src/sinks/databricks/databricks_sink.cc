@@ -93,8 +93,6 @@ class DatabricksSink final : public PerBatchSink {
   // never got one (they were never loaded).
   Status finish_pending();
   Result<WriteOutcome> land(const BatchToLand& item) override;
-  // The batch's rows as JSON lines, every value a string; with `row_numbers`, each row's index as kRowNumberColumn.
-  std::string rows_file(const Batch& rows, bool row_numbers) const;
   // The SELECT list that reads `fields` from a batch's file into the target's column types.
   std::string converted_columns(const Schema& schema, bool keep_change_fields, bool row_numbers) const;
 
@@ -252,28 +250,6 @@ Status DatabricksSink::prepare_table(const Batch& batch) {
   return missing->empty() ? ok() : describe();
 }
 
-std::string DatabricksSink::rows_file(const Batch& rows, bool row_numbers) const {
-  std::vector<std::string> keys;
-  for (const Field& field : rows.schema.fields) {
-    std::string key;
-    append_json_string(field.name, key);
-    keys.push_back(key + ":");
-  }
-  std::string out;
-  out.reserve(rows.byte_size() * 2 + rows.rows * 16);
-  for (size_t r = 0; r < rows.rows; ++r) {
-    out += '{';
-    for (size_t f = 0; f < rows.columns.size(); ++f) {
-      if (f) out += ',';
-      out += keys[f];
-      dbx_append_json_value(rows.columns[f], r, out);
-    }
-    if (row_numbers) out += fmt::format(",\"{}\":\"{}\"", kRowNumberColumn, r);
-    out += "}\n";
-  }
-  return out;
-}
-
 std::string DatabricksSink::converted_columns(const Schema& schema, bool keep_change_fields, bool row_numbers) const {
   const ColumnRules rules = dbx_column_rules();
   std::vector<std::string> select;
@@ -329,7 +305,7 @@ Result<WriteOutcome> DatabricksSink::land(const BatchToLand& item) {
   };
   if (rows.rows > 0) {
     const std::string rows_name = stem + std::string(kRowsSuffix);
-    SKIPPR_TRY(put(kRowsSuffix, rows_file(rows, merging())));
+    SKIPPR_TRY(put(kRowsSuffix, text_valued_json_lines(rows, merging() ? kRowNumberColumn : std::string_view())));
     if (merging()) {
       const std::string stage =
           fmt::format("(SELECT {} FROM read_files({}, format => 'json', primitivesAsString => true))",

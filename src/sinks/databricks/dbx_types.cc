@@ -8,8 +8,6 @@
 #include <optional>
 
 #include "clients/databricks/databricks_client.h"
-#include "core/time_util.h"
-#include "formats/json_rows.h"
 
 namespace skippr {
 namespace {
@@ -109,44 +107,6 @@ std::string dbx_convert(std::string_view value, std::string_view column_type) {
   if (one_of(column_type, {"BINARY"})) return fmt::format("unbase64({})", value);
   if (one_of(column_type, {"VARIANT"})) return fmt::format("parse_json({})", value);
   return fmt::format("CAST({} AS {})", value, upper(column_type));
-}
-
-void dbx_append_json_value(const Column& column, size_t row, std::string& out) {
-  if (!column.is_valid(row)) {
-    out += "null";
-    return;
-  }
-  switch (column.type) {
-    case Type::kBool:
-      out += column.int_at(row) ? "\"true\"" : "\"false\"";
-      return;
-    case Type::kInt64:
-      out += fmt::format("\"{}\"", column.int_at(row));
-      return;
-    case Type::kDouble: {
-      const double v = column.double_at(row);
-      if (!std::isfinite(v)) {
-        out += "null";
-      } else {
-        out += fmt::format("\"{}\"", v);
-      }
-      return;
-    }
-    case Type::kTimestamp:
-      // With its zone ("...Z"), so a TIMESTAMP column gets the instant whatever the session's time zone.
-      out += '"' + format_iso8601_micros(column.int_at(row)) + '"';
-      return;
-    case Type::kDate:
-      out += '"' + format_date(column.int_at(row)) + '"';
-      return;
-    case Type::kBinary:
-      out += '"' + base64_encode(column.string_at(row)) + '"';
-      return;
-    case Type::kString:
-    case Type::kJson:
-      append_json_string(column.string_at(row), out);
-      return;
-  }
 }
 
 }  // namespace skippr

@@ -1,7 +1,7 @@
 // How a batch's types land in Databricks (Delta tables through COPY INTO and MERGE): the type of a new column,
-// which existing column types take a field, how a value is written into the JSON file a batch travels in (every
-// value a JSON string, read back with primitivesAsString, so no type is guessed from a file), and the SQL that turns
-// that text into the column's type.
+// which existing column types take a field, and the SQL that turns the text a value travels as in the batch's file
+// (every value a JSON string, read back with primitivesAsString, so no type is guessed from a file) into the column's
+// type.
 #pragma once
 
 #include <string>
@@ -17,9 +17,8 @@ std::string dbx_new_column_type(Type type);
 // The name rule (Databricks matches column names ignoring case), the types a column of each kind takes (as
 // information_schema.columns.full_data_type spells them, any case), the narrower integer and decimal ranges.
 ColumnRules dbx_column_rules();
-// The SQL that turns the text `value` (a column read from the batch's file) into a value of `column_type`.
+// The SQL that turns the text `value` (a column read from the batch's file, formats/json_rows.h's
+// text_valued_json_lines) into a value of `column_type`.
 std::string dbx_convert(std::string_view value, std::string_view column_type);
-// Row `row` of `column` as the JSON value the file carries: a JSON string, or null.
-void dbx_append_json_value(const Column& column, size_t row, std::string& out);
 
 }  // namespace skippr
