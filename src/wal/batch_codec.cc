@@ -180,7 +180,13 @@ Result<std::string> encode_batch_blocks(const Batch& batch, int zstd_level) {
 Result<Batch> decode_batch_blocks(std::string_view encoded) {
   ByteReader r(encoded);
   auto raw_size = r.u64();
-  if (!raw_size || *raw_size > encoded.size() * 2048) return malformed("bad serialized size");  // zstd's max ratio
+  // A block holds at most kBlockBytes and takes at least its header and one byte, so this bounds what a damaged size
+  // could make us allocate. (Not a compression ratio: zstd turns a block of one repeated byte into a few bytes, and
+  // such a batch — one long value of a repeated character — must still read back.)
+  constexpr size_t kSmallestBlock = 9 + 1;
+  if (!raw_size || *raw_size > (encoded.size() / kSmallestBlock + 1) * kBlockBytes) {
+    return malformed("bad serialized size");
+  }
   std::string raw;
   size_t filled = 0;
   bool ok = true;
@@ -190,7 +196,8 @@ Result<Batch> decode_batch_blocks(std::string_view encoded) {
       auto raw_bytes = r.u32();
       auto stored_bytes = r.u32();
       std::optional<std::string_view> stored;
-      ok = codec && raw_bytes && stored_bytes && (stored = r.bytes(*stored_bytes)) && *raw_bytes <= size - filled;
+      ok = codec && raw_bytes && stored_bytes && (stored = r.bytes(*stored_bytes)) && *raw_bytes <= size - filled &&
+           *raw_bytes <= kBlockBytes;
       if (!ok) break;
       if (*codec == static_cast<uint8_t>(BlockCodec::kRaw)) {
         ok = *stored_bytes == *raw_bytes;

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <stdexcept>
 
 #include "support/emulator_common.h"
@@ -81,6 +82,64 @@ struct SnowflakeEmulator::Impl {
   std::vector<SnowflakeRequestSeen> seen;
   std::atomic<bool> async{false};
   int next_handle = 1;
+  std::map<std::string, std::function<std::optional<std::string>(const std::string&)>> stages;  // upper-case names
+  std::set<std::string> loaded;  // TABLE|stage/path/file COPY INTO has loaded (committed)
+  std::vector<std::pair<std::string, std::string>> loads;
+  int skipped = 0;
+  TempDir staged_files;
+
+  // COPY INTO from a registered stage; `new_loads` collects what this request loaded (kept once it commits).
+  EmulatorDb::Outcome copy_into(const std::string& sql, std::set<std::string>& new_loads) {
+    static const std::regex kCopy(
+        R"(^\s*COPY\s+INTO\s+(.+?)\s*\(([^)]*)\)\s+FROM\s+\(SELECT\s+(.*)\s+FROM\s+@([^/\s]+)/([^\s)]*)\)\s+FILES\s*=\s*\((.*?)\)\s+FILE_FORMAT\s*=\s*\(\s*TYPE\s*=\s*JSON\s*\)\s*(FORCE\s*=\s*TRUE)?\s*$)",
+        std::regex::icase);
+    std::smatch m;
+    if (!std::regex_match(sql, m, kCopy)) {
+      return {false,
+              "the emulator takes COPY INTO t (cols) FROM (SELECT ... FROM @stage/path/) FILES = (...) "
+              "FILE_FORMAT = (TYPE = JSON) [FORCE = TRUE]",
+              {},
+              {}};
+    }
+    const std::string table = m[1], columns = m[2], stage = upper(m[4]), path = m[5];
+    const bool force = m[7].matched;
+    auto found = stages.find(stage);
+    if (found == stages.end()) {
+      return {
+          false, fmt::format("SQL compilation error:\nStage '{}' does not exist or not authorized.", stage), {}, {}};
+    }
+    // $1:"field"::VARCHAR -> the field's text in the row's JSON object.
+    static const std::regex kField(R"re(\$1:"((?:[^"]|"")*)")re");
+    const std::string select =
+        to_duckdb_sql(std::regex_replace(std::string(m[3]), kField, "json_extract_string(j, '$.\"$1\"')"));
+    const std::string target = to_duckdb_sql(table);
+    const std::string names = m[6];
+    static const std::regex kName(R"('([^']*)')");
+    int64_t inserted = 0;
+    for (auto it = std::sregex_iterator(names.begin(), names.end(), kName); it != std::sregex_iterator(); ++it) {
+      const std::string file = stage + "/" + path + (*it)[1].str();
+      const std::string key = upper(target) + "|" + file;
+      if (!force && (loaded.contains(key) || new_loads.contains(key))) {
+        ++skipped;  // in the table's load history: COPY INTO skips it
+        continue;
+      }
+      auto bytes = found->second(path + (*it)[1].str());
+      if (!bytes) return {false, fmt::format("Remote file '{}' was not found.", file), {}, {}};
+      const auto local = staged_files / fmt::format("{}.json", loads.size() + new_loads.size());
+      write_text(local, *bytes);
+      auto done = run(fmt::format("INSERT INTO {} ({}) SELECT {} FROM (SELECT json AS j FROM read_ndjson_objects({}))",
+                                  target, to_duckdb_sql(columns), select, duckdb_quoted(local.string(), '\'')));
+      std::filesystem::remove(local);
+      if (!done.ok) return done;
+      inserted += done.rows.empty() ? 0 : std::stoll(done.rows[0][0].get<std::string>());
+      new_loads.insert(key);
+      loads.emplace_back(file, target);
+    }
+    EmulatorDb::Outcome out;
+    out.names = {"file", "status", "rows_loaded"};
+    out.rows = {{names, "LOADED", std::to_string(inserted)}};
+    return out;
+  }
 
   using Outcome = EmulatorDb::Outcome;
   Outcome run(const std::string& sql) { return db.run(sql); }
@@ -142,10 +201,10 @@ struct SnowflakeEmulator::Impl {
     Outcome last;
     std::vector<std::string> handles;
     bool in_transaction = false;
+    std::set<std::string> new_loads;
     for (const auto& statement : statements) {
-      const std::string translated = to_duckdb_sql(statement);
       const std::string word = upper(statement.substr(statement.find_first_not_of(" \n\t"), 6));
-      last = run(translated);
+      last = word.starts_with("COPY") ? copy_into(statement, new_loads) : run(to_duckdb_sql(statement));
       if (!last.ok) {
         if (in_transaction) run("ROLLBACK");
         return {422, error_body("002003", "SQL compilation error:\n" + last.error, h)};
@@ -154,7 +213,11 @@ struct SnowflakeEmulator::Impl {
       if (word.starts_with("COMMIT")) in_transaction = false;
       handles.push_back(handle());
     }
-    if (in_transaction) run("ROLLBACK");  // a request that leaves its transaction open: Snowflake rolls it back
+    if (in_transaction) {
+      run("ROLLBACK");  // a request that leaves its transaction open: Snowflake rolls it back
+    } else {
+      loaded.insert(new_loads.begin(), new_loads.end());
+    }
     nlohmann::json answer = {{"code", "090001"},
                              {"sqlState", "00000"},
                              {"statementHandle", h},
@@ -251,7 +314,7 @@ SnowflakeEmulator::SnowflakeEmulator(SnowflakeEmulatorOptions options) : impl_(s
     must(fmt::format("CREATE SCHEMA \"{}\".\"PUBLIC\"", database));
   }
   must("CREATE TEMP MACRO parse_json(x) AS CAST(x AS JSON)");
-  must("CREATE TEMP MACRO to_binary(x, f) AS unhex(x)");
+  must("CREATE TEMP MACRO to_binary(x, f) AS CASE WHEN upper(f) = 'BASE64' THEN from_base64(x) ELSE unhex(x) END");
   // information_schema.columns with Snowflake's names for the types (data_type as Snowflake reports it).
   must(R"(CREATE TEMP VIEW sf_information_schema_columns AS SELECT table_catalog, table_schema, table_name,
     column_name, ordinal_position, CASE WHEN data_type LIKE 'DECIMAL%' OR data_type IN ('BIGINT', 'INTEGER')
@@ -274,6 +337,22 @@ SnowflakeEmulator::~SnowflakeEmulator() {
 }
 
 void SnowflakeEmulator::answer_async(bool on) { impl_->async = on; }
+
+void SnowflakeEmulator::add_stage(const std::string& name,
+                                  std::function<std::optional<std::string>(const std::string&)> fetch) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->stages[upper(name)] = std::move(fetch);
+}
+
+std::vector<std::pair<std::string, std::string>> SnowflakeEmulator::loads() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->loads;
+}
+
+int SnowflakeEmulator::skipped_loads() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->skipped;
+}
 
 std::vector<std::vector<std::string>> SnowflakeEmulator::query(const std::string& duckdb_sql) {
   return impl_->db.text_rows(duckdb_sql);

@@ -5,14 +5,20 @@
 // (RS256 signature against the user's registered public key, iss = ACCOUNT.USER.SHA256:<fingerprint>, sub, exp);
 // 200 ResultSet / 202 QueryStatus / 422 QueryFailureStatus / 401 bodies with Snowflake's codes; a requestId resent
 // with retry=true answered from its first execution, not run again; statements answered with 202 when asked to.
-// What it does not: result partitions, bind variables, stages, roles and grants, Snowflake's locking. Snowflake SQL
+// COPY INTO <table> (<columns>) FROM (SELECT <$1:"field" expressions> FROM @<stage>/<path>/) FILES = (...)
+// FILE_FORMAT = (TYPE = JSON) [FORCE = TRUE] from a stage the test registers: each file loaded into a table once
+// (Snowflake's load history), skipped the second time unless FORCE, the history kept only when the request's
+// transaction commits. What it does not: result partitions, bind variables, internal stages and PUT, other file
+// formats and COPY options, roles and grants, Snowflake's locking. Snowflake SQL
 // becomes DuckDB SQL in one place (to_duckdb_sql, with its list of rewrites). Dropped responses come from
 // tests/support/fault_proxy in front of it.
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,6 +59,12 @@ class SnowflakeEmulator {
   std::vector<SnowflakeRequestSeen> requests() const;
   // From now on every statement is answered 202 (still running) and its result fetched by handle.
   void answer_async(bool on);
+  // An external stage `name` (as statements write it after the @) whose files `fetch` reads: the path under the
+  // stage's URL -> the file's bytes, nullopt when there is none.
+  void add_stage(const std::string& name, std::function<std::optional<std::string>(const std::string&)> fetch);
+  // (file, table) pairs COPY INTO loaded, in order (FORCE loads included), and the files it skipped as loaded before.
+  std::vector<std::pair<std::string, std::string>> loads() const;
+  int skipped_loads() const;
 
   struct Impl;
 

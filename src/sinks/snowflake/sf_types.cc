@@ -77,9 +77,9 @@ bool sf_column_accepts(std::string_view column_type, Type type) {
   return false;
 }
 
-std::string sf_convert(std::string_view value, std::string_view column_type) {
+std::string sf_convert(std::string_view value, std::string_view column_type, std::string_view binary_format) {
   if (one_of(column_type, {"VARIANT", "OBJECT", "ARRAY"})) return fmt::format("PARSE_JSON({})", value);
-  if (one_of(column_type, {"BINARY", "VARBINARY"})) return fmt::format("TO_BINARY({}, 'HEX')", value);
+  if (one_of(column_type, {"BINARY", "VARBINARY"})) return fmt::format("TO_BINARY({}, '{}')", value, binary_format);
   if (one_of(column_type, {"TEXT", "VARCHAR", "STRING"})) return std::string(value);
   return fmt::format("CAST({} AS {})", value, base_type(column_type) == "NUMBER" ? "NUMBER(38,0)" : column_type);
 }

@@ -3,9 +3,15 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <spdlog/spdlog.h>
+
 #include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "clients/aws/aws_params.h"
+#include "clients/aws/s3_client.h"
 #include "clients/snowflake/snowflake_client.h"
 #include "core/failpoint.h"
 #include "formats/json_rows.h"
@@ -13,6 +19,7 @@
 #include "sinks/change_fields.h"
 #include "sinks/conform_batch.h"
 #include "sinks/merge_sql.h"
+#include "sinks/object_sink.h"
 #include "sinks/per_batch_sink.h"
 #include "sinks/schema_evolution.h"
 #include "sinks/snowflake/sf_types.h"
@@ -26,6 +33,27 @@ constexpr size_t kStatementBytes = 900 * 1024;
 constexpr std::string_view kStageTable = "_skippr_stage";
 constexpr std::string_view kTokenType = "NUMBER(38,0)";
 
+// An external stage on S3 the user made (CREATE STAGE ... URL = 's3://bucket/prefix/'): batches from
+// `threshold_bytes` up, and any batch with a row too large for a statement, are uploaded there and loaded by COPY INTO.
+struct SnowflakeStage {
+  std::string name;            // as written in `stage`, after the @
+  std::string bucket, prefix;  // where its URL points ("" or ending in '/')
+  std::unique_ptr<S3Client> s3;
+  size_t threshold_bytes = 0;
+};
+
+// A row whose literals come near Snowflake's statement limit cannot travel in a VALUES list.
+bool has_oversized_row(const Batch& batch) {
+  for (size_t r = 0; r < batch.rows; ++r) {
+    size_t bytes = 0;
+    for (const auto& column : batch.columns) {
+      bytes += is_variable_length(column.type) && column.is_valid(r) ? column.string_at(r).size() * 2 + 8 : 24;
+    }
+    if (bytes > kStatementBytes) return true;
+  }
+  return false;
+}
+
 ColumnRules sf_column_rules() {
   return {[](std::string_view a, std::string_view b) { return a == b; }, sf_column_accepts, sf_quote_identifier};
 }
@@ -33,13 +61,14 @@ ColumnRules sf_column_rules() {
 class SnowflakeSink final : public PerBatchSink {
  public:
   SnowflakeSink(SnowflakeClient client, std::string database, std::string schema, std::string table,
-                std::string pipeline, std::vector<std::string> merge_key)
+                std::string pipeline, std::vector<std::string> merge_key, std::optional<SnowflakeStage> stage)
       : client_(std::move(client)),
         database_(std::move(database)),
         schema_(std::move(schema)),
         table_(std::move(table)),
         pipeline_(std::move(pipeline)),
-        merge_key_(std::move(merge_key)) {}
+        merge_key_(std::move(merge_key)),
+        stage_(std::move(stage)) {}
 
   Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
   bool keeps_ledger() const override { return true; }
@@ -68,9 +97,30 @@ class SnowflakeSink final : public PerBatchSink {
   std::vector<std::string> insert_statements(const Batch& rows, const std::string& into,
                                              const std::vector<TableColumn>& columns, const std::string& condition,
                                              bool row_numbers) const;
+  // The staging table's columns: the batch's fields in the target's types (the change fields as text), then the row
+  // numbers.
+  std::vector<TableColumn> merge_stage_columns(const Batch& rows) const {
+    std::vector<TableColumn> stage;
+    for (const Field& field : rows.schema.fields) {
+      const TableColumn* column =
+          is_change_field(field.name) ? nullptr : find_column(columns_, field.name, sf_column_rules());
+      stage.push_back({field.name, column ? column->type : "VARCHAR"});
+    }
+    stage.push_back({std::string(kRowNumberColumn), std::string(kTokenType)});
+    return stage;
+  }
   // The statements that land a merge_by_key batch: staging (before the transaction) and the MERGE (inside it).
   void merge_statements(const Batch& rows, const BatchId& id, std::vector<std::string>& before,
                         std::vector<std::string>& inside) const;
+  // Uploads the batch's rows to the stage as `<table>/<lineage>-<epoch>-<seq>.json` (once: an object there already
+  // is the same batch's) and returns the COPY INTO that loads that file into `into` (columns `columns`, each value
+  // converted to its column's type; with `row_numbers`, the last column gets each row's index).
+  Result<std::string> stage_batch(const Batch& rows, const BatchId& id, const std::string& into,
+                                  const std::vector<TableColumn>& columns, bool row_numbers);
+  std::string stage_key(const BatchId& id) const {
+    return fmt::format("{}{}/{}-{}-{}.json", stage_->prefix, table_, id.lineage.empty() ? "none" : id.lineage, id.epoch,
+                       id.seq);
+  }
 
   SnowflakeClient client_;
   std::string database_, schema_, table_, pipeline_;
@@ -78,6 +128,8 @@ class SnowflakeSink final : public PerBatchSink {
   bool opened_ = false;
   std::vector<TableColumn> columns_;  // the target's, as last described (empty: not there yet)
   bool rejects_ready_ = false;
+  std::optional<SnowflakeStage> stage_;
+  bool staged_ = false;  // this batch travels through the stage
 };
 
 Status SnowflakeSink::open() {
@@ -184,21 +236,17 @@ std::vector<std::string> SnowflakeSink::insert_statements(const Batch& rows, con
 
 void SnowflakeSink::merge_statements(const Batch& rows, const BatchId& id, std::vector<std::string>& before,
                                      std::vector<std::string>& inside) const {
-  // The stage holds the batch's fields in the target's types (the change fields as text) and the row numbers.
-  std::vector<TableColumn> stage;
-  for (const Field& field : rows.schema.fields) {
-    const TableColumn* column =
-        is_change_field(field.name) ? nullptr : find_column(columns_, field.name, sf_column_rules());
-    stage.push_back({field.name, column ? column->type : "VARCHAR"});
-  }
-  stage.push_back({std::string(kRowNumberColumn), std::string(kTokenType)});
+  const std::vector<TableColumn> stage = merge_stage_columns(rows);
   std::vector<std::string> definitions;
   for (const auto& c : stage) definitions.push_back(fmt::format("{} {}", sf_quote_identifier(c.name), c.type));
   const MergeSql m{target(), tombstones(),      sf_quote_identifier(kStageTable), merge_key_,
                    columns_, sf_column_rules(), std::string(kTokenType)};
   before.push_back(fmt::format("CREATE OR REPLACE TEMPORARY TABLE {} ({})", m.stage, fmt::join(definitions, ", ")));
   before.push_back(tombstones_create_sql(m));
-  for (auto& sql : insert_statements(rows, m.stage, stage, "", /*row_numbers=*/true)) before.push_back(std::move(sql));
+  if (!staged_) {
+    for (auto& sql : insert_statements(rows, m.stage, stage, "", /*row_numbers=*/true))
+      before.push_back(std::move(sql));
+  }
   // Replaying the MERGE changes nothing (every write is conditional on the order token), so it needs no ledger guard.
   for (auto& sql : merge_apply_sql(rows, id, m, has_deletes(rows))) inside.push_back(std::move(sql));
 }
@@ -226,10 +274,28 @@ Result<WriteOutcome> SnowflakeSink::land(const BatchToLand& item) {
     rejects_ready_ = true;
   }
 
+  staged_ = rows.rows > 0 && stage_ && (rows.byte_size() >= stage_->threshold_bytes || has_oversized_row(rows));
+  if (!staged_ && rows.rows > 0 && has_oversized_row(rows)) {
+    return fail(ErrorKind::kConfig, fmt::format("{}: a row of batch {} is too large for a statement (Snowflake takes "
+                                                "1 MB of SQL text); set `stage` and `stage_url` (an external stage "
+                                                "on S3) so large batches travel as files",
+                                                where(), item.id.str()));
+  }
   std::vector<std::string> statements;
   std::vector<std::string> inside;
   if (rows.rows > 0 && merging()) {
     merge_statements(rows, item.id, statements, inside);
+    if (staged_) {
+      // Into the session's new temporary table: FORCE, as its load history means nothing.
+      auto copy = stage_batch(rows, item.id, sf_quote_identifier(kStageTable), merge_stage_columns(rows), true);
+      if (!copy) return std::unexpected(copy.error());
+      statements.push_back(*copy + " FORCE = TRUE");
+    }
+  } else if (staged_) {
+    // COPY INTO loads a file once (Snowflake keeps each table's load history), so it needs no ledger condition.
+    auto copy = stage_batch(rows, item.id, target(), columns_, false);
+    if (!copy) return std::unexpected(copy.error());
+    inside.push_back(std::move(*copy));
   } else if (rows.rows > 0) {
     inside = insert_statements(rows, target(), columns_, not_landed(item.id), /*row_numbers=*/false);
   }
@@ -254,8 +320,36 @@ Result<WriteOutcome> SnowflakeSink::land(const BatchToLand& item) {
                               snowflake_request_id(target() + "|" + item.id.str()), item.maybe_landed);
   if (!done) return std::unexpected(done.error());
   failpoint::hit(failpoint::kSinkAfterCommit);
+  if (staged_) {
+    // Loaded and recorded: a retry finds the ledger row and never loads it again. A file that stays (this delete
+    // failed, or a lost DATA_DIR re-read its batch under a new name) is never loaded: a lifecycle rule may expire it.
+    auto removed = stage_->s3->delete_object(stage_->bucket, stage_key(item.id));
+    if (!removed) spdlog::debug("{}: a staged file stays: {}", where(), removed.error().message);
+  }
   last_rejected_ = rejected.size();
   return WriteOutcome::kApplied;
+}
+
+Result<std::string> SnowflakeSink::stage_batch(const Batch& rows, const BatchId& id, const std::string& into,
+                                               const std::vector<TableColumn>& columns, bool row_numbers) {
+  const std::string body = text_valued_json_lines(rows, row_numbers ? kRowNumberColumn : std::string_view());
+  const std::string key = stage_key(id);
+  auto put = stage_->s3->put_object_if_absent(stage_->bucket, key, body, "application/x-ndjson");
+  if (!put)
+    return fail(put.error().kind, fmt::format("{}: staging batch {}: {}", where(), id.str(), put.error().message));
+  std::string names, converted;
+  const size_t fields = rows.schema.fields.size() + (row_numbers ? 1 : 0);
+  for (size_t f = 0; f < fields; ++f) {
+    const std::string name = f < rows.schema.fields.size() ? rows.schema.fields[f].name : std::string(kRowNumberColumn);
+    const TableColumn* column = find_column(columns, name, sf_column_rules());
+    names += (f ? ", " : "") + sf_quote_identifier(name);
+    // Every value is a JSON string in the file (or null): read as text, converted as a VALUES literal would be.
+    converted += (f ? ", " : "") + sf_convert(fmt::format("$1:{}::VARCHAR", sf_quote_identifier(name)),
+                                              column ? column->type : "VARCHAR", "BASE64");
+  }
+  const std::string file = key.substr(key.rfind('/') + 1);
+  return fmt::format("COPY INTO {} ({}) FROM (SELECT {} FROM @{}/{}/) FILES = ({}) FILE_FORMAT = (TYPE = JSON)", into,
+                     names, converted, stage_->name, table_, sf_quote_literal(file));
 }
 
 Result<std::string> read_key_file(const std::string& path, std::string_view where) {
@@ -266,6 +360,40 @@ Result<std::string> read_key_file(const std::string& path, std::string_view wher
     return fail(ErrorKind::kConfig, fmt::format("{}: cannot read private_key_file {}", where, path));
   }
   return text.str();
+}
+
+// The stage parameters: none, or a stage name with the s3:// URL it points at (and how to reach that bucket).
+Result<std::optional<SnowflakeStage>> read_stage(const nlohmann::json& p, const std::string& where) {
+  std::string name = p.value("stage", std::string());
+  const std::string url = p.value("stage_url", std::string());
+  if (name.empty() && url.empty()) return std::optional<SnowflakeStage>();
+  if (name.empty() || !url.starts_with("s3://") || url.size() <= 5) {
+    return fail(ErrorKind::kConfig, fmt::format("{}: `stage` and `stage_url` (s3://bucket/prefix, where the stage's "
+                                                "URL points) go together",
+                                                where));
+  }
+  if (name.starts_with("@")) name.erase(0, 1);
+  SnowflakeStage stage;
+  stage.name = name;
+  const std::string path = url.substr(5);
+  stage.bucket = path.substr(0, path.find('/'));
+  stage.prefix = path.find('/') == std::string::npos ? "" : path.substr(path.find('/') + 1);
+  if (!stage.prefix.empty() && !stage.prefix.ends_with('/')) stage.prefix += '/';
+  SKIPPR_TRY(check_bucket_name(where, stage.bucket));
+  const int64_t threshold = p.value("stage_threshold_bytes", int64_t{1} << 20);
+  if (threshold < 0) return fail(ErrorKind::kConfig, fmt::format("{}: stage_threshold_bytes must be 0 or more", where));
+  stage.threshold_bytes = static_cast<size_t>(threshold);
+  nlohmann::json aws = nlohmann::json::object();
+  for (const char* key : {"region", "endpoint", "access_key_id", "secret_access_key"}) {
+    const std::string value = p.value(std::string("stage_") + key, std::string());
+    if (!value.empty()) aws[key] = value;
+  }
+  auto options = read_aws_options(aws, where);
+  if (!options) return std::unexpected(options.error());
+  auto service = resolve_aws_service(*options, "s3", where);
+  if (!service) return std::unexpected(service.error());
+  stage.s3 = std::make_unique<S3Client>(std::move(*service));
+  return std::optional(std::move(stage));
 }
 
 }  // namespace
@@ -288,6 +416,16 @@ ConnectorSpec snowflake_sink_spec() {
        "the target table, created from the first batch, name kept as written"},
       {"endpoint", ParamType::kString, false, "", "the API's origin; empty: https://<account>.snowflakecomputing.com"},
       {"timeout_seconds", ParamType::kDouble, false, 60.0, "how long one HTTP request may take"},
+      {"stage", ParamType::kString, false, "",
+       "an external stage on S3 (its name as Snowflake knows it, e.g. ANALYTICS.PUBLIC.SKIPPR_STAGE): large batches "
+       "are uploaded there and loaded by COPY INTO"},
+      {"stage_url", ParamType::kString, false, "", "the s3://bucket/prefix the stage's URL points at"},
+      {"stage_threshold_bytes", ParamType::kInt, false, int64_t{1} << 20,
+       "batches from this size up travel through the stage (so does any batch with a row above ~900 KB)"},
+      {"stage_region", ParamType::kString, false, "", "the bucket's region; default: AWS_REGION, then us-east-1"},
+      {"stage_endpoint", ParamType::kString, false, "", "an S3-compatible endpoint for the uploads"},
+      {"stage_access_key_id", ParamType::kString, false, "", "default: the AWS credential chain; use ${VAR}"},
+      {"stage_secret_access_key", ParamType::kString, false, "", "use ${VAR} to keep it out of the file"},
   };
   spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
     const std::string where = fmt::format("sink '{}'", ctx.name);
@@ -315,12 +453,14 @@ ConnectorSpec snowflake_sink_spec() {
         !config.endpoint.starts_with("https://")) {
       return fail(ErrorKind::kConfig, fmt::format("{}: endpoint must start with https:// (or http://)", where));
     }
+    auto stage = read_stage(ctx.params, where);
+    if (!stage) return std::unexpected(stage.error());
     auto client = SnowflakeClient::make(std::move(config));
     if (!client) return fail(ErrorKind::kConfig, fmt::format("{}: {}", where, client.error().message));
     return std::make_unique<SnowflakeSink>(
         std::move(*client), ctx.params.value("database", std::string()),
         ctx.params.value("schema", std::string("PUBLIC")), ctx.params.value("table", std::string()), ctx.pipeline,
-        ctx.landing == Landing::kMergeByKey ? ctx.primary_key : std::vector<std::string>());
+        ctx.landing == Landing::kMergeByKey ? ctx.primary_key : std::vector<std::string>(), std::move(*stage));
   };
   return spec;
 }
