@@ -27,6 +27,24 @@ std::vector<std::string> prefixed(const std::vector<std::string>& names, std::st
   return out;
 }
 
+// The largest order token of the batch's truncates (check_merge_rows made every token a decimal of digits): the
+// longest, then the greatest, once leading zeros are dropped. "0" when there is none.
+std::string newest_truncate_token(const Batch& batch) {
+  const int op = batch.schema.index_of(kOpField), order = batch.schema.index_of(kOrderField);
+  std::string newest = "0";
+  if (op < 0 || order < 0) return newest;
+  for (size_t row = 0; row < batch.rows; ++row) {
+    if (!batch.columns[op].is_valid(row) || batch.columns[op].string_at(row) != kTruncateOp) continue;
+    const Column& tokens = batch.columns[order];
+    const std::string text =
+        tokens.type == Type::kInt64 ? std::to_string(tokens.int_at(row)) : std::string(tokens.string_at(row));
+    std::string_view token = text;
+    while (token.size() > 1 && token.front() == '0') token.remove_prefix(1);
+    if (token.size() > newest.size() || (token.size() == newest.size() && token > newest)) newest = token;
+  }
+  return newest;
+}
+
 }  // namespace
 
 Status check_merge_rows(const Batch& batch, const std::vector<std::string>& primary_key, const ColumnRules& rules,
@@ -96,8 +114,10 @@ std::vector<std::string> merge_apply_sql(const Batch& batch, const BatchId& id, 
   // A truncate (the CDC source's "every row older than this token is gone": a streamed TRUNCATE, or the end of a
   // snapshot) empties the target of older rows first; rows of the batch older than it are dropped too.
   const bool truncates = has_truncates(batch);
-  const std::string truncate_token = fmt::format("(SELECT max(CAST(z.{0} AS {4})) FROM {1} z WHERE z.{2} = '{3}')",
-                                                 q(kOrderField), stage, q(kOpField), kTruncateOp, m.token_type);
+  const std::string truncate_token =
+      m.truncate_token_as_literal ? fmt::format("CAST('{}' AS {})", newest_truncate_token(batch), m.token_type)
+                                  : fmt::format("(SELECT max(CAST(z.{0} AS {4})) FROM {1} z WHERE z.{2} = '{3}')",
+                                                q(kOrderField), stage, q(kOpField), kTruncateOp, m.token_type);
   const std::string after_truncate = truncates ? fmt::format(" WHERE coalesce(s.{} <> '{}', true) AND {} >= {}",
                                                              q(kOpField), kTruncateOp, token, truncate_token)
                                      : m.qualify_needs_where ? " WHERE TRUE"

@@ -1,4 +1,5 @@
-// merge_by_key as SQL, shared by the sinks whose engine has MERGE, QUALIFY and SELECT * EXCLUDE (DuckDB, Snowflake):
+// merge_by_key as SQL, shared by the sinks whose engine has MERGE, QUALIFY and SELECT * EXCLUDE (DuckDB, Snowflake,
+// BigQuery, Databricks):
 // the statements that move a staged batch into the target. Per key only the batch's newest change counts (the later
 // row on a tie); an upsert never overwrites a row with a newer order token nor resurrects a key whose tombstone is
 // newer; a delete removes an older row and records (or advances) the key's tombstone; a truncate removes every older
@@ -29,6 +30,9 @@ struct MergeSql {
   // GoogleSQL spells SELECT * EXCLUDE as EXCEPT, and takes QUALIFY only after a WHERE.
   std::string exclude_keyword = "EXCLUDE";
   bool qualify_needs_where = false;
+  // A truncate's token written into the statements as a literal, not a subquery of the stage (Databricks' DELETE takes
+  // no subquery nested in its condition).
+  bool truncate_token_as_literal = false;
 };
 
 // kBadInput naming the field and row when a change field or a key value is unusable: _skippr_op not one of

@@ -259,7 +259,10 @@ struct DatabricksEmulator::Impl {
     ++next_id;
     nlohmann::json answer = execute(body, id);
     results[id] = answer.dump();
-    if (pending) answer = {{"statement_id", id}, {"status", {{"state", "PENDING"}}}};
+    // wait_timeout 0s: asynchronous, answered at once with the id (the result comes with a GET).
+    if (pending || body.value("wait_timeout", "10s") == "0s") {
+      answer = {{"statement_id", id}, {"status", {{"state", "PENDING"}}}};
+    }
     res.status = 200;
     res.set_content(answer.dump(), "application/json");
   }

@@ -2,8 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
-#include <nlohmann/json.hpp>
+#include <algorithm>
 #include <thread>
 
 #include "clients/http/http_request.h"
@@ -12,16 +11,21 @@
 namespace skippr {
 namespace {
 
-// A request the service did not take (throttled, briefly unavailable): worth sending again as it is.
-bool retry_later(long status) {
-  return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
-}
+constexpr auto kRetryFor = std::chrono::seconds(120);
 
-// The statement errors that say "not now" rather than "never" (the StatementResponse's error codes).
-bool transient_error_code(std::string_view code) {
+// A request the service did not take (throttled, briefly unavailable): worth sending again as it is.
+bool not_taken(long status) { return status == 429 || status == 503; }
+// An answer that says nothing of whether the request was acted on.
+bool unknown_answer(long status) { return status == 408 || status == 500 || status == 502 || status == 504; }
+
+// The statement errors that say "not now" rather than "never": the StatementResponse's transient error codes, and
+// the SQLSTATEs of a lost race (2D521: Delta's concurrent-modification errors, which its documentation says to
+// retry; class 40: transaction rollback).
+bool transient_error(std::string_view code, std::string_view sql_state) {
+  if (sql_state == "2D521" || sql_state.starts_with("40")) return true;
   for (std::string_view c :
        {"TEMPORARILY_UNAVAILABLE", "SERVICE_UNDER_MAINTENANCE", "WORKSPACE_TEMPORARILY_UNAVAILABLE",
-        "RESOURCE_EXHAUSTED", "ABORTED", "DEADLINE_EXCEEDED", "IO_ERROR", "INTERNAL_ERROR"}) {
+        "RESOURCE_EXHAUSTED", "ABORTED", "CANCELLED", "DEADLINE_EXCEEDED", "IO_ERROR", "INTERNAL_ERROR"}) {
     if (code == c) return true;
   }
   return false;
@@ -30,6 +34,17 @@ bool transient_error_code(std::string_view code) {
 std::string shortened(std::string text) {
   if (text.size() > 400) text = text.substr(0, 400) + "...";
   return text;
+}
+
+std::string state_of(const nlohmann::json& response) {
+  return response.is_object() && response.contains("status") && response["status"].is_object()
+             ? response["status"].value("state", "")
+             : std::string();
+}
+
+bool still_running(const nlohmann::json& response) {
+  const std::string state = state_of(response);
+  return state == "PENDING" || state == "RUNNING";
 }
 
 void append_rows(const nlohmann::json& result, DatabricksRows& rows) {
@@ -86,9 +101,8 @@ Status DatabricksClient::refused(const Reply& reply, std::string_view doing) con
 
 Result<DatabricksClient::Reply> DatabricksClient::send(const std::string& method, const std::string& path_and_query,
                                                        std::string_view body, const char* content_type,
-                                                       std::string_view doing) {
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(config_.statement_timeout_seconds);
+                                                       std::string_view doing, bool repeatable) {
+  const auto deadline = std::chrono::steady_clock::now() + kRetryFor;
   double backoff = 0.2;
   while (true) {
     HttpRequest request;
@@ -102,94 +116,134 @@ Result<DatabricksClient::Reply> DatabricksClient::send(const std::string& method
     auto response = http_send(request);
     // No answer: the engine's retry (after its own backoff) sends the same request again, which every request of
     // this client allows (see the header); kUnknownOutcome tells it an earlier attempt may have landed.
-    if (!response)
+    if (!response) {
       return fail(response.error().kind, fmt::format("{}: {}: {}", where_, doing, response.error().message));
-    if (!retry_later(response->status)) return Reply{response->status, std::move(response->body)};
+    }
+    const bool again = not_taken(response->status) || (repeatable && unknown_answer(response->status));
+    if (!again && unknown_answer(response->status)) {
+      return fail(ErrorKind::kUnknownOutcome, fmt::format("{}: {} was answered HTTP {}; it may have been acted on",
+                                                          where_, doing, response->status));
+    }
+    if (!again) return Reply{response->status, std::move(response->body)};
     if (std::chrono::steady_clock::now() > deadline) {
       return fail(ErrorKind::kUnavailable,
-                  fmt::format("{}: {} was answered HTTP {} until the deadline", where_, doing, response->status));
+                  fmt::format("{}: {} was answered HTTP {} for two minutes", where_, doing, response->status));
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
     backoff = std::min(backoff * 2, 5.0);
   }
 }
 
-Result<DatabricksRows> DatabricksClient::execute(std::string_view sql) {
-  nlohmann::json body = {{"statement", sql},       {"warehouse_id", config_.warehouse_id},
-                         {"wait_timeout", "50s"},  {"on_wait_timeout", "CONTINUE"},
-                         {"format", "JSON_ARRAY"}, {"disposition", "INLINE"}};
+Result<DatabricksRows> DatabricksClient::execute(std::string_view sql, bool write) {
+  // A read waits for its answer (up to 10 s, the API's default, inside the HTTP timeout); a write only for its id.
+  const int wait = write ? 0 : std::clamp(static_cast<int>(config_.request_timeout_seconds) - 10, 0, 10);
+  nlohmann::json body = {{"statement", sql},
+                         {"warehouse_id", config_.warehouse_id},
+                         {"wait_timeout", wait < 5 ? std::string("0s") : fmt::format("{}s", wait)},
+                         {"on_wait_timeout", "CONTINUE"},
+                         {"format", "JSON_ARRAY"},
+                         {"disposition", "INLINE"}};
   if (!config_.catalog.empty()) body["catalog"] = config_.catalog;
   if (!config_.schema.empty()) body["schema"] = config_.schema;
   const std::string text = body.dump();
-  auto reply = send("POST", "/api/2.0/sql/statements", text, "application/json", "a statement");
+  auto reply = send("POST", "/api/2.0/sql/statements", text, "application/json", "a statement", !write);
   if (!reply) return std::unexpected(reply.error());
   if (reply->status != 200) return std::unexpected(refused(*reply, "a statement").error());
-  return finish("", std::move(reply->body));
-}
-
-Result<DatabricksRows> DatabricksClient::finish(const std::string& known_id, std::string body) {
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::duration<double>(config_.statement_timeout_seconds);
-  double pause = 0.05;
-  while (true) {
-    const auto json = nlohmann::json::parse(body, nullptr, false);
-    const std::string id = json.is_object() ? json.value("statement_id", known_id) : known_id;
-    const auto& status = json.is_object() && json.contains("status") ? json["status"] : nlohmann::json::object();
-    const std::string state = status.value("state", "");
-    if (state == "SUCCEEDED") {
-      DatabricksRows rows;
-      nlohmann::json result = json.contains("result") ? json["result"] : nlohmann::json::object();
-      while (true) {
-        append_rows(result, rows);
-        const std::string next = result.is_object() ? result.value("next_chunk_internal_link", "") : "";
-        if (next.empty()) return rows;
-        auto chunk = send("GET", next, "", nullptr, "a result chunk");
-        if (!chunk) return std::unexpected(chunk.error());
-        if (chunk->status != 200) return std::unexpected(refused(*chunk, "a result chunk").error());
-        result = nlohmann::json::parse(chunk->body, nullptr, false);
-      }
-    }
-    if (state == "FAILED" || state == "CANCELED" || state == "CLOSED") {
-      const auto& error = status.contains("error") ? status["error"] : nlohmann::json::object();
-      const std::string code = error.value("error_code", "");
-      const std::string message = shortened(error.value("message", ""));
-      if (state != "FAILED" || transient_error_code(code)) {
-        return fail(ErrorKind::kUnavailable, fmt::format("{}: statement {} ended {} ({} {}); it is sent again", where_,
-                                                         id, state, code, message));
-      }
-      // A statement that fails as written (a SQL error, a missing catalog, schema or table) fails the same way every
-      // time: a setup mistake, not something a retry mends.
-      return fail(ErrorKind::kConfig, fmt::format("{}: statement failed: {} {}", where_, code, message));
-    }
+  auto response = nlohmann::json::parse(reply->body, nullptr, false);
+  const std::string id = response.is_object() ? response.value("statement_id", "") : "";
+  if (still_running(response)) {
     if (id.empty()) {
       return fail(ErrorKind::kUnknownOutcome,
-                  fmt::format("{}: a statement was answered without an id or a final state; it is sent again", where_));
+                  fmt::format("{}: a statement was accepted without an id to follow; it is sent again", where_));
     }
-    if (std::chrono::steady_clock::now() > deadline) {
-      // Asked to stop, so the statement sent again does not run beside it; its end is unknown all the same.
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                               std::chrono::duration<double>(config_.statement_timeout_seconds));
+    auto done = poll(id, deadline);
+    if (!done) return std::unexpected(done.error());
+    response = nlohmann::json::parse(*done, nullptr, false);
+    if (still_running(response)) {
+      // Asked to stop, then followed to its end, so it cannot run beside the copy sent next.
       send("POST", "/api/2.0/sql/statements/" + id + "/cancel", "{}", "application/json", "a cancel");
-      return fail(ErrorKind::kUnknownOutcome,
-                  fmt::format("{}: statement {} was still running after {} s; it was canceled and is sent again",
-                              where_, id, config_.statement_timeout_seconds));
+      auto ended = poll(id, std::chrono::steady_clock::now() + kRetryFor);
+      if (!ended) return std::unexpected(ended.error());
+      response = nlohmann::json::parse(*ended, nullptr, false);
+      if (still_running(response)) {
+        return fail(ErrorKind::kUnknownOutcome,
+                    fmt::format("{}: statement {} was still running after {} s and did not stop when canceled", where_,
+                                id, config_.statement_timeout_seconds));
+      }
     }
+  }
+  return finish(id, response);
+}
+
+Result<std::string> DatabricksClient::poll(const std::string& id, std::chrono::steady_clock::time_point deadline) {
+  double pause = 0.05;
+  std::string body;
+  while (true) {
     std::this_thread::sleep_for(std::chrono::duration<double>(pause));
     pause = std::min(pause * 2, 2.0);
     auto polled = send("GET", "/api/2.0/sql/statements/" + id, "", nullptr, "a statement's status");
-    if (!polled) continue;  // a status read changes nothing: ask again
-    if (polled->status == 404) {
+    if (polled && polled->status == 404) {
       return fail(ErrorKind::kUnknownOutcome,
                   fmt::format("{}: statement {} is no longer known; it is sent again", where_, id));
     }
-    if (polled->status != 200) return std::unexpected(refused(*polled, "a statement's status").error());
-    body = std::move(polled->body);
+    if (polled && polled->status != 200) return std::unexpected(refused(*polled, "a statement's status").error());
+    if (polled) {
+      body = std::move(polled->body);
+      if (!still_running(nlohmann::json::parse(body, nullptr, false))) return body;
+    }
+    // A status read changes nothing: one that got no answer is asked again.
+    if (std::chrono::steady_clock::now() > deadline) {
+      if (body.empty()) {
+        return fail(ErrorKind::kUnknownOutcome,
+                    fmt::format("{}: the status of statement {} could not be read", where_, id));
+      }
+      return body;
+    }
   }
 }
 
-Result<UploadOutcome> DatabricksClient::upload(const std::string& path, std::string_view bytes) {
-  auto reply = send("PUT", "/api/2.0/fs/files" + files_api_path(path) + "?overwrite=false", bytes,
-                    "application/octet-stream", "an upload to " + path);
+Result<DatabricksRows> DatabricksClient::finish(const std::string& id, const nlohmann::json& response) {
+  const std::string state = state_of(response);
+  if (state == "SUCCEEDED") {
+    DatabricksRows rows;
+    nlohmann::json result = response.contains("result") ? response["result"] : nlohmann::json::object();
+    while (true) {
+      append_rows(result, rows);
+      const std::string next = result.is_object() ? result.value("next_chunk_internal_link", "") : "";
+      if (next.empty()) return rows;
+      auto chunk = send("GET", next, "", nullptr, "a result chunk");
+      if (!chunk) return std::unexpected(chunk.error());
+      if (chunk->status != 200) return std::unexpected(refused(*chunk, "a result chunk").error());
+      result = nlohmann::json::parse(chunk->body, nullptr, false);
+    }
+  }
+  const auto status = response.is_object() && response.contains("status") ? response["status"] : nlohmann::json();
+  const auto error = status.is_object() && status.contains("error") ? status["error"] : nlohmann::json::object();
+  const std::string code = error.value("error_code", "");
+  const std::string sql_state = status.is_object() ? status.value("sql_state", "") : "";
+  const std::string message = shortened(error.value("message", ""));
+  if (state == "FAILED" && !transient_error(code, sql_state)) {
+    // A statement that fails as written (a SQL error, a missing catalog, schema or table) fails the same way every
+    // time: a setup mistake, not something a retry mends.
+    return fail(ErrorKind::kConfig, fmt::format("{}: statement failed: {} {}", where_, code, message));
+  }
+  if (state == "FAILED" || state == "CANCELED" || state == "CLOSED") {
+    return fail(ErrorKind::kUnavailable, fmt::format("{}: statement {} ended {} ({} {} {}); it is sent again", where_,
+                                                     id, state, code, sql_state, message));
+  }
+  return fail(ErrorKind::kUnknownOutcome,
+              fmt::format("{}: statement {} was answered in state '{}'; it is sent again", where_, id, state));
+}
+
+Result<UploadOutcome> DatabricksClient::upload(const std::string& path, std::string_view bytes, bool overwrite) {
+  const std::string query = overwrite ? "?overwrite=true" : "?overwrite=false";
+  auto reply = send("PUT", "/api/2.0/fs/files" + files_api_path(path) + query, bytes, "application/octet-stream",
+                    "an upload to " + path);
   if (!reply) return std::unexpected(reply.error());
-  if (reply->status == 409) return UploadOutcome::kAlreadyThere;
+  if (reply->status == 409 && !overwrite) return UploadOutcome::kAlreadyThere;
   if (reply->status / 100 == 2) return UploadOutcome::kCreated;
   if (reply->status == 404) {
     return fail(ErrorKind::kConfig,

@@ -4,14 +4,20 @@
 // - the SQL Statement Execution API (POST /api/2.0/sql/statements on a SQL warehouse, polled by statement_id while
 //   PENDING or RUNNING). It runs one statement per request and has no idempotency key of its own: callers send only
 //   statements that change nothing when run twice (COPY INTO, which loads a file once; a MERGE on order tokens; an
-//   INSERT ... WHERE NOT EXISTS), so a request whose answer was lost is simply sent again.
-// Requests the service did not take (429, 5xx, no connection) are sent again with backoff until the request deadline.
+//   INSERT ... WHERE NOT EXISTS). A write is submitted asynchronously (wait_timeout 0s) so its answer, the statement's
+//   id, comes back at once and the statement is then followed by id to its end: the window in which an answer can be
+//   lost with the statement still running (the one case two runs of it could overlap) is one short request.
+// Requests the service did not take (429, 503) are sent again with backoff for up to two minutes; a write answered
+// 500, 502 or 504, or not answered, is an unknown outcome for the caller to resend; reads are sent again.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/result.h"
 
@@ -36,13 +42,14 @@ class DatabricksClient {
  public:
   explicit DatabricksClient(DatabricksConfig config);
 
-  // Runs one statement; its result rows (JSON_ARRAY, every chunk). kConfig: the statement cannot run (a SQL error,
-  // no such warehouse, catalog or schema, a refused token); kUnavailable: not run (throttled, warehouse unavailable,
-  // canceled); kUnknownOutcome: still running at the statement deadline (it was asked to cancel).
-  Result<DatabricksRows> execute(std::string_view sql);
+  // Runs one statement; its result rows (JSON_ARRAY, every chunk). `write`: it changes data (submitted
+  // asynchronously, see above). kConfig: the statement cannot run (a SQL error, no such warehouse, catalog or schema, a
+  // refused token); kUnavailable: it did not apply (throttled, a concurrent Delta commit, warehouse unavailable,
+  // canceled); kUnknownOutcome: it was sent and its end is not known.
+  Result<DatabricksRows> execute(std::string_view sql, bool write = false);
 
-  // Uploads `bytes` to `path` (an absolute /Volumes/... path) unless a file is there already.
-  Result<UploadOutcome> upload(const std::string& path, std::string_view bytes);
+  // Uploads `bytes` to `path` (an absolute /Volumes/... path); without `overwrite`, only if no file is there.
+  Result<UploadOutcome> upload(const std::string& path, std::string_view bytes, bool overwrite = false);
   // The file's bytes; nullopt when there is none.
   Result<std::optional<std::string>> download(const std::string& path);
   // Removes the file; one that is not there is fine.
@@ -59,11 +66,15 @@ class DatabricksClient {
     long status = 0;
     std::string body;
   };
-  // One request, sent again while the service does not take it; kUnavailable past the deadline.
+  // One request, sent again while the service does not take it (429, 503; also 500, 502 and 504 when `repeatable`);
+  // kUnavailable past two minutes of that. No answer: kUnavailable when it was not sent, else kUnknownOutcome.
   Result<Reply> send(const std::string& method, const std::string& path_and_query, std::string_view body,
-                     const char* content_type, std::string_view doing);
+                     const char* content_type, std::string_view doing, bool repeatable = true);
+  // The statement's state read until it ends (or `deadline`): its status body.
+  Result<std::string> poll(const std::string& statement_id, std::chrono::steady_clock::time_point deadline);
   Status refused(const Reply& reply, std::string_view doing) const;
-  Result<DatabricksRows> finish(const std::string& statement_id, std::string body);
+  // The rows of a statement that ended, or why it did not succeed.
+  Result<DatabricksRows> finish(const std::string& statement_id, const nlohmann::json& response);
 
   DatabricksConfig config_;
   std::string where_;

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "clients/databricks/databricks_client.h"
 #include "core/failpoint.h"
@@ -13,6 +14,7 @@
 #include "sinks/change_fields.h"
 #include "sinks/conform_batch.h"
 #include "sinks/databricks/dbx_types.h"
+#include "sinks/databricks/landing_file.h"
 #include "sinks/merge_sql.h"
 #include "sinks/per_batch_sink.h"
 #include "sinks/schema_evolution.h"
@@ -24,7 +26,8 @@ constexpr std::string_view kTokenType = "DECIMAL(38,0)";
 constexpr std::string_view kRowsSuffix = ".rows.json";
 constexpr std::string_view kRejectsSuffix = ".rejects.json";
 constexpr std::string_view kLandingSuffix = ".landing.json";
-// Every value of a batch's file is a JSON string (dbx_append_json_value): read back as text, then converted.
+// Every value of a batch's file is a JSON string (formats/json_rows.h's text_valued_json_lines): read back as text,
+// then converted.
 constexpr std::string_view kJsonOptions = "FORMAT_OPTIONS ('primitivesAsString' = 'true')";
 
 // The files of one batch in the sink's folder: <lineage>-<epoch>-<seq> and a suffix.
@@ -32,36 +35,26 @@ std::string file_stem(const BatchId& id) {
   return fmt::format("{}-{}-{}", id.lineage.empty() ? "none" : id.lineage, id.epoch, id.seq);
 }
 
-// What a landing file says: the batch, the statements that land it (each a no-op when run again) and its files.
-struct LandingFile {
-  std::string batch_id;
-  std::string landed_sql;  // one row when the ledger holds the batch
-  std::vector<std::string> statements;
-  std::vector<std::string> files;  // names in the folder, the landing file last
-};
-
-std::string landing_json(const LandingFile& l) {
-  return nlohmann::json{
-      {"batch_id", l.batch_id}, {"landed_sql", l.landed_sql}, {"statements", l.statements}, {"files", l.files}}
-      .dump();
+// A name this sink wrote in its folder: "<stem>.rows.json", ".rejects.json" or ".landing.json"; others are left alone.
+bool ours(const std::string& name) {
+  static const std::regex kName(R"(^[0-9A-Za-z_]+-[0-9]+-[0-9]+\.(rows|rejects|landing)\.json$)");
+  return std::regex_match(name, kName);
 }
 
-std::optional<LandingFile> parse_landing(const std::string& text) {
-  const auto json = nlohmann::json::parse(text, nullptr, false);
-  if (!json.is_object() || !json.contains("statements") || !json.contains("files")) return std::nullopt;
-  LandingFile l;
-  l.batch_id = json.value("batch_id", "");
-  l.landed_sql = json.value("landed_sql", "");
-  for (const auto& s : json["statements"]) l.statements.push_back(s.get<std::string>());
-  for (const auto& f : json["files"]) l.files.push_back(f.get<std::string>());
-  return l;
+// Delta refuses these in column names unless the table maps columns by name.
+bool needs_column_mapping(const Schema& schema) {
+  for (const Field& field : schema.fields) {
+    if (field.name.find_first_of(" ,;{}()\n\t=") != std::string::npos) return true;
+  }
+  return false;
 }
 
 class DatabricksSink final : public PerBatchSink {
  public:
-  DatabricksSink(DatabricksClient client, std::string catalog, std::string schema, std::string table,
-                 std::string volume_root, std::string pipeline, std::vector<std::string> merge_key)
+  DatabricksSink(DatabricksClient client, std::string signing_key, std::string catalog, std::string schema,
+                 std::string table, std::string volume_root, std::string pipeline, std::vector<std::string> merge_key)
       : client_(std::move(client)),
+        signing_key_(std::move(signing_key)),
         catalog_(std::move(catalog)),
         schema_(std::move(schema)),
         table_(std::move(table)),
@@ -88,15 +81,18 @@ class DatabricksSink final : public PerBatchSink {
   Result<bool> held(const std::string& landed_sql);
   // The statements of a landing file in order, then its files removed.
   Status run_landing(const LandingFile& landing);
+  // The landing file `name` in the folder, checked; nullopt when there is none.
+  Result<std::optional<LandingFile>> read_landing(const std::string& name);
   void remove_files(const std::vector<std::string>& names);
-  // Finishes every batch whose landing file a run that stopped left behind, and removes the files of batches that
-  // never got one (they were never loaded).
+  // Once a process, before it lands anything: finishes every batch whose landing file an earlier run left behind,
+  // and removes the files of batches that never got one (they were never loaded).
   Status finish_pending();
   Result<WriteOutcome> land(const BatchToLand& item) override;
   // The SELECT list that reads `fields` from a batch's file into the target's column types.
   std::string converted_columns(const Schema& schema, bool keep_change_fields, bool row_numbers) const;
 
   DatabricksClient client_;
+  std::string signing_key_;  // the token: landing files are signed with it
   std::string catalog_, schema_, table_;
   std::string volume_;  // /Volumes/<catalog>/<schema>/<volume>[/folder]
   std::string folder_;  // where this table's batches wait: <volume>/_skippr/<table>/<pipeline>
@@ -105,6 +101,7 @@ class DatabricksSink final : public PerBatchSink {
   bool opened_ = false;
   std::vector<TableColumn> columns_;  // the target's, as last described (empty: not there yet)
   bool rejects_ready_ = false;
+  bool pending_finished_ = false;
 };
 
 Status DatabricksSink::open() {
@@ -116,12 +113,17 @@ Status DatabricksSink::open() {
       "current_timestamp()) TBLPROPERTIES ('delta.feature.allowColumnDefaults' = 'supported')",
       prefix(), kLedgerTable)));
   SKIPPR_TRY(describe());
-  auto volume = client_.directory_exists(volume_);
+  // The volume itself (its first four segments): a folder below it is made by the first upload.
+  size_t root_end = 0;
+  for (int slashes = 0; slashes < 5 && root_end != std::string::npos; ++slashes)
+    root_end = volume_.find('/', root_end + 1);
+  const std::string root = volume_.substr(0, root_end);
+  auto volume = client_.directory_exists(root);
   if (!volume) return std::unexpected(volume.error());
   if (!*volume) {
     return fail(ErrorKind::kConfig, fmt::format("{}: volume {} does not exist (or the token's user may not read it); "
                                                 "create it (CREATE VOLUME) or fix `volume`",
-                                                client_.where(), volume_));
+                                                client_.where(), root));
   }
   opened_ = true;
   return ok();
@@ -149,7 +151,7 @@ void DatabricksSink::remove_files(const std::vector<std::string>& names) {
   for (const auto& name : names) {
     auto removed = client_.remove(folder_ + "/" + name);
     if (!removed) {
-      spdlog::debug("{}: {} stays in the volume ({}); it is removed on a later start", where(), name,
+      spdlog::debug("{}: {} stays in the volume ({}); the next process removes it before it lands", where(), name,
                     removed.error().message);
       return;
     }
@@ -158,21 +160,36 @@ void DatabricksSink::remove_files(const std::vector<std::string>& names) {
 
 Status DatabricksSink::run_landing(const LandingFile& landing) {
   for (size_t i = 0; i < landing.statements.size(); ++i) {
-    // Between the rows and the ledger row: the landing file finishes the batch.
-    if (i + 1 == landing.statements.size()) failpoint::hit(failpoint::kSinkInTransaction);
-    auto done = client_.execute(landing.statements[i]);
-    if (!done) return fail(done.error().kind, done.error().message);
+    // After the first statement, with more to come (the rows landed, not yet the rejects or the ledger row): a stop
+    // here leaves exactly what the landing file is for.
+    if (i == 1) failpoint::hit(failpoint::kSinkInTransaction);
+    auto done = client_.execute(landing.statements[i], /*write=*/true);
+    if (!done) {
+      return fail(done.error().kind, fmt::format("{} (landing batch {}, {}/{})", done.error().message, landing.batch_id,
+                                                 folder_, landing.files.empty() ? "" : landing.files.back()));
+    }
   }
   failpoint::hit(failpoint::kSinkAfterCommit);
   remove_files(landing.files);
   return ok();
 }
 
+Result<std::optional<LandingFile>> DatabricksSink::read_landing(const std::string& name) {
+  auto text = client_.download(folder_ + "/" + name);
+  if (!text) return std::unexpected(text.error());
+  if (!*text) return std::optional<LandingFile>();
+  auto landing = parse_landing_file(**text, signing_key_, fmt::format("{}: {}/{}", where(), folder_, name));
+  if (!landing) return std::unexpected(landing.error());
+  return std::optional(std::move(*landing));
+}
+
 Status DatabricksSink::finish_pending() {
+  if (pending_finished_) return ok();
   auto names = client_.list_files(folder_);
   if (!names) return std::unexpected(names.error());
   std::vector<std::string> orphans;
   for (const auto& name : *names) {
+    if (!ours(name)) continue;
     if (!name.ends_with(kLandingSuffix)) {
       const std::string stem = name.substr(0, name.find('.'));
       if (std::find(names->begin(), names->end(), stem + std::string(kLandingSuffix)) == names->end()) {
@@ -180,27 +197,22 @@ Status DatabricksSink::finish_pending() {
       }
       continue;
     }
-    auto text = client_.download(folder_ + "/" + name);
-    if (!text) return std::unexpected(text.error());
-    if (!*text) continue;
-    const auto landing = parse_landing(**text);
-    if (!landing) {
-      return fail(ErrorKind::kConfig, fmt::format("{}: {}/{} is not a landing file skipprd wrote; move it out of the "
-                                                  "folder",
-                                                  where(), folder_, name));
-    }
-    auto landed = held(landing->landed_sql);
+    auto landing = read_landing(name);
+    if (!landing) return std::unexpected(landing.error());
+    if (!*landing) continue;
+    auto landed = held((*landing)->landed_sql);
     if (!landed) return std::unexpected(landed.error());
     if (*landed) {
-      remove_files(landing->files);
+      remove_files((*landing)->files);
       continue;
     }
     spdlog::warn("{}: finishing batch {}, which an earlier run committed but did not finish", where(),
-                 landing->batch_id);
-    SKIPPR_TRY(run_landing(*landing));
+                 (*landing)->batch_id);
+    SKIPPR_TRY(run_landing(**landing));
   }
   // A file without its landing file was never loaded (the landing file comes before any statement).
   remove_files(orphans);
+  pending_finished_ = true;
   return ok();
 }
 
@@ -222,8 +234,12 @@ Status DatabricksSink::prepare_table(const Batch& batch) {
     }
     // merge_by_key keeps each row's order token.
     if (merging()) definitions.push_back(fmt::format("{} {}", dbx_quote_identifier(kOrderColumn), kTokenType));
-    SKIPPR_TRY(
-        client_.execute(fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", target(), fmt::join(definitions, ", "))));
+    const char* mapping = needs_column_mapping(batch.schema)
+                              ? " TBLPROPERTIES ('delta.columnMapping.mode' = 'name', 'delta.minReaderVersion' = "
+                                "'2', 'delta.minWriterVersion' = '5')"
+                              : "";
+    SKIPPR_TRY(client_.execute(
+        fmt::format("CREATE TABLE IF NOT EXISTS {} ({}){}", target(), fmt::join(definitions, ", "), mapping)));
     SKIPPR_TRY(describe());
   }
   if (merging()) {
@@ -271,6 +287,7 @@ std::string DatabricksSink::converted_columns(const Schema& schema, bool keep_ch
 
 Result<WriteOutcome> DatabricksSink::land(const BatchToLand& item) {
   SKIPPR_TRY(open());
+  SKIPPR_TRY(finish_pending());
   last_rejected_ = 0;
   const std::string stem = file_stem(item.id);
   LandingFile landing;
@@ -285,6 +302,15 @@ Result<WriteOutcome> DatabricksSink::land(const BatchToLand& item) {
           {stem + std::string(kRowsSuffix), stem + std::string(kRejectsSuffix), stem + std::string(kLandingSuffix)});
       return WriteOutcome::kAlreadyApplied;
     }
+    // An earlier attempt's landing file is its commitment: finished as written, not made again (this attempt's files
+    // could differ from what it loaded already: a column widened in between changes which rows are rejected).
+    auto earlier = read_landing(stem + std::string(kLandingSuffix));
+    if (!earlier) return std::unexpected(earlier.error());
+    if (*earlier) {
+      SKIPPR_TRY(run_landing(**earlier));
+      last_rejected_ = (*earlier)->rejected;
+      return WriteOutcome::kApplied;
+    }
   }
   const ColumnRules rules = dbx_column_rules();
   if (merging()) SKIPPR_TRY(check_merge_rows(item.batch, merge_key_, rules, where()));
@@ -294,24 +320,25 @@ Result<WriteOutcome> DatabricksSink::land(const BatchToLand& item) {
   const Batch& rows = *conformed ? (*conformed)->batch : item.batch;
   const std::vector<RejectedRow> rejected = *conformed ? (*conformed)->rejected : std::vector<RejectedRow>();
 
-  // Each file is written once under its batch's name; a second upload (an attempt after a lost answer or a kill)
-  // meets the first and leaves it: the same batch gives the same bytes.
+  // Without a landing file no statement has read these files yet: an earlier attempt's are replaced.
   auto put = [&](std::string_view suffix, const std::string& bytes) -> Status {
     const std::string name = stem + std::string(suffix);
-    auto uploaded = client_.upload(folder_ + "/" + name, bytes);
+    auto uploaded = client_.upload(folder_ + "/" + name, bytes, /*overwrite=*/true);
     if (!uploaded) return std::unexpected(uploaded.error());
     landing.files.push_back(name);
     return ok();
   };
   if (rows.rows > 0) {
-    const std::string rows_name = stem + std::string(kRowsSuffix);
     SKIPPR_TRY(put(kRowsSuffix, text_valued_json_lines(rows, merging() ? kRowNumberColumn : std::string_view())));
+    const std::string& rows_name = landing.files.back();
     if (merging()) {
       const std::string stage =
           fmt::format("(SELECT {} FROM read_files({}, format => 'json', primitivesAsString => true))",
                       converted_columns(rows.schema, /*keep_change_fields=*/true, /*row_numbers=*/true),
                       dbx_quote_literal(folder_ + "/" + rows_name));
-      const MergeSql m{target(), tombstones(), stage, merge_key_, columns_, rules, std::string(kTokenType), "EXCEPT"};
+      // A truncate's token as a literal: Databricks' DELETE takes no subquery nested in its condition.
+      const MergeSql m{target(), tombstones(), stage, merge_key_, columns_, rules, std::string(kTokenType),
+                       "EXCEPT", false,        true};
       landing.statements.push_back(tombstones_create_sql(m));
       // Without a transaction the MERGE statements can stop between one another; run again from the first, each
       // writes only what an older order token allows, so the table ends as one run would leave it.
@@ -348,14 +375,21 @@ Result<WriteOutcome> DatabricksSink::land(const BatchToLand& item) {
   }
   landing.statements.push_back(
       ledger_insert_unless_landed_sql(ledger(), target(), item.id, item.batch.rows, item.position_after));
+  landing.rejected = rejected.size();
   if (!landing.files.empty()) {
     // From here the batch is committed to the destination: whoever finds this file finishes it.
     landing.files.push_back(stem + std::string(kLandingSuffix));
-    auto uploaded = client_.upload(folder_ + "/" + landing.files.back(), landing_json(landing));
+    auto uploaded = client_.upload(folder_ + "/" + landing.files.back(), landing_file_json(landing, signing_key_));
     if (!uploaded) return std::unexpected(uploaded.error());
+    if (*uploaded == UploadOutcome::kAlreadyThere) {
+      // An earlier attempt committed first (its answer was lost): that landing file is the one to finish.
+      auto earlier = read_landing(landing.files.back());
+      if (!earlier) return std::unexpected(earlier.error());
+      if (*earlier) landing = std::move(**earlier);
+    }
   }
   SKIPPR_TRY(run_landing(landing));
-  last_rejected_ = rejected.size();
+  last_rejected_ = landing.rejected;
   return WriteOutcome::kApplied;
 }
 
@@ -396,9 +430,16 @@ ConnectorSpec databricks_sink_spec() {
     config.endpoint = ctx.params.value("endpoint", std::string());
     config.request_timeout_seconds = ctx.params.value("timeout_seconds", 60.0);
     config.where = where;
-    if (!config.endpoint.empty() && !config.endpoint.starts_with("http://") &&
-        !config.endpoint.starts_with("https://")) {
-      return fail(ErrorKind::kConfig, fmt::format("{}: endpoint must start with https:// (or http://)", where));
+    // The token travels in every request: in clear text only to this machine (a local emulator or proxy).
+    const std::string origin = config.endpoint.empty() ? config.host : config.endpoint;
+    const bool loopback = origin.starts_with("http://127.0.0.1") || origin.starts_with("http://localhost") ||
+                          origin.starts_with("http://[::1]");
+    if (origin.starts_with("http://") ? !loopback
+                                      : origin.find("://") != std::string::npos && !origin.starts_with("https://")) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("{}: {} must be an https:// origin (http:// only to this machine: the "
+                              "token would travel in clear text)",
+                              where, config.endpoint.empty() ? "host" : "endpoint"));
     }
     std::string volume = ctx.params.value("volume", std::string());
     while (volume.ends_with('/')) volume.pop_back();
@@ -413,9 +454,9 @@ ConnectorSpec databricks_sink_spec() {
       return fail(ErrorKind::kConfig,
                   fmt::format("{}: volume {} is not a /Volumes/<catalog>/<schema>/<volume> path", where, volume));
     }
-    const std::string catalog = config.catalog, schema = config.schema;
+    const std::string catalog = config.catalog, schema = config.schema, token = config.token;
     return std::make_unique<DatabricksSink>(
-        DatabricksClient(std::move(config)), catalog, schema, ctx.params.value("table", std::string()), volume,
+        DatabricksClient(std::move(config)), token, catalog, schema, ctx.params.value("table", std::string()), volume,
         ctx.pipeline, ctx.landing == Landing::kMergeByKey ? ctx.primary_key : std::vector<std::string>());
   };
   return spec;
