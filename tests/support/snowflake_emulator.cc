@@ -203,6 +203,11 @@ struct SnowflakeEmulator::Impl {
     bool in_transaction = false;
     std::set<std::string> new_loads;
     for (const auto& statement : statements) {
+      // Snowflake's limit on the text of one statement.
+      if (statement.size() > (1u << 20)) {
+        if (in_transaction) run("ROLLBACK");
+        return {422, error_body("001003", "SQL compilation error: statement is too large (over 1 MB of text)", h)};
+      }
       const std::string word = upper(statement.substr(statement.find_first_not_of(" \n\t"), 6));
       last = word.starts_with("COPY") ? copy_into(statement, new_loads) : run(to_duckdb_sql(statement));
       if (!last.ok) {
