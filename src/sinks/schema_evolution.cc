@@ -1,5 +1,7 @@
 #include "sinks/schema_evolution.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "sinks/change_fields.h"
@@ -24,6 +26,31 @@ Result<std::vector<Field>> fields_to_add(const std::vector<TableColumn>& table, 
     // A field whose column has another type is conform_batch's to convert or reject, row by row.
   }
   return missing;
+}
+
+std::vector<std::string> new_table_definitions(const Schema& schema, const ColumnRules& rules,
+                                               const std::function<std::string(Type)>& type_of,
+                                               std::string_view order_token_type) {
+  std::vector<std::string> definitions;
+  for (const Field& field : schema.fields) {
+    if (!order_token_type.empty() && is_change_field(field.name)) continue;
+    definitions.push_back(rules.quote(field.name) + " " + type_of(field.type));
+  }
+  // merge_by_key keeps each row's order token.
+  if (!order_token_type.empty()) definitions.push_back(rules.quote(kOrderColumn) + " " + std::string(order_token_type));
+  return definitions;
+}
+
+Status check_key_columns(const std::vector<TableColumn>& columns, const std::vector<std::string>& primary_key,
+                         const ColumnRules& rules, std::string_view where) {
+  for (const auto& key : primary_key) {
+    if (!find_column(columns, key, rules)) {
+      return fail(ErrorKind::kConfig, fmt::format("{}: the table has no column {} of the pipeline's primary_key; fix "
+                                                  "primary_key or choose another table",
+                                                  where, rules.quote(key)));
+    }
+  }
+  return ok();
 }
 
 }  // namespace skippr

@@ -46,4 +46,14 @@ const TableColumn* find_column(const std::vector<TableColumn>& columns, std::str
 Result<std::vector<Field>> fields_to_add(const std::vector<TableColumn>& table, const Schema& batch,
                                          const ColumnRules& rules, std::string_view where, bool skip_change_fields);
 
+// The column definitions of a table made from `schema`, each `quote(name) type_of(type)`. merge_by_key
+// (`order_token_type` not empty): the change fields left out, the order column added with that type.
+std::vector<std::string> new_table_definitions(const Schema& schema, const ColumnRules& rules,
+                                               const std::function<std::string(Type)>& type_of,
+                                               std::string_view order_token_type = {});
+
+// kConfig naming `where` when the table has no column for a field of the pipeline's primary_key.
+Status check_key_columns(const std::vector<TableColumn>& columns, const std::vector<std::string>& primary_key,
+                         const ColumnRules& rules, std::string_view where);
+
 }  // namespace skippr

@@ -227,28 +227,15 @@ Result<std::optional<LedgerTip>> BigQuerySink::ledger_tip() {
 
 Status BigQuerySink::prepare_table(const Batch& batch) {
   if (columns_.empty()) {
-    std::vector<std::string> definitions;
-    for (const Field& field : batch.schema.fields) {
-      if (merging() && is_change_field(field.name)) continue;
-      definitions.push_back(fmt::format("{} {}", bq_quote_identifier(field.name), bq_new_column_type(field.type)));
-    }
-    // merge_by_key keeps each row's order token.
-    if (merging()) definitions.push_back(fmt::format("{} {}", bq_quote_identifier(kOrderColumn), kTokenType));
+    const auto definitions =
+        new_table_definitions(batch.schema, bq_column_rules(), bq_new_column_type, merging() ? kTokenType : "");
     auto created =
         client_.query(fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", target(), fmt::join(definitions, ", ")));
     if (!created) return std::unexpected(created.error());
     SKIPPR_TRY(describe());
   }
-  if (merging()) {
-    SKIPPR_TRY(check_merge_rows(batch, merge_key_, bq_column_rules(), where()));
-    for (const auto& key : merge_key_) {
-      if (!find_column(columns_, key, bq_column_rules())) {
-        return fail(ErrorKind::kConfig, fmt::format("{}: the table has no column {} of the pipeline's primary_key; "
-                                                    "fix primary_key or choose another table",
-                                                    where(), bq_quote_identifier(key)));
-      }
-    }
-  }
+  if (merging()) SKIPPR_TRY(check_merge_rows(batch, merge_key_, bq_column_rules(), where()));
+  SKIPPR_TRY(check_key_columns(columns_, merge_key_, bq_column_rules(), where()));
   auto missing = fields_to_add(columns_, batch.schema, bq_column_rules(), where(), merging());
   if (!missing) return std::unexpected(missing.error());
   if (missing->empty()) return ok();

@@ -227,13 +227,8 @@ Result<std::optional<LedgerTip>> DatabricksSink::ledger_tip() {
 Status DatabricksSink::prepare_table(const Batch& batch) {
   const ColumnRules rules = dbx_column_rules();
   if (columns_.empty()) {
-    std::vector<std::string> definitions;
-    for (const Field& field : batch.schema.fields) {
-      if (merging() && is_change_field(field.name)) continue;
-      definitions.push_back(fmt::format("{} {}", dbx_quote_identifier(field.name), dbx_new_column_type(field.type)));
-    }
-    // merge_by_key keeps each row's order token.
-    if (merging()) definitions.push_back(fmt::format("{} {}", dbx_quote_identifier(kOrderColumn), kTokenType));
+    const auto definitions =
+        new_table_definitions(batch.schema, rules, dbx_new_column_type, merging() ? kTokenType : "");
     const char* mapping = needs_column_mapping(batch.schema)
                               ? " TBLPROPERTIES ('delta.columnMapping.mode' = 'name', 'delta.minReaderVersion' = "
                                 "'2', 'delta.minWriterVersion' = '5')"
@@ -242,15 +237,7 @@ Status DatabricksSink::prepare_table(const Batch& batch) {
         fmt::format("CREATE TABLE IF NOT EXISTS {} ({}){}", target(), fmt::join(definitions, ", "), mapping)));
     SKIPPR_TRY(describe());
   }
-  if (merging()) {
-    for (const auto& key : merge_key_) {
-      if (!find_column(columns_, key, rules)) {
-        return fail(ErrorKind::kConfig, fmt::format("{} has no column {} of the pipeline's primary_key; fix "
-                                                    "primary_key or choose another table",
-                                                    where(), dbx_quote_identifier(key)));
-      }
-    }
-  }
+  SKIPPR_TRY(check_key_columns(columns_, merge_key_, rules, where()));
   auto missing = fields_to_add(columns_, batch.schema, rules, where(), merging());
   if (!missing) return std::unexpected(missing.error());
   for (const auto& field : *missing) {

@@ -171,26 +171,13 @@ Result<bool> SnowflakeSink::ledger_has(const BatchId& id) {
 
 Status SnowflakeSink::prepare_table(const Batch& batch) {
   if (columns_.empty()) {
-    std::vector<std::string> definitions;
-    for (const Field& field : batch.schema.fields) {
-      if (merging() && is_change_field(field.name)) continue;
-      definitions.push_back(fmt::format("{} {}", sf_quote_identifier(field.name), sf_new_column_type(field.type)));
-    }
-    // merge_by_key keeps each row's order token.
-    if (merging()) definitions.push_back(fmt::format("{} {}", sf_quote_identifier(kOrderColumn), kTokenType));
+    const auto definitions =
+        new_table_definitions(batch.schema, sf_column_rules(), sf_new_column_type, merging() ? kTokenType : "");
     SKIPPR_TRY(
         client_.query(fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", target(), fmt::join(definitions, ", "))));
     SKIPPR_TRY(describe());
   }
-  if (merging()) {
-    for (const auto& key : merge_key_) {
-      if (!find_column(columns_, key, sf_column_rules())) {
-        return fail(ErrorKind::kConfig, fmt::format("{} has no column {} of the pipeline's primary_key; fix "
-                                                    "primary_key or choose another table",
-                                                    where(), sf_quote_identifier(key)));
-      }
-    }
-  }
+  SKIPPR_TRY(check_key_columns(columns_, merge_key_, sf_column_rules(), where()));
   auto missing = fields_to_add(columns_, batch.schema, sf_column_rules(), where(), merging());
   if (!missing) return std::unexpected(missing.error());
   if (missing->empty()) return ok();
