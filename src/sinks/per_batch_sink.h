@@ -1,6 +1,7 @@
 // A sink that lands each batch on its own (no coalesced group: its destination has no transaction that spans
 // several requests), told whether an earlier attempt may have landed it, so it asks its destination only then.
-// ClickHouse, Snowflake and BigQuery share this; each implements land().
+// ClickHouse, Snowflake, BigQuery and Databricks share this; each implements land() (Snowflake also lands groups of
+// appends in one request, and falls back to this for the rest).
 #pragma once
 
 #include <span>
@@ -17,7 +18,7 @@ class PerBatchSink : public Sink {
   Result<WriteOutcome> write(const Batch& batch, const BatchId& id, const Position& position_after) final {
     return land({batch, id, position_after, /*maybe_landed=*/true});
   }
-  Result<std::vector<BatchLanded>> write_group(std::span<const BatchToLand> group) final {
+  Result<std::vector<BatchLanded>> write_group(std::span<const BatchToLand> group) override {
     std::vector<BatchLanded> landed;
     for (const auto& item : group) {
       auto outcome = land(item);

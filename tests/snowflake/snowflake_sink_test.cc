@@ -442,5 +442,40 @@ pipelines:
   EXPECT_EQ(SharedSnowflake().query("SELECT count(*) FROM \"ANALYTICS\".\"PUBLIC\".\"too_big\"")[0][0], "3");
 }
 
+// Batches that waited in the WAL (the warehouse was unreachable) land coalesced: several in one transaction under one
+// requestId, killed inside a group's landing and after its commit, then finished: the table equals an unkilled
+// run's, each batch in the ledger once.
+TEST(SnowflakeSink, WaitingBatchesLandCoalescedInOneTransaction) {
+  const std::map<std::string, std::string> env = {
+      {"BUFFER_THRESHOLD_BYTES", "64KiB"}, {"LANDING_QUEUE_BYTES", "4MiB"}, {"SINK_RETRY_SECONDS", "1"}};
+  PipelineFixture calm(sample_to_sink_config(snowflake_sink(SharedSnowflake().endpoint(), "ungrouped"), 20000, 13));
+  ASSERT_EQ(calm.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env).exit_code, 0);
+  PipelineFixture f(sample_to_sink_config(snowflake_sink("http://127.0.0.1:1", "grouped"), 20000, 13));
+  auto waiting = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
+  ASSERT_EQ(waiting.exit_code, 75) << waiting.err;
+  write_text(f.path("skippr.yml"),
+             sample_to_sink_config(snowflake_sink(SharedSnowflake().endpoint(), "grouped"), 20000, 13));
+  auto in_group = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, armed_at(env, "sink.in_group", 1));
+  ASSERT_EQ(in_group.exit_code, 137) << in_group.err;
+  auto after_commit =
+      f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, armed_at(env, "sink.after_group_commit", 1));
+  ASSERT_EQ(after_commit.exit_code, 137) << after_commit.err;
+  auto done = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_EQ(digest("grouped"), digest("ungrouped"));
+  const auto [rows, ids] = ledger_of("grouped");
+  EXPECT_EQ(rows, ids);
+  EXPECT_EQ(rows, ledger_of("ungrouped").first);
+  size_t largest = 0;
+  const std::regex ledger_row("INSERT INTO \"ANALYTICS\".\"PUBLIC\".\"_skippr_batches\"");
+  for (const auto& seen : SharedSnowflake().requests()) {
+    if (seen.statement.find("\"PUBLIC\".\"grouped\" (") == std::string::npos) continue;
+    const auto n = static_cast<size_t>(std::distance(
+        std::sregex_iterator(seen.statement.begin(), seen.statement.end(), ledger_row), std::sregex_iterator()));
+    largest = std::max(largest, n);
+  }
+  EXPECT_GE(largest, 5u) << "no transaction carried several batches";
+}
+
 }  // namespace
 }  // namespace skippr::test

@@ -5,10 +5,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <sstream>
+#include <thread>
 
 #include "clients/aws/aws_params.h"
 #include "clients/aws/s3_client.h"
@@ -29,6 +33,8 @@ namespace {
 
 // Snowflake's limit on one statement's text is 1 MB; rows are cut into INSERTs below it.
 constexpr size_t kStatementBytes = 900 * 1024;
+// A coalesced transaction carries batches up to this much SQL.
+constexpr size_t kGroupBytes = 16 << 20;
 // merge_by_key stages each batch in a temporary table of the request's session (DDL: before the transaction).
 constexpr std::string_view kStageTable = "_skippr_stage";
 constexpr std::string_view kTokenType = "NUMBER(38,0)";
@@ -72,6 +78,10 @@ class SnowflakeSink final : public PerBatchSink {
 
   Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
   bool keeps_ledger() const override { return true; }
+  // Appends coalesce: several batches in one multi-statement transaction (merge_by_key's staging table is DDL,
+  // which would commit a transaction midway, so those land one by one).
+  bool lands_groups() const override { return !merging(); }
+  Result<std::vector<BatchLanded>> write_group(std::span<const BatchToLand> group) override;
   Status open() override;
   Result<std::optional<LedgerTip>> ledger_tip() override;
 
@@ -90,6 +100,19 @@ class SnowflakeSink final : public PerBatchSink {
   Status describe();
   Status prepare_table(const Batch& batch);
   Result<bool> ledger_has(const BatchId& id);
+  // One batch's statements: `before` the transaction (DDL and the merge staging table), `inside` it (rows, rejects,
+  // the ledger row), `after` it.
+  struct Prepared {
+    const BatchToLand* item = nullptr;
+    std::vector<std::string> before, inside, after;
+    bool staged = false;
+    uint64_t rejected = 0;
+    size_t bytes = 0;  // of the statements inside
+  };
+  // nullopt when the ledger holds the batch already.
+  Result<std::optional<Prepared>> prepare(const BatchToLand& item);
+  // One request: every batch's `before`, then one transaction of their `inside`, then their `after`.
+  Status send_transaction(std::span<const Prepared> batches);
   Result<WriteOutcome> land(const BatchToLand& item) override;
   // The INSERT ... SELECT ... FROM VALUES statements of `rows` into `into`, whose columns are `columns` (each value
   // converted to its column's type), each below kStatementBytes and ending in `condition` (may be empty). With
@@ -238,14 +261,12 @@ void SnowflakeSink::merge_statements(const Batch& rows, const BatchId& id, std::
   for (auto& sql : merge_apply_sql(rows, id, m, has_deletes(rows))) inside.push_back(std::move(sql));
 }
 
-Result<WriteOutcome> SnowflakeSink::land(const BatchToLand& item) {
-  SKIPPR_TRY(open());
-  last_rejected_ = 0;
+Result<std::optional<SnowflakeSink::Prepared>> SnowflakeSink::prepare(const BatchToLand& item) {
   // Only a batch an earlier attempt may have landed can be in the ledger; asking costs a round trip, so only then.
   if (item.maybe_landed) {
     auto held = ledger_has(item.id);
     if (!held) return std::unexpected(held.error());
-    if (*held) return WriteOutcome::kAlreadyApplied;
+    if (*held) return std::optional<Prepared>();
   }
   if (merging()) SKIPPR_TRY(check_merge_rows(item.batch, merge_key_, sf_column_rules(), where()));
   SKIPPR_TRY(prepare_table(item.batch));
@@ -261,60 +282,124 @@ Result<WriteOutcome> SnowflakeSink::land(const BatchToLand& item) {
     rejects_ready_ = true;
   }
 
+  Prepared p;
+  p.item = &item;
+  p.rejected = rejected.size();
   staged_ = rows.rows > 0 && stage_ && (rows.byte_size() >= stage_->threshold_bytes || has_oversized_row(rows));
+  p.staged = staged_;
   if (!staged_ && rows.rows > 0 && has_oversized_row(rows)) {
     return fail(ErrorKind::kConfig, fmt::format("{}: a row of batch {} is too large for a statement (Snowflake takes "
                                                 "1 MB of SQL text); set `stage` and `stage_url` (an external stage "
                                                 "on S3) so large batches travel as files",
                                                 where(), item.id.str()));
   }
-  std::vector<std::string> statements;
-  std::vector<std::string> inside;
   if (rows.rows > 0 && merging()) {
-    merge_statements(rows, item.id, statements, inside);
+    merge_statements(rows, item.id, p.before, p.inside);
     if (staged_) {
       // Into the session's new temporary table: FORCE, as its load history means nothing.
       auto copy = stage_batch(rows, item.id, sf_quote_identifier(kStageTable), merge_stage_columns(rows), true);
       if (!copy) return std::unexpected(copy.error());
-      statements.push_back(*copy + " FORCE = TRUE");
+      p.before.push_back(*copy + " FORCE = TRUE");
     }
+    p.after.push_back(fmt::format("DROP TABLE IF EXISTS {}", sf_quote_identifier(kStageTable)));
   } else if (staged_) {
     // COPY INTO loads a file once (Snowflake keeps each table's load history), so it needs no ledger condition.
     auto copy = stage_batch(rows, item.id, target(), columns_, false);
     if (!copy) return std::unexpected(copy.error());
-    inside.push_back(std::move(*copy));
+    p.inside.push_back(std::move(*copy));
   } else if (rows.rows > 0) {
-    inside = insert_statements(rows, target(), columns_, not_landed(item.id), /*row_numbers=*/false);
+    p.inside = insert_statements(rows, target(), columns_, not_landed(item.id), /*row_numbers=*/false);
   }
-  statements.push_back("BEGIN TRANSACTION");
-  for (auto& sql : inside) statements.push_back(std::move(sql));
   for (auto& sql : rejects_insert_sql(rejects(), item.id.str(), rejected, sf_quote_literal)) {
-    statements.push_back(std::move(sql));
+    p.inside.push_back(std::move(sql));
   }
   // The ledger row last, on the same condition: a second run of this request after the first committed adds nothing.
   // Two runs overlapping in time would both pass the condition (Snowflake enforces no key and inserts do not block
   // each other): that is what the requestId with retry=true prevents, and one process per pipeline (its lease).
-  statements.push_back(
+  p.inside.push_back(
       ledger_insert_unless_landed_sql(ledger(), target(), item.id, item.batch.rows, item.position_after));
-  statements.push_back("COMMIT");
-  if (rows.rows > 0 && merging())
-    statements.push_back(fmt::format("DROP TABLE IF EXISTS {}", sf_quote_identifier(kStageTable)));
+  for (const auto& sql : p.inside) p.bytes += sql.size();
+  return std::optional(std::move(p));
+}
 
+Status SnowflakeSink::send_transaction(std::span<const Prepared> batches) {
+  std::vector<std::string> statements;
+  for (const auto& b : batches) statements.insert(statements.end(), b.before.begin(), b.before.end());
+  statements.push_back("BEGIN TRANSACTION");
+  for (const auto& b : batches) statements.insert(statements.end(), b.inside.begin(), b.inside.end());
+  statements.push_back("COMMIT");
+  for (const auto& b : batches) statements.insert(statements.end(), b.after.begin(), b.after.end());
   std::string request;
   for (const auto& sql : statements) request += sql + ";\n";
-  failpoint::hit(failpoint::kSinkInTransaction);
-  auto done = client_.execute(request, static_cast<int>(statements.size()),
-                              snowflake_request_id(target() + "|" + item.id.str()), item.maybe_landed);
-  if (!done) return std::unexpected(done.error());
-  failpoint::hit(failpoint::kSinkAfterCommit);
-  if (staged_) {
+  const BatchId& first = batches.front().item->id;
+  const BatchId& last = batches.back().item->id;
+  // One batch: the id its every attempt has had. A group: its first and last batch name it, so the same group resent
+  // carries the same id (a regrouped replay is another request; each batch's ledger condition still holds).
+  const std::string request_id = snowflake_request_id(
+      batches.size() == 1 ? target() + "|" + first.str() : target() + "|" + first.str() + ".." + last.str());
+  bool retry = std::ranges::any_of(batches, [](const Prepared& b) { return b.item->maybe_landed; });
+  failpoint::hit(batches.size() == 1 ? failpoint::kSinkInTransaction : failpoint::kSinkInGroup);
+  for (int attempt = 0;; ++attempt) {
+    auto done = client_.execute(request, static_cast<int>(statements.size()), request_id, retry);
+    if (done) break;
+    // A group whose answer was lost is asked for again under its requestId here: the engine would land its batches
+    // one by one, under other ids, which Snowflake could run beside this one still in flight.
+    if (done.error().kind != ErrorKind::kUnknownOutcome || batches.size() == 1 || attempt == 3) {
+      return std::unexpected(done.error());
+    }
+    retry = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500 << attempt));
+  }
+  if (batches.size() == 1) failpoint::hit(failpoint::kSinkAfterCommit);
+  for (const auto& b : batches) {
+    if (!b.staged) continue;
     // Loaded and recorded: a retry finds the ledger row and never loads it again. A file that stays (this delete
     // failed, or a lost DATA_DIR re-read its batch under a new name) is never loaded: a lifecycle rule may expire it.
-    auto removed = stage_->s3->delete_object(stage_->bucket, stage_key(item.id));
+    auto removed = stage_->s3->delete_object(stage_->bucket, stage_key(b.item->id));
     if (!removed) spdlog::debug("{}: a staged file stays: {}", where(), removed.error().message);
   }
-  last_rejected_ = rejected.size();
+  return ok();
+}
+
+Result<WriteOutcome> SnowflakeSink::land(const BatchToLand& item) {
+  SKIPPR_TRY(open());
+  last_rejected_ = 0;
+  auto prepared = prepare(item);
+  if (!prepared) return std::unexpected(prepared.error());
+  if (!*prepared) return WriteOutcome::kAlreadyApplied;
+  SKIPPR_TRY(send_transaction(std::span(&**prepared, 1)));
+  last_rejected_ = (*prepared)->rejected;
   return WriteOutcome::kApplied;
+}
+
+Result<std::vector<BatchLanded>> SnowflakeSink::write_group(std::span<const BatchToLand> group) {
+  if (group.size() == 1 || merging()) return PerBatchSink::write_group(group);
+  SKIPPR_TRY(open());
+  std::vector<BatchLanded> landed(group.size(), {WriteOutcome::kAlreadyApplied, 0});
+  std::vector<Prepared> pending;
+  std::vector<size_t> positions;  // of pending's batches in the group
+  size_t bytes = 0;
+  auto flush = [&]() -> Status {
+    if (pending.empty()) return ok();
+    SKIPPR_TRY(send_transaction(pending));
+    for (size_t i = 0; i < pending.size(); ++i) landed[positions[i]] = {WriteOutcome::kApplied, pending[i].rejected};
+    pending.clear();
+    positions.clear();
+    bytes = 0;
+    return ok();
+  };
+  for (size_t i = 0; i < group.size(); ++i) {
+    auto prepared = prepare(group[i]);
+    if (!prepared) return std::unexpected(prepared.error());
+    if (!*prepared) continue;
+    // Batches one transaction carries, up to kGroupBytes of SQL (a larger group is several transactions, in order).
+    if (!pending.empty() && bytes + (*prepared)->bytes > kGroupBytes) SKIPPR_TRY(flush());
+    bytes += (*prepared)->bytes;
+    pending.push_back(std::move(**prepared));
+    positions.push_back(i);
+  }
+  SKIPPR_TRY(flush());
+  return landed;
 }
 
 Result<std::string> SnowflakeSink::stage_batch(const Batch& rows, const BatchId& id, const std::string& into,
