@@ -88,6 +88,20 @@ std::map<std::string, std::string> armed_at(std::map<std::string, std::string> e
   return env;
 }
 
+std::string kill_inside_landing(const PipelineFixture& fixture, const std::string& pipeline,
+                                const std::map<std::string, std::string>& env, int kills) {
+  for (int i = 0; i < kills; ++i) {
+    const std::string point(i % 2 ? failpoint::kSinkAfterCommit : failpoint::kSinkInTransaction);
+    auto r = fixture.skipprd({"sync", "--pipeline", pipeline, "--once"}, armed_at(env, point, 1 + (i / 2) % 3));
+    if (r.exit_code != 137) {
+      return "run " + std::to_string(i + 1) + " armed at " + point + " exited " + std::to_string(r.exit_code) + ": " +
+             r.err;
+    }
+    if (i % 3 == 2) std::filesystem::remove_all(fixture.path("data"));
+  }
+  return "";
+}
+
 ChaosRuns sync_until_done_under_chaos(const PipelineFixture& fixture, const std::string& pipeline,
                                       std::map<std::string, std::string> env, int seed_base,
                                       const ChaosOptions& options) {

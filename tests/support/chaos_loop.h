@@ -51,6 +51,13 @@ ChaosRuns sync_until_done_under_chaos(const PipelineFixture& fixture, const std:
 std::map<std::string, std::string> armed_at(std::map<std::string, std::string> env, const std::string& point,
                                             int pass = 1);
 
+// `kills` runs of `sync --once`, each armed in turn inside the sink's own landing (sink.in_transaction, then
+// sink.after_commit, passes 1 to 3), DATA_DIR deleted after every third: the crashes a sink without one transaction
+// around its statements must survive, before a chaos loop finishes the job. "" when every run was killed there, else
+// what a run did instead.
+std::string kill_inside_landing(const PipelineFixture& fixture, const std::string& pipeline,
+                                const std::map<std::string, std::string>& env, int kills);
+
 // The same loop until `deadline`, whether runs finish or are killed: for a source that is written to meanwhile, which
 // a run may not catch up with before chaos strikes. `finished` = no run exited otherwise than 0 or SIGKILL.
 ChaosRuns sync_under_chaos_until(const PipelineFixture& fixture, const std::string& pipeline,

@@ -317,7 +317,7 @@ Result<WriteOutcome> DatabricksSink::land(const BatchToLand& item) {
   };
   if (rows.rows > 0) {
     SKIPPR_TRY(put(kRowsSuffix, text_valued_json_lines(rows, merging() ? kRowNumberColumn : std::string_view())));
-    const std::string& rows_name = landing.files.back();
+    const std::string rows_name = landing.files.back();
     if (merging()) {
       const std::string stage =
           fmt::format("(SELECT {} FROM read_files({}, format => 'json', primitivesAsString => true))",

@@ -338,7 +338,9 @@ Status SnowflakeSink::send_transaction(std::span<const Prepared> batches) {
   const std::string request_id = snowflake_request_id(
       batches.size() == 1 ? target() + "|" + first.str() : target() + "|" + first.str() + ".." + last.str());
   bool retry = std::ranges::any_of(batches, [](const Prepared& b) { return b.item->maybe_landed; });
-  failpoint::hit(batches.size() == 1 ? failpoint::kSinkInTransaction : failpoint::kSinkInGroup);
+  // The request is the transaction: a stop here has sent nothing of it.
+  if (batches.size() > 1) failpoint::hit(failpoint::kSinkInGroup);
+  failpoint::hit(failpoint::kSinkInTransaction);
   for (int attempt = 0;; ++attempt) {
     auto done = client_.execute(request, static_cast<int>(statements.size()), request_id, retry);
     if (done) break;
@@ -350,7 +352,7 @@ Status SnowflakeSink::send_transaction(std::span<const Prepared> batches) {
     retry = true;
     std::this_thread::sleep_for(std::chrono::milliseconds(500 << attempt));
   }
-  if (batches.size() == 1) failpoint::hit(failpoint::kSinkAfterCommit);
+  failpoint::hit(failpoint::kSinkAfterCommit);
   for (const auto& b : batches) {
     if (!b.staged) continue;
     // Loaded and recorded: a retry finds the ledger row and never loads it again. A file that stays (this delete
