@@ -7,6 +7,9 @@
 //                                        private key file of its user LOADER, lives until stdin closes
 //   broker_bench bigquery                starts the BigQuery emulator, prints its endpoint and a service-account key
 //                                        file it accepts, lives until stdin closes
+//   broker_bench snowflake-staged        the same, with a moto S3 server and a bucket the emulator's stage
+//                                        ANALYTICS.PUBLIC.SKIPPR_STAGE reads; prints endpoint, key file, bucket and
+//                                        moto's endpoint
 //   broker_bench databricks              starts the Databricks emulator, prints its endpoint and the token it accepts,
 //                                        lives until stdin closes
 //   broker_bench publish PORT QUEUE FILE the peer: each line of FILE as one persistent message to QUEUE (declared
@@ -26,8 +29,11 @@
 #include "support/bigquery_emulator.h"
 #include "support/clickhouse_server.h"
 #include "support/databricks_emulator.h"
+#include "support/moto_server.h"
 #include "support/rabbitmq_server.h"
 #include "support/snowflake_emulator.h"
+
+#include "clients/aws/s3_client.h"
 
 namespace {
 
@@ -144,6 +150,22 @@ int main(int argc, char** argv) {
     wait_for_stdin_to_close();
     return 0;
   }
+  if (command == "snowflake-staged" && argc == 2) {
+    auto& emulator = skippr::test::SharedSnowflake();
+    auto& moto = skippr::test::SharedMoto();
+    const std::string bucket = moto.create_bucket("bench");
+    auto s3 = std::make_shared<skippr::S3Client>(
+        skippr::AwsService{"us-east-1", moto.endpoint(), true, {"testing", "testing", "", "bench"}});
+    emulator.add_stage("ANALYTICS.PUBLIC.SKIPPR_STAGE", [bucket, s3](const std::string& path) {
+      auto got = s3->get_object_if_exists(bucket, "stage/" + path);
+      return got ? *got : std::nullopt;
+    });
+    fmt::print("{} {} {} {}\n", emulator.endpoint(), skippr::test::snowflake_test_private_key().string(), bucket,
+               moto.endpoint());
+    std::fflush(stdout);
+    wait_for_stdin_to_close();
+    return 0;
+  }
   if (command == "bigquery" && argc == 2) {
     auto& emulator = skippr::test::SharedBigQuery();
     fmt::print("{} {}\n", emulator.endpoint(), emulator.credentials_file().string());
@@ -161,7 +183,8 @@ int main(int argc, char** argv) {
   if (command == "publish" && argc == 5) return publish(std::stoi(argv[2]), argv[3], argv[4]);
   if (command == "count" && argc == 4) return count(std::stoi(argv[2]), argv[3]);
   fmt::print(stderr,
-             "usage: broker_bench clickhouse | rabbitmq | snowflake | bigquery | databricks | publish PORT QUEUE FILE "
+             "usage: broker_bench clickhouse | rabbitmq | snowflake | snowflake-staged | bigquery | databricks | "
+             "publish PORT QUEUE FILE "
              "| count PORT "
              "QUEUE\n");
   return 2;
