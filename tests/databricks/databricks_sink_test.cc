@@ -11,6 +11,7 @@
 #include <set>
 
 #include "clients/databricks/databricks_client.h"
+#include "sinks/databricks/dbx_types.h"
 #include "support/chaos_loop.h"
 #include "support/databricks_emulator.h"
 #include "support/duckdb_probe.h"
@@ -415,6 +416,27 @@ TEST(DatabricksApi, TheEmulatorsDialect) {
   EXPECT_EQ(dbx_quote_identifier("we`ird"), "`we``ird`");
   EXPECT_EQ(dbx_quote_literal("it's a \\ path\n"), "'it\\'s a \\\\ path\\n'");
   EXPECT_EQ(files_api_path("/Volumes/c/s/v/a b.json"), "/Volumes/c/s/v/a%20b.json");
+}
+
+// The type rules as information_schema.columns.full_data_type spells types: which columns take which fields, the
+// narrower integers and decimals, VARCHAR(n)'s length (a longer value is a rejected row, not a failed COPY INTO).
+TEST(DatabricksApi, TheTypeRules) {
+  const ColumnRules rules = dbx_column_rules();
+  EXPECT_TRUE(rules.same_name("Trip_ID", "trip_id"));
+  EXPECT_TRUE(rules.accepts("bigint", Type::kInt64));
+  EXPECT_TRUE(rules.accepts("decimal(38,0)", Type::kInt64));
+  EXPECT_FALSE(rules.accepts("bigint", Type::kDouble));
+  EXPECT_TRUE(rules.accepts("string", Type::kJson));
+  EXPECT_TRUE(rules.accepts("timestamp_ntz", Type::kTimestamp));
+  EXPECT_EQ(rules.int_range("int")->second, 2147483647);
+  EXPECT_FALSE(rules.int_range("bigint"));
+  EXPECT_DOUBLE_EQ(*rules.magnitude_limit("decimal(10,2)"), 1e8);
+  EXPECT_FALSE(rules.text_problem("varchar(3)", "abc"));
+  EXPECT_FALSE(rules.text_problem("varchar(3)", "d\xc3\xa9j"));  // three characters, four bytes
+  EXPECT_TRUE(rules.text_problem("varchar(3)", "abcd"));
+  EXPECT_FALSE(rules.text_problem("string", std::string(100000, 'x')));
+  EXPECT_EQ(dbx_convert("`v`", "binary"), "unbase64(`v`)");
+  EXPECT_EQ(dbx_convert("`v`", "decimal(38,0)"), "CAST(`v` AS DECIMAL(38,0))");
 }
 
 }  // namespace

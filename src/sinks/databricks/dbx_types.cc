@@ -4,6 +4,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 
@@ -71,6 +72,19 @@ std::optional<double> magnitude_limit(std::string_view column_type) {
   return std::pow(10.0, precision - scale);
 }
 
+// VARCHAR(n) and CHAR(n) hold at most n characters: a longer value goes to the rejects table instead of failing the
+// whole COPY INTO.
+std::optional<std::string> text_problem(std::string_view column_type, std::string_view text) {
+  if (!one_of(column_type, {"VARCHAR", "CHAR"})) return std::nullopt;
+  const auto open = column_type.find('(');
+  if (open == std::string_view::npos) return std::nullopt;
+  const size_t limit = std::strtoul(std::string(column_type.substr(open + 1)).c_str(), nullptr, 10);
+  size_t characters = 0;
+  for (unsigned char c : text) characters += (c & 0xC0) != 0x80 ? 1 : 0;  // UTF-8 lead bytes
+  if (limit == 0 || characters <= limit) return std::nullopt;
+  return fmt::format("{} characters, above the column's {}", characters, limit);
+}
+
 }  // namespace
 
 std::string dbx_new_column_type(Type type) {
@@ -99,6 +113,7 @@ ColumnRules dbx_column_rules() {
                     dbx_quote_identifier};
   rules.int_range = int_range;
   rules.magnitude_limit = magnitude_limit;
+  rules.text_problem = text_problem;
   return rules;
 }
 
