@@ -36,7 +36,9 @@ struct PipelineConfig {
   std::string data_sink;
   bool chaos_mode = false;
   Landing landing = Landing::kAppend;
+  bool landing_given = false;  // false: the source's default landing (ConnectorSpec::default_landing) applies
   std::vector<std::string> primary_key;
+  std::vector<std::string> partition_by;  // replace_partition's partition columns
   SourceLocation where;
 };
 

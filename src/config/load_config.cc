@@ -30,6 +30,27 @@ Result<std::string> read_text(const std::filesystem::path& file) {
   return buffer.str();
 }
 
+// A pipeline without a landing of its own takes its source's default (GoogleAnalytics: replace_partition on date);
+// replace_partition needs partition columns, which only it uses.
+void apply_source_landing(PipelineConfig& pipeline, const Config& config, config_detail::Diagnostics& diag) {
+  const auto source = config.sources.find(pipeline.data_source);
+  const ConnectorSpec* spec = source == config.sources.end() ? nullptr : source->second.spec;
+  if (!pipeline.landing_given && spec && spec->default_landing) {
+    pipeline.landing = *spec->default_landing;
+    if (pipeline.partition_by.empty()) pipeline.partition_by = spec->default_partition_by;
+  }
+  const std::string what = fmt::format("pipelines.{}", pipeline.name);
+  if (pipeline.landing == Landing::kReplacePartition && pipeline.partition_by.empty()) {
+    diag.add(pipeline.where, fmt::format("{}: landing replace_partition needs the columns that make a partition; add "
+                                         "partition_by: [column, ...]",
+                                         what));
+  } else if (pipeline.landing != Landing::kReplacePartition && !pipeline.partition_by.empty()) {
+    diag.add(pipeline.where, fmt::format("{}: partition_by is used by landing replace_partition only, and this "
+                                         "pipeline lands with {}; remove it or set landing: replace_partition",
+                                         what, to_string(pipeline.landing)));
+  }
+}
+
 void read_document(const YAML::Node& root, Config& config, config_detail::Diagnostics& diag) {
   using namespace config_detail;
   static const std::vector<std::string> kSections = {"data_sources", "data_sinks", "pipelines"};
@@ -60,6 +81,7 @@ void read_document(const YAML::Node& root, Config& config, config_detail::Diagno
   read_connectors(sources, /*is_source=*/true, base_dir, diag, config.sources, source_names);
   read_connectors(sinks, /*is_source=*/false, base_dir, diag, config.sinks, sink_names);
   read_pipelines(pipelines, source_names, sink_names, diag, config.pipelines);
+  for (auto& [name, pipeline] : config.pipelines) apply_source_landing(pipeline, config, diag);
 }
 
 // Every check a connector's factory makes (a negative row count, an empty table, a landing the sink lacks) runs
@@ -120,6 +142,7 @@ ConnectorContext connector_context(const PipelineConfig& pipeline, const Connect
   ctx.pipeline_dir = pipeline_dir;
   ctx.landing = pipeline.landing;
   ctx.primary_key = pipeline.primary_key;
+  ctx.partition_by = pipeline.partition_by;
   return ctx;
 }
 

@@ -1,4 +1,4 @@
-// pipelines: `name: { data_source, data_sink, chaos_mode, landing, primary_key }`.
+// pipelines: `name: { data_source, data_sink, chaos_mode, landing, primary_key, partition_by }`.
 #include <algorithm>
 #include <array>
 
@@ -69,7 +69,8 @@ std::optional<std::string> read_reference(const YAML::Node& node, std::string_vi
 // Returns nullopt when a problem was recorded.
 std::optional<PipelineConfig> read_pipeline(const Entry& entry, const std::vector<std::string>& declared_sources,
                                             const std::vector<std::string>& declared_sinks, Diagnostics& diag) {
-  static const std::vector<std::string> kKeys = {"data_source", "data_sink", "chaos_mode", "landing", "primary_key"};
+  static const std::vector<std::string> kKeys = {"data_source", "data_sink",   "chaos_mode",
+                                                 "landing",     "primary_key", "partition_by"};
   const std::string what = fmt::format("pipelines.{}", entry.key);
   if (entry.value.IsNull()) {
     diag.add(entry.key_node.Mark(), fmt::format("{}: is empty; it needs data_source and data_sink", what));
@@ -129,6 +130,13 @@ std::optional<PipelineConfig> read_pipeline(const Entry& entry, const std::vecto
       primary_key_ok = ok = false;
     }
   }
+  if (auto it = given.find("partition_by"); it != given.end()) {
+    if (auto v = read_string_list(it->second.value, what + ".partition_by", diag, /*allow_single=*/true)) {
+      pipeline.partition_by = std::move(*v);
+    } else {
+      ok = false;
+    }
+  }
   if (auto it = given.find("landing"); it != given.end()) {
     const YAML::Node& node = it->second.value;
     auto text = read_string(node, what + ".landing", diag);
@@ -143,6 +151,7 @@ std::optional<PipelineConfig> read_pipeline(const Entry& entry, const std::vecto
       ok = false;
     } else {
       pipeline.landing = *landing;
+      pipeline.landing_given = true;
       // Only when primary_key itself is fine: a broken one is already reported.
       if (*landing == Landing::kMergeByKey && primary_key_ok && pipeline.primary_key.empty()) {
         diag.add(node.Mark(), fmt::format("{}.landing: merge_by_key needs the key to merge on; add primary_key: "

@@ -151,6 +151,7 @@ struct ConnectorContext {
   std::filesystem::path pipeline_dir;  // DATA_DIR/pipelines/<name>
   Landing landing = Landing::kAppend;
   std::vector<std::string> primary_key;
+  std::vector<std::string> partition_by;  // with replace_partition
 };
 
 struct ConnectorSpec {
@@ -159,6 +160,9 @@ struct ConnectorSpec {
   std::string summary;
   Guarantee guarantee = Guarantee::kNone;  // sinks only
   std::vector<ParamSpec> params;
+  // Sources that re-read on purpose: the landing (and its partition_by) of a pipeline that names none.
+  std::optional<Landing> default_landing;
+  std::vector<std::string> default_partition_by;
   std::function<Result<std::unique_ptr<Source>>(const ConnectorContext&)> make_source;
   std::function<Result<std::unique_ptr<Sink>>(const ConnectorContext&)> make_sink;
 };

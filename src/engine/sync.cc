@@ -15,6 +15,7 @@
 #include "engine/chaos.h"
 #include "engine/dead_letters.h"
 #include "engine/pipeline_storage.h"
+#include "engine/sync_passes.h"
 #include "state/state_store.h"
 #include "wal/wal.h"
 
@@ -171,7 +172,16 @@ class SyncRun {
       spdlog::info("dropped {} dead-letter line(s) of batches that were never committed; they are read again", dropped);
     }
 
-    SKIPPR_TRY(source_->seek(wal_->last_position()));
+    if (pipe_->landing == Landing::kReplacePartition || pipe_->landing == Landing::kReplaceTable) {
+      if (source_->streaming()) {
+        return fail(ErrorKind::kConfig,
+                    fmt::format("pipeline '{}': landing {} replaces what each sync read, and source '{}' streams "
+                                "without ever finishing a pass; use append or merge_by_key for it",
+                                pipe_->name, to_string(pipe_->landing), pipe_->data_source));
+      }
+      passes_.emplace(pipe_->landing == Landing::kReplaceTable, wal_->last_position());
+    }
+    SKIPPR_TRY(source_->seek(passes_ ? passes_->source_start() : wal_->last_position()));
     // A sink that is misconfigured (wrong password, a table it cannot merge into) stops the run here, before
     // anything is committed; one that is merely unreachable is retried by the land stage.
     if (sink_open_) return ok();
@@ -295,6 +305,13 @@ class SyncRun {
     bool position_to_keep = false;
     auto batch_started = Clock::now();
     while (!stop_requested()) {
+      if (passes_ && passes_->begin_poll()) {
+        // A full refresh reads the source from its start every sync.
+        if (auto st = source_->seek(Position{}); !st) {
+          record_error(st.error());
+          break;
+        }
+      }
       Budget budget;
       const size_t have = pending.byte_size();
       budget.max_bytes = settings_.buffer_threshold_bytes > have ? settings_.buffer_threshold_bytes - have : 1;
@@ -314,7 +331,7 @@ class SyncRun {
           // The new records do not fit the batch being built (a field of another type, or one that differs only in
           // letter case): that batch is cut at the position before them, and they start the next one. Each batch
           // then lands on its own (the sink maps names and converts or rejects values), so nothing blocks here.
-          if (!cut_batch(pending, pending_dead, pending_oldest, position)) break;
+          if (!cut_batch(pending, pending_dead, pending_oldest, committed_position(position, false))) break;
           pending = std::move(polled->records);
           pending_oldest.add(polled->oldest_record_time_micros);
           batch_started = Clock::now();
@@ -325,14 +342,19 @@ class SyncRun {
       for (auto& letter : polled->dead_letters) pending_dead.push_back(std::move(letter));
       position = polled->position_after;
       position_to_keep = position_to_keep || polled->keep_position;
+      // The end of a sync is committed even when its last poll brought nothing (see SyncPasses::needs_end_batch).
+      if (passes_ && polled->drained && passes_->needs_end_batch()) position_to_keep = true;
       // Dead letters alone make a (row-less) batch too: they must be committed with the position that skips them;
       // so does a position the source asks to keep.
       const bool cut = (pending.rows > 0 || !pending_dead.empty() || position_to_keep) &&
                        (pending.byte_size() >= settings_.buffer_threshold_bytes ||
                         seconds_since(batch_started) >= settings_.buffer_threshold_seconds || polled->drained);
-      if (cut && !cut_batch(pending, pending_dead, pending_oldest, position)) break;
+      if (cut && !cut_batch(pending, pending_dead, pending_oldest, committed_position(position, polled->drained))) {
+        break;
+      }
       if (cut) position_to_keep = false;
       if (polled->drained) {
+        if (passes_) passes_->drained();
         if (options_.once) {
           drained_ = true;
           break;
@@ -341,6 +363,11 @@ class SyncRun {
       }
     }
     to_commit_.close();
+  }
+
+  // The position a batch is committed with: the source's own, or (replace landings) wrapped with its sync.
+  Position committed_position(const Position& source, bool drained) {
+    return passes_ ? passes_->commit_position(source, drained) : source;
   }
 
   // Encodes `pending` with the position after it and hands it to the committer; false when the run must stop.
@@ -382,7 +409,7 @@ class SyncRun {
         to_commit_.close_and_clear();
         break;
       }
-      if (auto st = source_->acknowledge(item->position_after); !st) {
+      if (auto st = source_->acknowledge(source_position(item->position_after)); !st) {
         spdlog::warn("source acknowledge failed (the WAL stays the truth; it is retried on the next commit): {}",
                      st.error().message);
       }
@@ -669,6 +696,7 @@ class SyncRun {
   PipelinePaths paths_;
   PipelineState state_;
   std::unique_ptr<Source> source_;
+  std::optional<SyncPasses> passes_;  // replace landings only: the syncs the read stage makes
   std::unique_ptr<Sink> sink_;
   bool sink_open_ = false;
   std::unique_ptr<Wal> wal_;

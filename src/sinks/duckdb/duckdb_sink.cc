@@ -10,12 +10,14 @@
 
 #include "clients/duckdb/duckdb_client.h"
 #include "core/failpoint.h"
+#include "core/sync_mark.h"
 #include "sinks/batch_ledger.h"
 #include "sinks/change_fields.h"
 #include "sinks/conform_batch.h"
 #include "sinks/duckdb/duckdb_memory_probe.h"
 #include "sinks/duckdb/duckdb_merge.h"
 #include "sinks/duckdb/duckdb_types.h"
+#include "sinks/replace_landing.h"
 #include "sinks/schema_evolution.h"
 
 namespace skippr {
@@ -24,11 +26,14 @@ namespace {
 
 class DuckDbSink final : public GroupLandingSink {
  public:
-  DuckDbSink(std::string path, std::string table, std::string pipeline, std::vector<std::string> merge_key)
+  DuckDbSink(std::string path, std::string table, const ConnectorContext& ctx)
       : path_(std::move(path)),
         table_(std::move(table)),
-        pipeline_(std::move(pipeline)),
-        merge_key_(std::move(merge_key)) {}
+        refresh_table_(table_ + std::string(kRefreshSuffix)),
+        pipeline_(ctx.pipeline),
+        landing_(ctx.landing),
+        merge_key_(ctx.landing == Landing::kMergeByKey ? ctx.primary_key : std::vector<std::string>{}),
+        partition_by_(ctx.partition_by) {}
 
   Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
   Status open() override;
@@ -37,16 +42,22 @@ class DuckDbSink final : public GroupLandingSink {
 
  private:
   bool merging() const { return !merge_key_.empty(); }
+  bool replacing_partitions() const { return landing_ == Landing::kReplacePartition; }
+  bool refreshing() const { return landing_ == Landing::kReplaceTable; }
   // DuckDB's names are case-insensitive, so the ledger scopes its rows by the lowercase table name.
   std::string ledger_target() const;
   Status prepare_ledger();
   Result<bool> ledger_has(const BatchId& id);
-  Result<std::vector<TableColumn>> describe_table();
+  Result<std::vector<TableColumn>> describe_table(const std::string& table);
   // merge_by_key into an existing table: every key column must be there (exit 2 at open, before anything is read).
   Status check_merge_key(const std::vector<TableColumn>& columns) const;
   // Creates the table, or adds the batch's new fields as nullable columns; a changed type is an error. Merging adds
   // the order column too.
-  Result<std::vector<TableColumn>> prepare_table(const Batch& batch);
+  Result<std::vector<TableColumn>> prepare_table(const Batch& batch, const std::string& table);
+  // replace_table: the refresh table `mark`'s sync fills, made like the target (dropped first when another sync
+  // left it); at the batch that ends the sync, its rows replace the target's (sinks/replace_landing.h).
+  Status begin_refresh(const SyncMark& mark);
+  Status finish_refresh();
   // Appends the batch to `table` by column name (a column the batch lacks is NULL); with `row_numbers` the last
   // column gets each row's index in the batch instead.
   Status append_rows(const Batch& batch, const std::string& table, const std::vector<TableColumn>& columns,
@@ -60,11 +71,15 @@ class DuckDbSink final : public GroupLandingSink {
 
   std::string path_;
   std::string table_;
+  std::string refresh_table_;  // replace_table's
   std::string pipeline_;
-  std::vector<std::string> merge_key_;  // the pipeline's primary_key with merge_by_key; empty for append
+  Landing landing_;
+  std::vector<std::string> merge_key_;     // the pipeline's primary_key with merge_by_key; empty for append
+  std::vector<std::string> partition_by_;  // replace_partition's
   // The target's columns as this transaction left them: a group's later batches of the same shape skip describing
   // the table again (every change to it inside the transaction goes through prepare_table). Reset per transaction.
   std::optional<std::vector<TableColumn>> columns_in_transaction_;
+  std::string columns_of_table_;  // the table columns_in_transaction_ describes
   // Declared in this order so the connection closes before the database.
   std::optional<DuckDbDatabase> db_;
   std::optional<DuckDbConnection> conn_;
@@ -84,7 +99,7 @@ Status DuckDbSink::open() {
   // checkpoint (perf: VacuumTask ~22 % of the lander). Off, 19 transactions of 21,000 JSON rows took 3.4 s instead of
   // 7.4 s, and the JSON lines bench went from 2.7x to 1.85x DuckDB's own read_json. merge_by_key deletes the rows
   // it replaces and keeps vacuuming, so their space comes back.
-  if (!merging()) settings.emplace_back("max_vacuum_tasks", "0");
+  if (landing_ == Landing::kAppend) settings.emplace_back("max_vacuum_tasks", "0");
   auto db = DuckDbDatabase::open(path_, settings);
   if (!db) {
     // A lock held by another process, a full disk, a permission being fixed: all of these can go away, so the
@@ -103,7 +118,7 @@ Status DuckDbSink::open() {
                                                      path_, prepared.error().message));
   }
   if (merging()) {
-    auto columns = describe_table();
+    auto columns = describe_table(table_);
     if (!columns) return fail(columns.error().kind, fmt::format("{}: {}", where(), columns.error().message));
     if (!columns->empty()) SKIPPR_TRY(check_merge_key(*columns));
   }
@@ -171,20 +186,21 @@ Result<std::optional<LedgerTip>> DuckDbSink::ledger_tip() {
   return ledger_tip_of(rows->rows);
 }
 
-Result<std::vector<TableColumn>> DuckDbSink::describe_table() {
+Result<std::vector<TableColumn>> DuckDbSink::describe_table(const std::string& table) {
   auto rows = conn_->query(fmt::format(
       "SELECT column_name, data_type FROM information_schema.columns WHERE table_catalog = current_database() AND "
       "table_schema = current_schema() AND lower(table_name) = lower({}) ORDER BY ordinal_position",
-      quote_literal(table_)));
+      quote_literal(table)));
   if (!rows) return std::unexpected(rows.error());
   std::vector<TableColumn> columns;
   for (auto& row : rows->rows) columns.push_back({row[0].value_or(""), row[1].value_or("")});
   return columns;
 }
 
-Result<std::vector<TableColumn>> DuckDbSink::prepare_table(const Batch& batch) {
-  auto columns =
-      columns_in_transaction_ ? Result<std::vector<TableColumn>>(*columns_in_transaction_) : describe_table();
+Result<std::vector<TableColumn>> DuckDbSink::prepare_table(const Batch& batch, const std::string& table) {
+  auto columns = columns_in_transaction_ && columns_of_table_ == table
+                     ? Result<std::vector<TableColumn>>(*columns_in_transaction_)
+                     : describe_table(table);
   if (!columns) return columns;
   if (merging() && !columns->empty()) SKIPPR_TRY(check_merge_key(*columns));
   auto fields = fields_to_add(*columns, batch.schema, duckdb_column_rules(), where(), merging());
@@ -200,20 +216,70 @@ Result<std::vector<TableColumn>> DuckDbSink::prepare_table(const Batch& batch) {
   }
   if (new_columns.empty()) {
     columns_in_transaction_ = *columns;
+    columns_of_table_ = table;
     return columns;
   }
   columns_in_transaction_.reset();
   if (columns->empty()) {
     SKIPPR_TRY(
-        conn_->execute(fmt::format("CREATE TABLE {} ({})", quote_identifier(table_), fmt::join(new_columns, ", "))));
+        conn_->execute(fmt::format("CREATE TABLE {} ({})", quote_identifier(table), fmt::join(new_columns, ", "))));
   } else {
     for (const auto& column : new_columns) {
-      SKIPPR_TRY(conn_->execute(fmt::format("ALTER TABLE {} ADD COLUMN {}", quote_identifier(table_), column)));
+      SKIPPR_TRY(conn_->execute(fmt::format("ALTER TABLE {} ADD COLUMN {}", quote_identifier(table), column)));
     }
   }
-  auto described = describe_table();  // DuckDB's own spelling of the types
-  if (described) columns_in_transaction_ = *described;
+  auto described = describe_table(table);  // DuckDB's own spelling of the types
+  if (described) {
+    columns_in_transaction_ = *described;
+    columns_of_table_ = table;
+  }
   return described;
+}
+
+const ReplaceDialect& duckdb_replace_dialect() {
+  static const ReplaceDialect dialect{quote_identifier, quote_literal, /*jsonb_partition_keys=*/false};
+  return dialect;
+}
+
+Status DuckDbSink::begin_refresh(const SyncMark& mark) {
+  auto refresh = describe_table(refresh_table_);
+  if (!refresh) return std::unexpected(refresh.error());
+  const std::string quoted = quote_identifier(refresh_table_);
+  if (!refresh->empty()) {
+    auto leftover = conn_->query(refresh_leftover_sql(duckdb_replace_dialect(), quoted, mark.sync_id));
+    if (!leftover) return std::unexpected(leftover.error());
+    if (leftover->rows.empty()) return ok();
+    SKIPPR_TRY(conn_->execute(fmt::format("DROP TABLE {}", quoted)));  // a sync that never ended left it
+  }
+  columns_in_transaction_.reset();
+  auto target = describe_table(table_);
+  if (!target) return std::unexpected(target.error());
+  if (target->empty()) return ok();  // made from the first batch, as the target would be
+  SKIPPR_TRY(
+      conn_->execute(fmt::format("CREATE TABLE {} AS SELECT * FROM {} LIMIT 0", quoted, quote_identifier(table_))));
+  if (!find_column(*target, kSyncColumn, duckdb_column_rules())) {
+    SKIPPR_TRY(
+        conn_->execute(fmt::format("ALTER TABLE {} ADD COLUMN {} VARCHAR", quoted, quote_identifier(kSyncColumn))));
+  }
+  return ok();
+}
+
+Status DuckDbSink::finish_refresh() {
+  columns_in_transaction_.reset();
+  auto refresh = describe_table(refresh_table_);
+  if (!refresh) return std::unexpected(refresh.error());
+  auto target = describe_table(table_);
+  if (!target) return std::unexpected(target.error());
+  if (refresh->empty()) {
+    // The sync read nothing: the refreshed table is empty.
+    if (!target->empty()) SKIPPR_TRY(conn_->execute(fmt::format("DELETE FROM {}", quote_identifier(table_))));
+    return ok();
+  }
+  for (const auto& sql : refresh_swap_sql(duckdb_replace_dialect(), quote_identifier(table_),
+                                          quote_identifier(refresh_table_), *refresh, *target, duckdb_column_rules())) {
+    SKIPPR_TRY(conn_->execute(sql));
+  }
+  return ok();
 }
 
 Status DuckDbSink::append_rows(const Batch& batch, const std::string& table, const std::vector<TableColumn>& columns,
@@ -281,6 +347,7 @@ Result<std::vector<BatchLanded>> DuckDbSink::write_group(std::span<const BatchTo
   for (const auto& item : group) {
     SKIPPR_TRY(item.batch.check_shape());
     if (merging()) SKIPPR_TRY(check_merge_rows(item.batch, merge_key_, duckdb_column_rules(), where()));
+    if (replacing_partitions() || refreshing()) SKIPPR_TRY(check_partition_fields(item.batch, partition_by_, where()));
   }
   SKIPPR_TRY(open());
   auto landed = write_in_transaction(group);
@@ -314,12 +381,21 @@ Result<std::vector<BatchLanded>> DuckDbSink::write_in_transaction(std::span<cons
 }
 
 Result<uint64_t> DuckDbSink::land_batch(const BatchToLand& item) {
-  const Batch& batch = item.batch;
   const BatchId& id = item.id;
   auto definite = [&](const Error& e) {
     return fail(e.kind, fmt::format("writing batch {} to {}: {}", id.str(), where(), e.message));
   };
-  auto columns = prepare_table(batch);
+  // A replace landing's rows carry their sync; replace_table writes them to the refresh table.
+  const bool replacing = replacing_partitions() || refreshing();
+  const SyncMark mark = sync_mark_of(item.position_after, id);
+  std::optional<Batch> tagged;
+  if (replacing && item.batch.rows > 0) tagged = with_sync_column(item.batch, mark.sync_id);
+  const Batch& batch = tagged ? *tagged : item.batch;
+  const std::string& into = refreshing() ? refresh_table_ : table_;
+  if (refreshing()) {
+    if (auto begun = begin_refresh(mark); !begun) return definite(begun.error());
+  }
+  auto columns = prepare_table(batch, into);
   if (!columns) {
     return columns.error().kind == ErrorKind::kConfig ? std::unexpected(columns.error()) : definite(columns.error());
   }
@@ -328,8 +404,13 @@ Result<uint64_t> DuckDbSink::land_batch(const BatchToLand& item) {
   if (!conformed) return std::unexpected(conformed.error());
   const Batch& rows = *conformed ? (*conformed)->batch : batch;
   if (rows.rows > 0) {
-    auto written = merging() ? merge_rows(rows, id, *columns) : append_rows(rows, table_, *columns);
+    auto written = merging() ? merge_rows(rows, id, *columns) : append_rows(rows, into, *columns);
     if (!written) return definite(written.error());
+    if (replacing_partitions()) {
+      auto replaced = conn_->execute(
+          replace_partitions_sql(duckdb_replace_dialect(), quote_identifier(table_), partition_by_, mark.sync_id));
+      if (!replaced) return definite(replaced.error());
+    }
   }
   const size_t rejected = *conformed ? (*conformed)->rejected.size() : 0;
   if (rejected > 0) {
@@ -338,6 +419,9 @@ Result<uint64_t> DuckDbSink::land_batch(const BatchToLand& item) {
     for (const auto& sql : rejects_insert_sql(rejects, id.str(), (*conformed)->rejected, quote_literal)) {
       if (auto inserted = conn_->execute(sql); !inserted) return definite(inserted.error());
     }
+  }
+  if (refreshing() && mark.ends_sync) {
+    if (auto swapped = finish_refresh(); !swapped) return definite(swapped.error());
   }
   failpoint::hit(failpoint::kSinkInTransaction);
   if (auto recorded =
@@ -361,11 +445,6 @@ ConnectorSpec duckdb_sink_spec() {
       {"table", ParamType::kString, true, nullptr, "the target table; created from the first batch's schema"},
   };
   spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
-    if (ctx.landing != Landing::kAppend && ctx.landing != Landing::kMergeByKey) {
-      return fail(ErrorKind::kConfig,
-                  fmt::format("sink '{}': landing {} is not supported by DuckDB; use append or merge_by_key", ctx.name,
-                              to_string(ctx.landing)));
-    }
     if (ctx.landing == Landing::kMergeByKey && ctx.primary_key.empty()) {
       return fail(ErrorKind::kConfig,
                   fmt::format("sink '{}': merge_by_key needs the pipeline's primary_key; add it", ctx.name));
@@ -375,8 +454,7 @@ ConnectorSpec duckdb_sink_spec() {
     if (path.empty() || table.empty()) {
       return fail(ErrorKind::kConfig, fmt::format("sink '{}': DuckDB needs both path and table", ctx.name));
     }
-    return std::make_unique<DuckDbSink>(
-        path, table, ctx.pipeline, ctx.landing == Landing::kMergeByKey ? ctx.primary_key : std::vector<std::string>{});
+    return std::make_unique<DuckDbSink>(path, table, ctx);
   };
   return spec;
 }

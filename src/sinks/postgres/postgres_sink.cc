@@ -8,10 +8,12 @@
 
 #include "clients/postgres/pg_client.h"
 #include "core/failpoint.h"
+#include "core/sync_mark.h"
 #include "sinks/batch_ledger.h"
 #include "sinks/conform_batch.h"
 #include "sinks/postgres/pg_copy_binary.h"
 #include "sinks/postgres/pg_types.h"
+#include "sinks/replace_landing.h"
 #include "sinks/schema_evolution.h"
 
 namespace skippr {
@@ -62,7 +64,9 @@ class PostgresSink final : public GroupLandingSink {
         schema_(std::move(schema)),
         table_(std::move(table)),
         merge_(ctx.landing == Landing::kMergeByKey),
+        landing_(ctx.landing),
         primary_key_(ctx.primary_key),
+        partition_by_(ctx.partition_by),
         pipeline_(ctx.pipeline) {}
 
   Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
@@ -72,19 +76,26 @@ class PostgresSink final : public GroupLandingSink {
 
  private:
   std::string target() const { return pg_qualified(schema_, table_); }
+  std::string refresh() const { return pg_qualified(schema_, pg_derived_name(table_, kRefreshSuffix)); }
+  bool replacing_partitions() const { return landing_ == Landing::kReplacePartition; }
+  bool refreshing() const { return landing_ == Landing::kReplaceTable; }
+  // replace_table: the refresh table `mark`'s sync fills, made like the target (dropped first when another sync
+  // left it); at the batch that ends the sync, its rows replace the target's (sinks/replace_landing.h).
+  Status begin_refresh(const SyncMark& mark);
+  Status finish_refresh();
   std::string tombstones() const { return pg_qualified(schema_, pg_derived_name(table_, kTombstoneSuffix)); }
   std::string where() const { return fmt::format("{}: table {}", what_, target()); }
   Result<std::vector<TableColumn>> describe(const std::string& qualified);
   Status check_merge_key(const std::vector<TableColumn>& columns);
   // The batch has the key fields, no null key, and readable change fields.
   Status check_merge_rows(const Batch& batch) const;
-  Result<std::vector<TableColumn>> prepare_table(const Batch& batch);
+  Result<std::vector<TableColumn>> prepare_table(const Batch& batch, const std::string& into);
   Status copy_rows(const Batch& batch, const std::string& into);
   Status stage_rows(const Batch& batch);
   // Append into columns of exactly the staging types needs no staging: the binary COPY goes into the target, in the
   // same transaction as the ledger row, which halves the server's work (bench/postgres.sh).
   bool copies_straight_into_target(const Batch& batch, const std::vector<TableColumn>& columns) const;
-  Status apply_append(const Batch& batch, const std::vector<TableColumn>& columns);
+  Status apply_append(const Batch& batch, const std::vector<TableColumn>& columns, const std::string& into);
   Status apply_merge(const Batch& batch, const BatchId& id, const std::vector<TableColumn>& columns);
   Result<std::vector<BatchLanded>> write_in_transaction(std::span<const BatchToLand> group);
   // One batch of the group, inside its transaction: rows, rejects and ledger row. Returns the rows rejected.
@@ -103,7 +114,9 @@ class PostgresSink final : public GroupLandingSink {
   std::string schema_;
   std::string table_;
   bool merge_;
+  Landing landing_;
   std::vector<std::string> primary_key_;
+  std::vector<std::string> partition_by_;  // replace_partition's
   std::string pipeline_;
   std::optional<PgConnection> conn_;
 };
@@ -213,8 +226,8 @@ Status PostgresSink::check_merge_key(const std::vector<TableColumn>& columns) {
   return ok();
 }
 
-Result<std::vector<TableColumn>> PostgresSink::prepare_table(const Batch& batch) {
-  auto columns = describe(target());
+Result<std::vector<TableColumn>> PostgresSink::prepare_table(const Batch& batch, const std::string& into) {
+  auto columns = describe(into);
   if (!columns) return columns;
   if (columns->empty()) {
     std::vector<std::string> definition;
@@ -229,15 +242,14 @@ Result<std::vector<TableColumn>> PostgresSink::prepare_table(const Batch& batch)
       definition.push_back(fmt::format("{} numeric", pg_quote_identifier(kOrderColumn)));
       definition.push_back(fmt::format("PRIMARY KEY ({})", fmt::join(keys, ", ")));
     }
-    SKIPPR_TRY(
-        conn_->execute(fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", target(), fmt::join(definition, ", "))));
-    return describe(target());
+    SKIPPR_TRY(conn_->execute(fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", into, fmt::join(definition, ", "))));
+    return describe(into);
   }
   auto missing = fields_to_add(*columns, batch.schema, pg_column_rules(), where(), /*skip_change_fields=*/true);
   if (!missing) return std::unexpected(missing.error());
   bool altered = !missing->empty();
   for (const auto& field : *missing) {
-    SKIPPR_TRY(conn_->execute(fmt::format("ALTER TABLE {} ADD COLUMN {} {}", target(), pg_quote_identifier(field.name),
+    SKIPPR_TRY(conn_->execute(fmt::format("ALTER TABLE {} ADD COLUMN {} {}", into, pg_quote_identifier(field.name),
                                           pg_sql_type(field.type))));
   }
   if (merge_ && std::ranges::none_of(*columns, [](const TableColumn& c) { return c.name == kOrderColumn; })) {
@@ -245,8 +257,50 @@ Result<std::vector<TableColumn>> PostgresSink::prepare_table(const Batch& batch)
         fmt::format("ALTER TABLE {} ADD COLUMN {} numeric", target(), pg_quote_identifier(kOrderColumn))));
     altered = true;
   }
-  if (altered) return describe(target());
+  if (altered) return describe(into);
   return columns;
+}
+
+const ReplaceDialect& pg_replace_dialect() {
+  static const ReplaceDialect dialect{pg_quote_identifier, pg_quote_literal, /*jsonb_partition_keys=*/true};
+  return dialect;
+}
+
+Status PostgresSink::begin_refresh(const SyncMark& mark) {
+  auto columns = describe(refresh());
+  if (!columns) return std::unexpected(columns.error());
+  if (!columns->empty()) {
+    auto leftover = conn_->query(refresh_leftover_sql(pg_replace_dialect(), refresh(), mark.sync_id), {});
+    if (!leftover) return std::unexpected(leftover.error());
+    if (leftover->rows.empty()) return ok();
+    SKIPPR_TRY(conn_->execute(fmt::format("DROP TABLE {}", refresh())));  // a sync that never ended left it
+  }
+  auto target_columns = describe(target());
+  if (!target_columns) return std::unexpected(target_columns.error());
+  if (target_columns->empty()) return ok();  // made from the first batch, as the target would be
+  SKIPPR_TRY(conn_->execute(fmt::format("CREATE TABLE {} (LIKE {})", refresh(), target())));
+  if (std::ranges::none_of(*target_columns, [](const TableColumn& c) { return c.name == kSyncColumn; })) {
+    SKIPPR_TRY(
+        conn_->execute(fmt::format("ALTER TABLE {} ADD COLUMN {} text", refresh(), pg_quote_identifier(kSyncColumn))));
+  }
+  return ok();
+}
+
+Status PostgresSink::finish_refresh() {
+  auto refresh_columns = describe(refresh());
+  if (!refresh_columns) return std::unexpected(refresh_columns.error());
+  auto target_columns = describe(target());
+  if (!target_columns) return std::unexpected(target_columns.error());
+  if (refresh_columns->empty()) {
+    // The sync read nothing: the refreshed table is empty.
+    if (!target_columns->empty()) SKIPPR_TRY(conn_->execute(fmt::format("DELETE FROM {}", target())));
+    return ok();
+  }
+  for (const auto& sql : refresh_swap_sql(pg_replace_dialect(), target(), refresh(), *refresh_columns, *target_columns,
+                                          pg_column_rules())) {
+    SKIPPR_TRY(conn_->execute(sql));
+  }
+  return ok();
 }
 
 Status PostgresSink::copy_rows(const Batch& batch, const std::string& into) {
@@ -291,14 +345,15 @@ std::string PostgresSink::cast_to_column(std::string_view alias, const std::stri
   return fmt::format("CAST({}.{} AS {})", alias, pg_quote_identifier(field), column->type);
 }
 
-Status PostgresSink::apply_append(const Batch& batch, const std::vector<TableColumn>& columns) {
+Status PostgresSink::apply_append(const Batch& batch, const std::vector<TableColumn>& columns,
+                                  const std::string& into) {
   std::vector<std::string> names, values;
   for (const auto& field : batch.schema.fields) {
     if (is_change_field(field.name)) continue;
     names.push_back(pg_quote_identifier(field.name));
     values.push_back(cast_to_column("s", field.name, columns));
   }
-  return conn_->execute(fmt::format("INSERT INTO {} ({}) SELECT {} FROM {} s", target(), fmt::join(names, ", "),
+  return conn_->execute(fmt::format("INSERT INTO {} ({}) SELECT {} FROM {} s", into, fmt::join(names, ", "),
                                     fmt::join(values, ", "), pg_quote_identifier(kStageTable)));
 }
 
@@ -398,6 +453,7 @@ Result<std::vector<BatchLanded>> PostgresSink::write_group(std::span<const Batch
   for (const auto& item : group) {
     SKIPPR_TRY(item.batch.check_shape());  // text it cannot hold is rejected row by row (pg_text_problem)
     if (merge_) SKIPPR_TRY(check_merge_rows(item.batch));
+    if (replacing_partitions() || refreshing()) SKIPPR_TRY(check_partition_fields(item.batch, partition_by_, where()));
   }
   SKIPPR_TRY(open());
   auto landed = write_in_transaction(group);
@@ -433,12 +489,22 @@ Result<std::vector<BatchLanded>> PostgresSink::write_in_transaction(std::span<co
 }
 
 Result<uint64_t> PostgresSink::land_batch(const BatchToLand& item) {
-  const Batch& batch = item.batch;
   const BatchId& id = item.id;
   auto failed = [&](const Error& e) {
     return fail(e.kind, fmt::format("writing batch {} to {}: {}", id.str(), where(), e.message));
   };
-  auto columns = prepare_table(batch);
+  // A replace landing's rows carry their sync; replace_table writes them to the refresh table.
+  const SyncMark mark = sync_mark_of(item.position_after, id);
+  std::optional<Batch> tagged;
+  if ((replacing_partitions() || refreshing()) && item.batch.rows > 0) {
+    tagged = with_sync_column(item.batch, mark.sync_id);
+  }
+  const Batch& batch = tagged ? *tagged : item.batch;
+  const std::string into = refreshing() ? refresh() : target();
+  if (refreshing()) {
+    if (auto begun = begin_refresh(mark); !begun) return failed(begun.error());
+  }
+  auto columns = prepare_table(batch, into);
   if (!columns) return failed(columns.error());
   // Values of another type than their column's are converted, or their rows rejected (kept in the rejects table).
   auto conformed = conform_batch(batch, *columns, pg_column_rules(), where());
@@ -447,12 +513,18 @@ Result<uint64_t> PostgresSink::land_batch(const BatchToLand& item) {
   if (rows.rows > 0 && copies_straight_into_target(rows, *columns)) {
     std::vector<std::string> names;
     for (const auto& field : rows.schema.fields) names.push_back(pg_quote_identifier(field.name));
-    if (auto st = copy_rows(rows, fmt::format("{} ({})", target(), fmt::join(names, ", "))); !st) {
+    if (auto st = copy_rows(rows, fmt::format("{} ({})", into, fmt::join(names, ", "))); !st) {
       return failed(st.error());
     }
   } else if (rows.rows > 0) {
     if (auto st = stage_rows(rows); !st) return failed(st.error());
-    if (auto st = merge_ ? apply_merge(rows, id, *columns) : apply_append(rows, *columns); !st) {
+    if (auto st = merge_ ? apply_merge(rows, id, *columns) : apply_append(rows, *columns, into); !st) {
+      return failed(st.error());
+    }
+  }
+  if (rows.rows > 0 && replacing_partitions()) {
+    if (auto st = conn_->execute(replace_partitions_sql(pg_replace_dialect(), target(), partition_by_, mark.sync_id));
+        !st) {
       return failed(st.error());
     }
   }
@@ -463,6 +535,9 @@ Result<uint64_t> PostgresSink::land_batch(const BatchToLand& item) {
     for (const auto& sql : rejects_insert_sql(rejects, id.str(), (*conformed)->rejected, pg_quote_literal)) {
       if (auto st = conn_->execute(sql); !st) return failed(st.error());
     }
+  }
+  if (refreshing() && mark.ends_sync) {
+    if (auto st = finish_refresh(); !st) return failed(st.error());
   }
   failpoint::hit(failpoint::kSinkInTransaction);
   auto recorded = conn_->execute(ledger_insert_sql(ledger(), target(), id, rows.rows, item.position_after));
@@ -492,11 +567,6 @@ ConnectorSpec postgres_sink_spec() {
       {"table", ParamType::kString, true, nullptr, "the target table; created from the first batch's schema"});
   spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
     SKIPPR_TRY(check_pg_connection_params(ctx.params, fmt::format("sink '{}'", ctx.name)));
-    if (ctx.landing != Landing::kAppend && ctx.landing != Landing::kMergeByKey) {
-      return fail(ErrorKind::kConfig, fmt::format("sink '{}': landing {} is not supported by Postgres; use append or "
-                                                  "merge_by_key",
-                                                  ctx.name, to_string(ctx.landing)));
-    }
     if (ctx.landing == Landing::kMergeByKey && ctx.primary_key.empty()) {
       return fail(ErrorKind::kConfig,
                   fmt::format("sink '{}': merge_by_key needs the pipeline's primary_key; add it", ctx.name));
