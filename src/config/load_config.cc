@@ -94,8 +94,15 @@ void check_connectors(const Config& config, config_detail::Diagnostics& diag) {
     auto report = [&](const ConnectorConfig& connector, const Error& e) {
       if (e.kind == ErrorKind::kConfig) diag.add(connector.where, fmt::format("pipeline '{}': {}", name, e.message));
     };
-    if (auto made = source.spec->make_source(connector_context(pipeline, source, {})); !made)
-      report(source, made.error());
+    auto made_source = source.spec->make_source(connector_context(pipeline, source, {}));
+    if (!made_source) {
+      report(source, made_source.error());
+    } else if ((*made_source)->streaming() &&
+               (pipeline.landing == Landing::kReplacePartition || pipeline.landing == Landing::kReplaceTable)) {
+      diag.add(pipeline.where, fmt::format("pipelines.{}: landing {} replaces what each sync read, and source '{}' "
+                                           "streams without ever finishing a pass; use append or merge_by_key for it",
+                                           name, to_string(pipeline.landing), pipeline.data_source));
+    }
     if (auto made = sink.spec->make_sink(connector_context(pipeline, sink, {})); !made) report(sink, made.error());
   }
 }

@@ -173,12 +173,6 @@ class SyncRun {
     }
 
     if (pipe_->landing == Landing::kReplacePartition || pipe_->landing == Landing::kReplaceTable) {
-      if (source_->streaming()) {
-        return fail(ErrorKind::kConfig,
-                    fmt::format("pipeline '{}': landing {} replaces what each sync read, and source '{}' streams "
-                                "without ever finishing a pass; use append or merge_by_key for it",
-                                pipe_->name, to_string(pipe_->landing), pipe_->data_source));
-      }
       passes_.emplace(pipe_->landing == Landing::kReplaceTable, wal_->last_position());
     }
     SKIPPR_TRY(source_->seek(passes_ ? passes_->source_start() : wal_->last_position()));
