@@ -16,6 +16,7 @@
 #include "sinks/snowflake/snowflake_sink.h"
 #include "sinks/stdout/stdout_sink.h"
 #include "sources/file/file_source.h"
+#include "sources/google_analytics/google_analytics_source.h"
 #include "sources/http_client/http_client_source.h"
 #include "sources/http_server/http_server_source.h"
 #include "sources/kafka/kafka_source.h"
@@ -26,12 +27,29 @@ namespace skippr {
 
 const std::vector<ConnectorSpec>& connector_registry() {
   static const std::vector<ConnectorSpec> registry = {
-      sample_source_spec(),      file_source_spec(),     postgres_source_spec(),  http_server_source_spec(),
-      http_client_source_spec(), kafka_source_spec(),    duckdb_sink_spec(),      postgres_sink_spec(),
-      stdout_sink_spec(),        file_sink_spec(),       s3_sink_spec(),          azure_blob_sink_spec(),
-      gcs_sink_spec(),           sftp_sink_spec(),       skippr_lake_sink_spec(), athena_iceberg_sink_spec(),
-      athena_sink_spec(),        clickhouse_sink_spec(), amqp_sink_spec(),        snowflake_sink_spec(),
-      bigquery_sink_spec(),      databricks_sink_spec(),
+      sample_source_spec(),
+      file_source_spec(),
+      postgres_source_spec(),
+      http_server_source_spec(),
+      http_client_source_spec(),
+      kafka_source_spec(),
+      google_analytics_source_spec(),
+      duckdb_sink_spec(),
+      postgres_sink_spec(),
+      stdout_sink_spec(),
+      file_sink_spec(),
+      s3_sink_spec(),
+      azure_blob_sink_spec(),
+      gcs_sink_spec(),
+      sftp_sink_spec(),
+      skippr_lake_sink_spec(),
+      athena_iceberg_sink_spec(),
+      athena_sink_spec(),
+      clickhouse_sink_spec(),
+      amqp_sink_spec(),
+      snowflake_sink_spec(),
+      bigquery_sink_spec(),
+      databricks_sink_spec(),
   };
   return registry;
 }

@@ -42,6 +42,7 @@ Result<std::string> google_jwt_assertion(const GoogleServiceAccount& account, st
 
 inline constexpr const char* kGcsScope = "https://www.googleapis.com/auth/devstorage.read_write";
 inline constexpr const char* kBigQueryScope = "https://www.googleapis.com/auth/bigquery";
+inline constexpr const char* kAnalyticsReadonlyScope = "https://www.googleapis.com/auth/analytics.readonly";
 
 // Access tokens for one service account, fetched from its token_uri when none is cached or the cached one expires
 // within a minute. Not thread-safe (one per client).
