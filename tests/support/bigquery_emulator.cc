@@ -15,28 +15,12 @@
 #include <stdexcept>
 
 #include "support/emulator_common.h"
+#include "support/google_oauth.h"
 #include "support/process.h"
 #include "support/test_keys.h"
 
 namespace skippr::test {
 namespace {
-
-constexpr const char* kClientEmail = "loader@skippr-test.iam.gserviceaccount.com";
-
-nlohmann::json api_error(int code, const std::string& status, const std::string& reason, const std::string& message) {
-  return {{"error",
-           {{"code", code},
-            {"message", message},
-            {"status", status},
-            {"errors", {{{"message", message}, {"domain", "global"}, {"reason", reason}}}}}}};
-}
-
-std::string form_value(const std::string& body, const std::string& name) {
-  httplib::Params params;
-  httplib::detail::parse_query_text(body, params);
-  auto it = params.find(name);
-  return it == params.end() ? "" : it->second;
-}
 
 // GoogleSQL's words into DuckDB's, outside literals and names.
 std::string rewrite_text(std::string text) {
@@ -112,13 +96,10 @@ std::string bigquery_to_duckdb_sql(const std::string& googlesql, const std::stri
 
 struct BigQueryEmulator::Impl {
   TempDir dir;
-  std::string public_key, stranger_public_key;
-  std::filesystem::path credentials, stranger_credentials;
-  std::string token_uri;
+  std::optional<GoogleOAuthAccount> account;
   httplib::Server server;
   EmulatorDb db;
   std::mutex& mutex = db.mutex();
-  std::set<std::string> tokens;
   std::map<std::string, nlohmann::json> jobs;  // id -> job resource
   std::set<std::string> running;               // ids reported RUNNING until read once
   std::vector<BigQueryJobSeen> seen;
@@ -131,29 +112,9 @@ struct BigQueryEmulator::Impl {
   }
 
   bool authorized(const httplib::Request& req, httplib::Response& res) {
-    const std::string auth = req.get_header_value("Authorization");
-    if (auth.starts_with("Bearer ") && tokens.count(auth.substr(7))) return true;
-    reply(res, 401,
-          api_error(401, "UNAUTHENTICATED", "unauthorized",
-                    "Request is missing required authentication credential. Expected OAuth 2 access token."));
+    if (account->authorized(req.get_header_value("Authorization"))) return true;
+    reply(res, 401, GoogleOAuthAccount::unauthenticated());
     return false;
-  }
-
-  void token(const httplib::Request& req, httplib::Response& res) {
-    const auto claims = form_value(req.body, "grant_type") == "urn:ietf:params:oauth:grant-type:jwt-bearer"
-                            ? verified_rs256_claims(form_value(req.body, "assertion"), public_key)
-                            : std::nullopt;
-    const int64_t now = std::time(nullptr);
-    if (!claims || claims->value("iss", "") != kClientEmail || claims->value("aud", "") != token_uri ||
-        claims->value("scope", "").find("https://www.googleapis.com/auth/bigquery") == std::string::npos ||
-        claims->value("exp", int64_t{0}) < now) {
-      reply(res, 400, {{"error", "invalid_grant"}, {"error_description", "Invalid JWT Signature."}});
-      return;
-    }
-    std::lock_guard lock(mutex);
-    const std::string t = fmt::format("ya29.emulated-{}", ++issued);
-    tokens.insert(t);
-    reply(res, 200, {{"access_token", t}, {"expires_in", 3599}, {"token_type", "Bearer"}});
   }
 
   bool dataset_exists(const std::string& dataset) {
@@ -229,8 +190,8 @@ struct BigQueryEmulator::Impl {
     if (jobs.count(id)) {
       seen.push_back({id, is_load ? "load" : "query", true, job.dump()});
       reply(res, 409,
-            api_error(409, "ALREADY_EXISTS", "duplicate",
-                      fmt::format("Already Exists: Job {}:{}.{}", kProject, location, id)));
+            google_api_error(409, "ALREADY_EXISTS", "duplicate",
+                             fmt::format("Already Exists: Job {}:{}.{}", kProject, location, id)));
       return;
     }
     seen.push_back({id, is_load ? "load" : "query", false, job.dump()});
@@ -253,24 +214,27 @@ struct BigQueryEmulator::Impl {
   }
 
   void routes() {
-    server.Post("/token", [this](const httplib::Request& req, httplib::Response& res) { token(req, res); });
-    server.Get(R"(/bigquery/v2/projects/([^/]+)/datasets/([^/]+))",
-               [this](const httplib::Request& req, httplib::Response& res) {
-                 std::lock_guard lock(mutex);
-                 if (!authorized(req, res)) return;
-                 const std::string dataset = req.matches[2];
-                 if (req.matches[1] != kProject || !dataset_exists(dataset)) {
-                   reply(res, 404,
-                         api_error(404, "NOT_FOUND", "notFound",
-                                   fmt::format("Not found: Dataset {}:{}", std::string(req.matches[1]), dataset)));
-                   return;
-                 }
-                 reply(res, 200,
-                       {{"kind", "bigquery#dataset"},
-                        {"id", fmt::format("{}:{}", kProject, dataset)},
-                        {"datasetReference", {{"projectId", kProject}, {"datasetId", dataset}}},
-                        {"location", "US"}});
-               });
+    server.Post("/token", [this](const httplib::Request& req, httplib::Response& res) {
+      const auto answer = account->grant(req.body);
+      reply(res, answer.status, answer.body);
+    });
+    server.Get(R"(/bigquery/v2/projects/([^/]+)/datasets/([^/]+))", [this](const httplib::Request& req,
+                                                                           httplib::Response& res) {
+      std::lock_guard lock(mutex);
+      if (!authorized(req, res)) return;
+      const std::string dataset = req.matches[2];
+      if (req.matches[1] != kProject || !dataset_exists(dataset)) {
+        reply(res, 404,
+              google_api_error(404, "NOT_FOUND", "notFound",
+                               fmt::format("Not found: Dataset {}:{}", std::string(req.matches[1]), dataset)));
+        return;
+      }
+      reply(res, 200,
+            {{"kind", "bigquery#dataset"},
+             {"id", fmt::format("{}:{}", kProject, dataset)},
+             {"datasetReference", {{"projectId", kProject}, {"datasetId", dataset}}},
+             {"location", "US"}});
+    });
     server.Get(R"(/bigquery/v2/projects/([^/]+)/datasets/([^/]+)/tables)", [this](const httplib::Request& req,
                                                                                   httplib::Response& res) {
       std::lock_guard lock(mutex);
@@ -301,9 +265,9 @@ struct BigQueryEmulator::Impl {
                              std::string(req.matches[2]), std::string(req.matches[3])));
       if (!out.ok || out.rows.empty()) {
         reply(res, 404,
-              api_error(404, "NOT_FOUND", "notFound",
-                        fmt::format("Not found: Table {}:{}.{}", kProject, std::string(req.matches[2]),
-                                    std::string(req.matches[3]))));
+              google_api_error(404, "NOT_FOUND", "notFound",
+                               fmt::format("Not found: Table {}:{}.{}", kProject, std::string(req.matches[2]),
+                                           std::string(req.matches[3]))));
         return;
       }
       nlohmann::json fields = nlohmann::json::array();
@@ -320,7 +284,7 @@ struct BigQueryEmulator::Impl {
                   EmulatorDb::Outcome last;
                   const std::string error = run_script(body.is_object() ? body.value("query", "") : "", &last);
                   if (!error.empty()) {
-                    reply(res, 400, api_error(400, "INVALID_ARGUMENT", "invalidQuery", error));
+                    reply(res, 400, google_api_error(400, "INVALID_ARGUMENT", "invalidQuery", error));
                     return;
                   }
                   nlohmann::json fields = nlohmann::json::array(), rows = nlohmann::json::array();
@@ -342,7 +306,8 @@ struct BigQueryEmulator::Impl {
       if (!authorized(req, res)) return;
       const auto job = nlohmann::json::parse(req.body, nullptr, false);
       if (!job.is_object() || !job.contains("configuration") || !job["configuration"].contains("query")) {
-        reply(res, 400, api_error(400, "INVALID_ARGUMENT", "invalid", "Job configuration must contain a query."));
+        reply(res, 400,
+              google_api_error(400, "INVALID_ARGUMENT", "invalid", "Job configuration must contain a query."));
         return;
       }
       insert_job(job, "", false, res);
@@ -355,7 +320,7 @@ struct BigQueryEmulator::Impl {
           const std::string type = req.get_header_value("Content-Type");
           const size_t at = type.find("boundary=");
           if (req.get_param_value("uploadType") != "multipart" || at == std::string::npos) {
-            reply(res, 400, api_error(400, "INVALID_ARGUMENT", "invalid", "Expected a multipart upload."));
+            reply(res, 400, google_api_error(400, "INVALID_ARGUMENT", "invalid", "Expected a multipart upload."));
             return;
           }
           const std::string boundary = "--" + type.substr(at + 9);
@@ -372,52 +337,33 @@ struct BigQueryEmulator::Impl {
           }
           const auto job = parts.size() == 2 ? nlohmann::json::parse(parts[0], nullptr, false) : nlohmann::json();
           if (!job.is_object() || !job.contains("configuration") || !job["configuration"].contains("load")) {
-            reply(res, 400, api_error(400, "INVALID_ARGUMENT", "invalid", "Expected a load job and its data."));
+            reply(res, 400, google_api_error(400, "INVALID_ARGUMENT", "invalid", "Expected a load job and its data."));
             return;
           }
           insert_job(job, parts[1], true, res);
         });
-    server.Get(R"(/bigquery/v2/projects/([^/]+)/jobs/([^/?]+))",
-               [this](const httplib::Request& req, httplib::Response& res) {
-                 std::lock_guard lock(mutex);
-                 if (!authorized(req, res)) return;
-                 auto it = jobs.find(req.matches[2]);
-                 if (it == jobs.end()) {
-                   reply(res, 404,
-                         api_error(404, "NOT_FOUND", "notFound",
+    server.Get(
+        R"(/bigquery/v2/projects/([^/]+)/jobs/([^/?]+))", [this](const httplib::Request& req, httplib::Response& res) {
+          std::lock_guard lock(mutex);
+          if (!authorized(req, res)) return;
+          auto it = jobs.find(req.matches[2]);
+          if (it == jobs.end()) {
+            reply(res, 404,
+                  google_api_error(404, "NOT_FOUND", "notFound",
                                    fmt::format("Not found: Job {}:US.{}", kProject, std::string(req.matches[2]))));
-                   return;
-                 }
-                 nlohmann::json resource = it->second;
-                 if (running.erase(it->first)) resource["status"] = {{"state", "RUNNING"}};
-                 reply(res, 200, resource);
-               });
+            return;
+          }
+          nlohmann::json resource = it->second;
+          if (running.erase(it->first)) resource["status"] = {{"state", "RUNNING"}};
+          reply(res, 200, resource);
+        });
   }
 };
 
-namespace {
-std::filesystem::path write_key(const std::filesystem::path& dir, const std::string& name, const std::string& token_uri,
-                                std::string& public_key) {
-  const std::string pem = make_rsa_key(dir, name);
-  public_key = read_text(dir / (name + ".pub"));
-  const nlohmann::json sa = {{"type", "service_account"},
-                             {"project_id", BigQueryEmulator::kProject},
-                             {"private_key_id", "0123456789abcdef"},
-                             {"private_key", pem},
-                             {"client_email", kClientEmail},
-                             {"client_id", "1"},
-                             {"token_uri", token_uri}};
-  const auto file = dir / (name + ".json");
-  write_text(file, sa.dump());
-  return file;
-}
-}  // namespace
-
 BigQueryEmulator::BigQueryEmulator() : impl_(std::make_unique<Impl>()) {
   port_ = impl_->server.bind_to_any_port("127.0.0.1");
-  impl_->token_uri = endpoint() + "/token";
-  impl_->credentials = write_key(impl_->dir.path(), "loader", impl_->token_uri, impl_->public_key);
-  impl_->stranger_credentials = write_key(impl_->dir.path(), "stranger", impl_->token_uri, impl_->stranger_public_key);
+  impl_->account.emplace(impl_->dir.path(), kProject, "loader@skippr-test.iam.gserviceaccount.com",
+                         endpoint() + "/token", "https://www.googleapis.com/auth/bigquery");
   impl_->db.must(fmt::format("CREATE SCHEMA \"{}\"", kDataset));
   impl_->routes();
   thread_ = std::thread([this] { impl_->server.listen_after_bind(); });
@@ -429,8 +375,10 @@ BigQueryEmulator::~BigQueryEmulator() {
   if (thread_.joinable()) thread_.join();
 }
 
-const std::filesystem::path& BigQueryEmulator::credentials_file() const { return impl_->credentials; }
-const std::filesystem::path& BigQueryEmulator::stranger_credentials_file() const { return impl_->stranger_credentials; }
+const std::filesystem::path& BigQueryEmulator::credentials_file() const { return impl_->account->credentials_file(); }
+const std::filesystem::path& BigQueryEmulator::stranger_credentials_file() const {
+  return impl_->account->stranger_credentials_file();
+}
 void BigQueryEmulator::answer_running(bool on) { impl_->answer_running = on; }
 
 std::vector<std::vector<std::string>> BigQueryEmulator::query(const std::string& duckdb_sql) {
