@@ -202,8 +202,20 @@ std::string connector_reference(const py::object& given, const char* keyword, co
                        std::string(py::str(given.get_type().attr("__name__"))));
 }
 
+// A keyword's list of column names (one name alone is a list of one); nullopt when unset.
+std::optional<std::vector<std::string>> column_names(const py::object& given, const char* keyword) {
+  if (given.is_none()) return std::nullopt;
+  auto names = to_json(given, std::string("Pipeline(") + keyword + "=...)");
+  if (names.is_string()) names = nlohmann::json::array({names});
+  bool strings = names.is_array();
+  for (const auto& column : names) strings = strings && column.is_string();
+  if (!strings)
+    throw py::type_error(std::string("Pipeline(") + keyword + "=...): must be a list of column names (str)");
+  return names.get<std::vector<std::string>>();
+}
+
 PipelineValue make_pipeline(const py::object& data_source, const py::object& data_sink, const py::object& chaos_mode,
-                            const py::object& landing, const py::object& primary_key) {
+                            const py::object& landing, const py::object& primary_key, const py::object& partition_by) {
   PipelineValue p;
   p.raw.data_source = connector_reference<DataSourceValue>(data_source, "data_source", "a DataSource");
   p.raw.data_sink = connector_reference<DataSinkValue>(data_sink, "data_sink", "a DataSink");
@@ -221,14 +233,8 @@ PipelineValue make_pipeline(const py::object& data_source, const py::object& dat
     }
     p.raw.landing = landing.cast<std::string>();
   }
-  if (!primary_key.is_none()) {
-    auto key = to_json(primary_key, "Pipeline(primary_key=...)");
-    if (key.is_string()) key = nlohmann::json::array({key});
-    bool strings = key.is_array();
-    for (const auto& column : key) strings = strings && column.is_string();
-    if (!strings) throw py::type_error("Pipeline(primary_key=...): must be a list of column names (str)");
-    p.raw.primary_key = key.get<std::vector<std::string>>();
-  }
+  p.raw.primary_key = column_names(primary_key, "primary_key");
+  p.raw.partition_by = column_names(partition_by, "partition_by");
   return p;
 }
 
@@ -236,12 +242,13 @@ py::object pipeline_keyword(const PipelineValue& p, const char* key) {
   const RawPipeline& r = p.raw;
   if (std::string_view(key) == "chaos_mode") return to_python(r.chaos_mode);
   if (std::string_view(key) == "landing") return r.landing ? py::object(py::str(*r.landing)) : py::none();
-  return r.primary_key ? py::object(py::cast(*r.primary_key)) : py::none();
+  const auto& columns = std::string_view(key) == "primary_key" ? r.primary_key : r.partition_by;
+  return columns ? py::object(py::cast(*columns)) : py::none();
 }
 
 std::string pipeline_repr(const PipelineValue& p) {
   std::string out = "Pipeline(data_source='" + p.raw.data_source + "', data_sink='" + p.raw.data_sink + "'";
-  for (const char* key : {"chaos_mode", "landing", "primary_key"}) {
+  for (const char* key : {"chaos_mode", "landing", "primary_key", "partition_by"}) {
     py::object v = pipeline_keyword(p, key);
     if (!v.is_none()) out += std::string(", ") + key + "=" + std::string(py::repr(v));
   }
@@ -453,15 +460,19 @@ drops them); the comment block at the top of the file is.)";
   py::class_<PipelineValue>(m, "Pipeline", "A pipeline: which data source goes to which data sink, and how.")
       .def(py::init(&make_pipeline), py::arg("data_source"), py::arg("data_sink"), py::kw_only(),
            py::arg("chaos_mode") = py::none(), py::arg("landing") = py::none(), py::arg("primary_key") = py::none(),
+           py::arg("partition_by") = py::none(),
            R"(data_source / data_sink: what Config.get_data_source / get_data_sink return, or a name.
 chaos_mode: True makes the CLI SIGKILL itself at random moments (to prove nothing is lost).
 landing: append (default), merge_by_key, replace_partition or replace_table.
-primary_key: the key columns (needed by merge_by_key). Unset keywords are left out of the file.)")
+primary_key: the key columns (needed by merge_by_key).
+partition_by: the columns whose values make a partition (needed by replace_partition). Unset keywords are left out
+of the file.)")
       .def_property_readonly("data_source", [](const PipelineValue& p) { return p.raw.data_source; })
       .def_property_readonly("data_sink", [](const PipelineValue& p) { return p.raw.data_sink; })
       .def_property_readonly("chaos_mode", [](const PipelineValue& p) { return pipeline_keyword(p, "chaos_mode"); })
       .def_property_readonly("landing", [](const PipelineValue& p) { return pipeline_keyword(p, "landing"); })
       .def_property_readonly("primary_key", [](const PipelineValue& p) { return pipeline_keyword(p, "primary_key"); })
+      .def_property_readonly("partition_by", [](const PipelineValue& p) { return pipeline_keyword(p, "partition_by"); })
       .def("__repr__", &pipeline_repr)
       .def("__eq__",
            [](const PipelineValue& a, const PipelineValue& b) { return pipeline_repr(a) == pipeline_repr(b); });

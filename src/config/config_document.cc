@@ -158,12 +158,17 @@ Result<RawPipeline> ConfigDocument::pipeline(const std::string& name) const {
     out.chaos_mode = raw_param_value(&chaos, *chaos_mode);
   }
   out.landing = scalar("landing");
-  if (const auto key = child(body, "primary_key"); key && key->IsScalar()) {
-    out.primary_key = std::vector<std::string>{key->Scalar()};
-  } else if (key && key->IsSequence()) {
-    out.primary_key.emplace();
-    for (const auto& column : *key) out.primary_key->push_back(column.IsScalar() ? column.Scalar() : "");
-  }
+  // A list of column names, or one name alone.
+  auto columns = [&](const char* key) -> std::optional<std::vector<std::string>> {
+    const auto node = child(body, key);
+    if (node && node->IsScalar()) return std::vector<std::string>{node->Scalar()};
+    if (!node || !node->IsSequence()) return std::nullopt;
+    std::vector<std::string> names;
+    for (const auto& column : *node) names.push_back(column.IsScalar() ? column.Scalar() : "");
+    return names;
+  };
+  out.primary_key = columns("primary_key");
+  out.partition_by = columns("partition_by");
   return out;
 }
 
@@ -223,6 +228,7 @@ Status ConfigDocument::set_pipeline(const std::string& name, const RawPipeline& 
   if (!pipeline.chaos_mode.is_null()) body["chaos_mode"] = to_yaml_node(pipeline.chaos_mode);
   if (pipeline.landing) body["landing"] = *pipeline.landing;
   if (pipeline.primary_key) body["primary_key"] = to_yaml_node(*pipeline.primary_key);
+  if (pipeline.partition_by) body["partition_by"] = to_yaml_node(*pipeline.partition_by);
   return put("pipelines", name, body);
 }
 

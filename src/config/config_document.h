@@ -30,6 +30,7 @@ struct RawPipeline {
   nlohmann::json chaos_mode;  // null (unset), a boolean, or a ${VAR} reference
   std::optional<std::string> landing;
   std::optional<std::vector<std::string>> primary_key;
+  std::optional<std::vector<std::string>> partition_by;
 };
 
 class ConfigDocument {

@@ -54,9 +54,9 @@ const BadConfig kBadConfigs[] = {
      "skippr.yml:5:", "needs both path and table"},
     {"landing the sink lacks",
      "data_sources:\n  sample:\n    Sample: { rows: 5 }\ndata_sinks:\n  warehouse:\n"
-     "    DuckDB: { path: o.duckdb, table: t }\npipelines:\n  bikehire:\n    data_source: data_sources.sample\n"
+     "    File: { path: out }\npipelines:\n  bikehire:\n    data_source: data_sources.sample\n"
      "    data_sink: data_sinks.warehouse\n    landing: replace_table\n",
-     "skippr.yml:5:", "replace_table is not supported by DuckDB"},
+     "skippr.yml:5:", "replace_table is not supported by File"},
     {"unauthenticated HttpServer on a non-loopback address",
      "data_sources:\n  events:\n    HttpServer: { listen_address: \"0.0.0.0:18080\" }\ndata_sinks:\n  warehouse:\n"
      "    DuckDB: { path: o.duckdb, table: t }\npipelines:\n  bikehire:\n    data_source: data_sources.events\n"

@@ -92,3 +92,22 @@ def test_an_invalid_result_is_not_saved(referencing_config, monkeypatch):
     assert "PYTEST_NEVER_SET_VARIABLE" in str(e.value)
     assert "unchanged" in str(e.value)
     assert referencing_config.read_text() == before
+
+
+def test_partition_by_is_written_and_read_back(workdir):
+    (workdir / "skippr.yml").write_text("data_sources: {}\ndata_sinks: {}\npipelines: {}\n")
+    cfg = Config.discover()
+    src = cfg.data_source("gen", DataSourceSample(rows=10, seed=1))
+    cfg.data_sink("db", DataSinkDuckDB(path=workdir / "x.duckdb", table="t"))
+    cfg.pipeline("p", Pipeline(data_source=src, data_sink="db", landing="replace_partition", partition_by="station"))
+    cfg.save()
+    again = Config.discover().get_pipeline("p")
+    assert again.partition_by == ["station"]
+    assert again.landing == "replace_partition"
+    assert "partition_by=['station']" in repr(again)
+    assert run_skipprd(["validate"], workdir).returncode == 0
+    # Without it the file is refused before it is written.
+    cfg.pipeline("q", Pipeline(data_source=src, data_sink="db", landing="replace_partition"))
+    with pytest.raises(skippr.Error) as e:
+        cfg.save()
+    assert "partition_by" in str(e.value)

@@ -192,17 +192,17 @@ TEST(DuckDbSink, IdentifiersAreQuoted) {
   EXPECT_EQ(scalar(db, "SELECT batch_id FROM _skippr_batches"), "it's/1/1");
 }
 
-TEST(DuckDbSink, OtherLandingsAreAConfigError) {
-  ConnectorContext ctx;
-  ctx.name = "warehouse";
-  ctx.params = {{"path", "/tmp/x.duckdb"}, {"table", "t"}};
-  ctx.landing = Landing::kReplaceTable;
-  auto sink = duckdb_sink_spec().make_sink(ctx);
-  ASSERT_FALSE(sink);
-  EXPECT_EQ(sink.error().kind, ErrorKind::kConfig);
-  EXPECT_NE(sink.error().message.find("landing replace_table is not supported by DuckDB; use append or merge_by_key"),
-            std::string::npos)
-      << sink.error().message;
+TEST(DuckDbSink, EveryLandingIsAvailable) {
+  for (Landing landing : {Landing::kAppend, Landing::kMergeByKey, Landing::kReplacePartition, Landing::kReplaceTable}) {
+    ConnectorContext ctx;
+    ctx.name = "warehouse";
+    ctx.params = {{"path", "/tmp/x.duckdb"}, {"table", "t"}};
+    ctx.landing = landing;
+    ctx.primary_key = {"id"};
+    ctx.partition_by = {"day"};
+    auto sink = duckdb_sink_spec().make_sink(ctx);
+    EXPECT_TRUE(sink) << to_string(landing) << ": " << sink.error().message;
+  }
 }
 
 // ---- transaction scope ----
