@@ -111,8 +111,9 @@ class GoogleAnalyticsSource final : public Source {
     if (!at_.pass) {
       const int64_t today = today_utc();
       const int64_t to = *resolve_report_date(o_.end_date, today);  // checked by the factory
-      const int64_t from =
-          at_.through ? *at_.through + 1 - o_.lookback_days : *resolve_report_date(o_.start_date, today);
+      int64_t from = at_.through ? *at_.through + 1 - o_.lookback_days : *resolve_report_date(o_.start_date, today);
+      // Never before a fixed start_date (a relative one moves on with time, and the look-back must not skip days).
+      if (auto start = parse_iso_date(o_.start_date); start && from < *start) from = *start;
       if (from > to) {
         out.drained = true;  // nothing to read yet: the end date is before the first day to read
         out.position_after.token = encode(at_);
