@@ -24,7 +24,7 @@ export WAL_STORAGE=s3 SKIPPR_WAL_S3_BUCKET=wal SKIPPR_STATE_STORE=dynamodb SKIPP
 export DATA_DIR="$dir/data"
 PYBOTO=$(ls "$HOME/.pyenv/shims/python3" 2>/dev/null || command -v python3)  # the one with boto3
 for kib in 64 1024; do
-  "$BUILD/s3_wal_bench" "$kib" "$COMMITS"
+  "$BUILD/wal_commit_bench" "$kib" "$COMMITS"
   head -c $((kib * 1024)) /dev/urandom >"$dir/body"
   start=$(date +%s.%N)
   for i in $(seq "$CLI_PUTS"); do

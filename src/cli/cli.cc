@@ -74,6 +74,19 @@ int run(int argc, char** argv) {
   inspect->add_option("--pipeline", wal_pipeline, "The pipeline")->required();
   inspect->add_option("--output", output, "text (default) or json")->check(CLI::IsMember({"text", "json"}));
 
+  std::string listen;
+  bool insecure = false;
+  auto* replica =
+      app.add_subcommand("replica", "Keep synchronous WAL copies for primaries running with WAL_STORAGE=clustered");
+  replica->add_option("--listen", listen, "HOST:PORT to listen on (default: SKIPPR_CLUSTER_LISTEN)");
+  replica->add_flag("--insecure", insecure,
+                    "Plaintext without authentication (a test on one machine); TLS needs SKIPPR_CLUSTER_TLS_*");
+
+  std::string promote_pipeline;
+  auto* promote = app.add_subcommand(
+      "promote", "Fail over: make this machine's replica copy of a pipeline its WAL, fencing the old primary");
+  promote->add_option("--pipeline", promote_pipeline, "The pipeline")->required();
+
   auto* help = app.add_subcommand("help", "Show help for skipprd or one of its commands");
   std::string help_topic;
   help->add_option("command", help_topic, "The command");
@@ -89,7 +102,8 @@ int run(int argc, char** argv) {
     // An unknown or missing command: say which there are.
     if (app.get_subcommands().empty()) {
       fmt::print(stderr,
-                 "the commands are: sync, query, validate, connectors, wal inspect, help (skipprd help COMMAND "
+                 "the commands are: sync, query, validate, connectors, wal inspect, replica, promote, help (skipprd "
+                 "help COMMAND "
                  "for one)\n");
     }
     return exit_code::kUsage;  // usage errors are exit 2 whatever CLI11 would choose
@@ -123,6 +137,8 @@ int run(int argc, char** argv) {
   if (validate->parsed()) return run_validate_command(config);
   if (app.got_subcommand("connectors")) return run_connectors_command();
   if (inspect->parsed()) return run_wal_inspect_command(wal_pipeline, output);
+  if (replica->parsed()) return run_replica_command(listen, insecure);
+  if (promote->parsed()) return run_promote_command(promote_pipeline);
   return exit_code::kUsage;
 }
 

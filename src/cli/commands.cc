@@ -9,10 +9,12 @@
 
 #include "cli/table.h"
 #include "config/config.h"
+#include "config/parse_text.h"
 #include "core/connector.h"
 #include "engine/command_setup.h"
 #include "engine/control.h"
 #include "engine/pipeline_storage.h"
+#include "engine/replica_server.h"
 #include "engine/sync.h"
 #include "state/pipeline_state.h"
 #include "wal/wal.h"
@@ -149,6 +151,71 @@ int run_wal_inspect_command(const std::string& pipeline, const std::string& outp
   fmt::print("{}\n", format_table({"segment", "first_seq", "batches", "bytes"}, segments));
   fmt::print("{}", format_table({"batch_id", "rows", "segment", "offset", "bytes", "crc32c", "state", "position_after"},
                                 batches));
+  return 0;
+}
+
+}  // namespace skippr::cli
+
+namespace skippr::cli {
+
+int run_replica_command(const std::string& listen_flag, bool insecure_flag) {
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v != nullptr ? v : "");
+  };
+  const std::string listen = !listen_flag.empty() ? listen_flag : env("SKIPPR_CLUSTER_LISTEN");
+  if (listen.empty()) {
+    return report(Error{ErrorKind::kConfig,
+                        "skipprd replica needs the address to listen on: --listen HOST:PORT or SKIPPR_CLUSTER_LISTEN"});
+  }
+  auto address = cluster::parse_peer_address(listen, listen_flag.empty() ? "SKIPPR_CLUSTER_LISTEN" : "--listen");
+  if (!address) return report(address.error());
+  bool insecure = insecure_flag;
+  if (const std::string v = env("SKIPPR_CLUSTER_INSECURE"); !v.empty()) {
+    auto parsed = config_detail::parse_bool(v);
+    if (!parsed) {
+      return report(Error{ErrorKind::kConfig, fmt::format("SKIPPR_CLUSTER_INSECURE='{}' is not valid; it must be yes "
+                                                          "or no",
+                                                          v)});
+    }
+    insecure = insecure || *parsed;
+  }
+  const std::filesystem::path data_dir =
+      std::filesystem::absolute(env("DATA_DIR").empty() ? "data" : env("DATA_DIR")).lexically_normal();
+  ReplicaOptions options{data_dir, *address,
+                         cluster::TlsFiles{env("SKIPPR_CLUSTER_TLS_CERT"), env("SKIPPR_CLUSTER_TLS_KEY"),
+                                           env("SKIPPR_CLUSTER_TLS_CA"), insecure}};
+  install_stop_handlers();
+  auto server = ReplicaServer::start(options);
+  if (!server) return report(server.error());
+  if (insecure) {
+    fmt::print(stderr,
+               "warning: --insecure: WAL copies are received in plaintext from any primary that connects; use "
+               "SKIPPR_CLUSTER_TLS_CERT, _KEY and _CA anywhere but a test on one machine\n");
+  }
+  fmt::print("skipprd replica: listening on {}:{} ({}), keeping WAL copies in {}\n", address->host, (*server)->port(),
+             insecure ? "plaintext" : "TLS, mutual authentication", (data_dir / "pipelines").string());
+  std::fflush(stdout);
+  while (!g_stop_requested) ::usleep(100 * 1000);
+  server->reset();
+  return 0;
+}
+
+int run_promote_command(const std::string& pipeline) {
+  if (!is_valid_pipeline_name(pipeline)) {
+    return report(Error{ErrorKind::kConfig, fmt::format("'{}' is not a pipeline name", pipeline)});
+  }
+  auto config = discover_config_if_any(std::nullopt);
+  if (!config) return report(config.error());
+  auto settings = settings_for(*config);
+  if (!settings) return report(settings.error());
+  auto promoted = promote_copy(settings->data_dir, pipeline);
+  if (!promoted) return report(promoted.error());
+  fmt::print(
+      "pipeline '{}' is promoted on this machine at term {}: its copy holds batches up to seq {} (landed up to {}), "
+      "lineage {}. Run it here with skipprd sync --pipeline {} (WAL_STORAGE=clustered, SKIPPR_PEERS = the other "
+      "machine's skipprd replica); a primary of an older term is refused from now on.\n",
+      pipeline, promoted->term, promoted->last_seq, promoted->landed_seq, promoted->lineage, pipeline);
   return 0;
 }
 

@@ -20,5 +20,9 @@ int run_query_command(const std::string& sql, const std::optional<std::filesyste
 int run_validate_command(const std::optional<std::filesystem::path>& config);
 int run_connectors_command();
 int run_wal_inspect_command(const std::string& pipeline, const std::string& output);
+// `skipprd replica --listen ADDR [--insecure]`: keeps synchronous WAL copies for clustered primaries until stopped.
+int run_replica_command(const std::string& listen, bool insecure);
+// `skipprd promote --pipeline NAME`: the replica's copy here becomes the pipeline's WAL (a failover).
+int run_promote_command(const std::string& pipeline);
 
 }  // namespace skippr::cli

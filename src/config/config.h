@@ -80,6 +80,15 @@ struct Settings {
   std::string state_store = "local";  // or "dynamodb"
   std::string state_dynamodb_table;   // SKIPPR_STATE_DYNAMODB_TABLE
   double lease_seconds = 30;          // SKIPPR_LEASE_SECONDS
+  // WAL_STORAGE=clustered: the peer that keeps the synchronous copy (SKIPPR_PEERS), the replica's own address
+  // (SKIPPR_CLUSTER_LISTEN, for `skipprd replica`), TLS files, and how long a commit waits for the peer.
+  std::string cluster_peer;
+  std::string cluster_listen;
+  std::string cluster_tls_cert;
+  std::string cluster_tls_key;
+  std::string cluster_tls_ca;
+  bool cluster_insecure = false;  // SKIPPR_CLUSTER_INSECURE=yes: plaintext, for tests on one machine
+  double cluster_ack_timeout_seconds = 30;
   uint64_t buffer_threshold_bytes = 10ull << 20;
   double buffer_threshold_seconds = 60;
   uint64_t wal_bytes_per_file = 64ull << 20;

@@ -80,11 +80,7 @@ Result<Settings> settings_from_env(const std::filesystem::path& relative_to) {
       (data_dir.is_absolute() ? data_dir : std::filesystem::absolute(relative_to) / data_dir).lexically_normal();
 
   if (auto storage = env.get("WAL_STORAGE")) {
-    if (*storage == "clustered") {
-      env.problem(
-          "WAL_STORAGE=clustered is not supported by this build, only disk and s3 are; unset WAL_STORAGE or "
-          "set it to disk or s3");
-    } else if (*storage != "disk" && *storage != "s3") {
+    if (*storage != "disk" && *storage != "s3" && *storage != "clustered") {
       env.problem(fmt::format("WAL_STORAGE='{}' is not valid; it must be disk, s3 or clustered", *storage));
     } else {
       s.wal_storage = *storage;
@@ -113,11 +109,34 @@ Result<Settings> settings_from_env(const std::filesystem::path& relative_to) {
   }
   // Each needs the other: a WAL that outlives the machine is useless with state that does not (the batch ids and
   // the record of what is committed are in the state), and state that outlives it would point at a lost WAL.
-  if ((s.wal_storage == "s3") != (s.state_store == "dynamodb")) {
+  if (s.wal_storage != "clustered" && (s.wal_storage == "s3") != (s.state_store == "dynamodb")) {
     env.problem(
         fmt::format("WAL_STORAGE={} with SKIPPR_STATE_STORE={} does not work: use WAL_STORAGE=s3 with "
                     "SKIPPR_STATE_STORE=dynamodb (machines that can be lost), or neither (DATA_DIR)",
                     s.wal_storage, s.state_store));
+  }
+
+  s.cluster_peer = env.get("SKIPPR_PEERS").value_or("");
+  s.cluster_listen = env.get("SKIPPR_CLUSTER_LISTEN").value_or("");
+  s.cluster_tls_cert = env.get("SKIPPR_CLUSTER_TLS_CERT").value_or("");
+  s.cluster_tls_key = env.get("SKIPPR_CLUSTER_TLS_KEY").value_or("");
+  s.cluster_tls_ca = env.get("SKIPPR_CLUSTER_TLS_CA").value_or("");
+  env.read("SKIPPR_CLUSTER_INSECURE", s.cluster_insecure, "yes or no (also true/false, on/off, 1/0)", parse_bool);
+  env.seconds("SKIPPR_CLUSTER_ACK_TIMEOUT_SECONDS", s.cluster_ack_timeout_seconds);
+  if (s.wal_storage == "clustered") {
+    if (s.cluster_peer.empty()) {
+      env.problem("WAL_STORAGE=clustered needs SKIPPR_PEERS, the host:port of the peer running skipprd replica");
+    } else if (s.cluster_peer.find(',') != std::string::npos) {
+      env.problem(
+          fmt::format("SKIPPR_PEERS='{}' names several peers; this build keeps one synchronous copy, on "
+                      "one peer: name exactly one host:port",
+                      s.cluster_peer));
+    }
+    if (s.state_store != "local") {
+      env.problem(
+          "WAL_STORAGE=clustered keeps the state in DATA_DIR beside the WAL (its copy travels with it); "
+          "SKIPPR_STATE_STORE=dynamodb is not supported with it in this build: unset SKIPPR_STATE_STORE");
+    }
   }
 
   env.bytes("BUFFER_THRESHOLD_BYTES", s.buffer_threshold_bytes);

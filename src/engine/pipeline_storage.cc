@@ -1,6 +1,7 @@
 #include "engine/pipeline_storage.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 
@@ -8,12 +9,17 @@
 #include "core/env.h"
 #include "engine/reset.h"
 #include "state/dynamodb_state_store.h"
+#include "wal/clustered_wal.h"
 #include "wal/s3_wal.h"
 
 namespace skippr {
 
 struct PipelineStorage::Remote {
   AwsService s3;
+};
+
+struct PipelineStorage::Cluster {
+  ClusterOptions options;  // without the term, which is the state's
 };
 
 PipelineStorage::PipelineStorage(const Settings& settings, std::string pipeline, Env* wal_env)
@@ -44,6 +50,22 @@ Result<std::unique_ptr<PipelineStorage>> PipelineStorage::open(const Settings& s
     auto s3 = resolve_aws_service({}, "s3", "WAL_STORAGE=s3");
     if (!s3) return std::unexpected(s3.error());
     storage->remote_ = std::make_unique<Remote>(Remote{std::move(*s3)});
+  }
+  if (settings.wal_storage == "clustered") {
+    auto peer = cluster::parse_peer_address(settings.cluster_peer, "SKIPPR_PEERS");
+    if (!peer) return std::unexpected(peer.error());
+    auto tls = cluster::TlsContext::make(
+        {settings.cluster_tls_cert, settings.cluster_tls_key, settings.cluster_tls_ca, settings.cluster_insecure},
+        /*server=*/false);
+    if (!tls) return std::unexpected(tls.error());
+    if ((*tls)->plaintext()) {
+      spdlog::warn(
+          "SKIPPR_CLUSTER_INSECURE: the WAL copy goes to {} in plaintext, without authentication; use "
+          "SKIPPR_CLUSTER_TLS_CERT, _KEY and _CA anywhere but a test on one machine",
+          peer->str());
+    }
+    storage->cluster_ = std::make_unique<Cluster>();
+    storage->cluster_->options = {*peer, *tls, settings.cluster_ack_timeout_seconds, 0};
   }
   return storage;
 }
@@ -88,7 +110,26 @@ Result<std::unique_ptr<Wal>> PipelineStorage::open_wal(const PipelineState& stat
   o.bytes_per_file = settings_.wal_bytes_per_file;
   o.wait_for_landing_when_full = true;  // the land stage runs beside the committer
   o.env = wal_env_;
-  return Wal::open(o);
+  auto local = Wal::open(o);
+  if (!local || !cluster_) return local;
+  ClusterOptions cluster = cluster_->options;
+  cluster.term = state.term;
+  return open_clustered_wal(std::move(*local), o, cluster);
+}
+
+Status PipelineStorage::refuse_fresh_start_over_peer_copy() const {
+  if (!cluster_) return ok();
+  auto copy = probe_peer_copy(cluster_->options, pipeline_);
+  if (!copy) return std::unexpected(copy.error());
+  if (!copy->exists || copy->last_seq <= copy->landed_seq) return ok();
+  return fail(ErrorKind::kConfig,
+              fmt::format("DATA_DIR {} holds no state for pipeline '{}', but its peer {} keeps a copy of it with {} "
+                          "committed batch(es) not landed yet (lineage {}): this machine lost its DATA_DIR. Run "
+                          "`skipprd promote --pipeline {}` on the peer's machine and run the pipeline there (this "
+                          "machine then runs `skipprd replica`), or restore DATA_DIR; starting afresh here would "
+                          "leave those batches behind",
+                          settings_.data_dir.string(), pipeline_, cluster_->options.peer.str(),
+                          copy->last_seq - copy->landed_seq, copy->lineage, pipeline_));
 }
 
 Result<WalInspection> PipelineStorage::inspect_wal(const PipelineState& state) const {

@@ -24,6 +24,10 @@ class PipelineStorage {
   StateStore& state() { return *state_; }
   const PipelinePaths& paths() const { return paths_; }  // DATA_DIR's part (dead letters, caches, chaos log)
   bool wal_in_object_store() const { return settings_.wal_storage == "s3"; }
+  bool clustered() const { return cluster_ != nullptr; }
+  // WAL_STORAGE=clustered, for a pipeline that has no state here: refuses to start afresh while the peer keeps a
+  // copy of it holding batches not landed yet (this machine lost its DATA_DIR; the copy must be promoted instead).
+  Status refuse_fresh_start_over_peer_copy() const;
   std::string wal_location() const;
 
   // The WAL of `state` for a writer holding `lease`.
@@ -40,13 +44,15 @@ class PipelineStorage {
  private:
   PipelineStorage(const Settings& settings, std::string pipeline, Env* wal_env);
   struct Remote;
+  struct Cluster;
 
   const Settings& settings_;
   std::string pipeline_;
   Env* wal_env_;
   PipelinePaths paths_;
   std::unique_ptr<StateStore> state_;
-  std::unique_ptr<Remote> remote_;  // set for WAL_STORAGE=s3
+  std::unique_ptr<Remote> remote_;    // set for WAL_STORAGE=s3
+  std::unique_ptr<Cluster> cluster_;  // set for WAL_STORAGE=clustered
 };
 
 }  // namespace skippr

@@ -45,6 +45,7 @@ Result<PipelineState> load_state(const PipelinePaths& paths, Env* env_or_null) {
   state.lineage = j.value("lineage", std::string());
   state.resume_position.token = j.value("resume_position", std::string());
   state.resumed_after = j.value("resumed_after", std::string());
+  state.term = j.value("term", uint64_t{0});
   return state;
 }
 
@@ -54,6 +55,7 @@ Status save_state(const PipelinePaths& paths, const PipelineState& state, Env* e
     j["resume_position"] = state.resume_position.token;
     j["resumed_after"] = state.resumed_after;
   }
+  if (state.term != 0) j["term"] = state.term;
   return write_file_atomically(env != nullptr ? *env : default_env(), paths.state, j.dump(2) + "\n");
 }
 

@@ -37,6 +37,9 @@ struct PipelineState {
   // made in a new DATA_DIR (see DESIGN.md, "a lost DATA_DIR"), with the batch it came from. Empty: from the start.
   Position resume_position;
   std::string resumed_after;  // that batch's id, for SHOW PIPELINE
+  // WAL_STORAGE=clustered: raised by each `skipprd promote`. A replica refuses a primary of a lower term, so a
+  // primary that was replaced commits nothing more. On a replica, the highest term it has accepted.
+  uint64_t term = 0;
 };
 
 // A new random lineage: 128 bits from the system's random device, as 32 lowercase hex digits.

@@ -18,10 +18,10 @@
 #include <limits>
 #include <optional>
 
+#include "core/crc32c.h"
 #include "core/env.h"
 #include "core/failpoint.h"
 #include "wal/batch_codec.h"
-#include "wal/crc32c.h"
 #include "wal/record_format.h"
 #include "wal/recovery.h"
 #include "wal/segment.h"
@@ -58,6 +58,7 @@ class DiskWal final : public Wal {
   Status sync() override;
   std::vector<WalBatchInfo> pending() const override;
   Result<Batch> read_batch(const WalBatchInfo& info) const override;
+  Result<EncodedBatch> read_encoded(const WalBatchInfo& info) const override;
   Position last_position() const override;
   uint64_t last_committed_seq() const override;
   uint64_t next_seq() const override;
@@ -255,8 +256,8 @@ Result<std::unique_ptr<Wal>> Wal::open(const WalOptions& options) {
 
   auto impl = std::make_unique<DiskWal::Impl>(options, env);
   impl->options.env = &env;
-  impl->watermark = scan.landed_watermark;
-  impl->next_seq = scan.last_committed_seq + 1;
+  impl->watermark = scan.segments.empty() ? options.first_seq - 1 : scan.landed_watermark;
+  impl->next_seq = scan.segments.empty() ? options.first_seq : scan.last_committed_seq + 1;
   impl->last_position = scan.segments.empty() ? options.initial_position : scan.last_position;
   impl->roll_before_commit = !scan.segments.empty() && scan.lineage != options.lineage;
   for (const wal::SegmentScan& segment : scan.segments) {
@@ -269,6 +270,9 @@ Result<std::unique_ptr<Wal>> Wal::open(const WalOptions& options) {
     auto file = env.open_writable(impl->segments.back().path, OpenMode::kAppendExisting);
     if (!file) return unexpected(file.error());
     impl->current = std::move(*file);
+  } else if (options.write_header_at_open) {
+    std::lock_guard lock(impl->mu);
+    SKIPPR_TRY(impl->start_segment_locked());
   }
   return std::unique_ptr<Wal>(new DiskWal(std::move(impl)));
 }
@@ -347,6 +351,12 @@ Result<EncodedBatch> encode_for_wal(const Batch& batch, int zstd_level) {
 
 Result<EncodedBatch> DiskWal::encode(const Batch& batch) const {
   return encode_for_wal(batch, impl_->options.zstd_level);
+}
+
+Result<EncodedBatch> Wal::read_encoded(const WalBatchInfo& info) const {
+  auto batch = read_batch(info);
+  if (!batch) return unexpected(batch.error());
+  return encode(*batch);
 }
 
 Result<BatchId> Wal::commit(const Batch& batch, const Position& position_after) {
@@ -476,32 +486,55 @@ std::vector<WalBatchInfo> DiskWal::pending() const {
   return {impl_->unlanded.begin(), impl_->unlanded.end()};
 }
 
-Result<Batch> DiskWal::read_batch(const WalBatchInfo& info) const {
+// The record of `info`, checksum verified; `columns` points into `data`.
+static Result<wal::BatchMeta> read_batch_record(const DiskWal::Impl& impl, const WalBatchInfo& info, std::string& data,
+                                                std::string_view& columns, wal::RecordType& type) {
   {
-    std::lock_guard lock(impl_->mu);
-    SKIPPR_TRY(impl_->check_poison());
+    std::lock_guard lock(impl.mu);
+    SKIPPR_TRY(impl.check_poison());
   }
-  const std::string& pipeline = impl_->options.pipeline;
+  const std::string& pipeline = impl.options.pipeline;
   auto corrupt = [&](std::string_view what) {
     return unexpected(wal::corruption_error(info.segment, info.offset, what, pipeline));
   };
-  auto data = impl_->env.read_range(info.segment, info.offset, info.record_bytes);
-  if (!data) return unexpected(data.error());
+  auto read = impl.env.read_range(info.segment, info.offset, info.record_bytes);
+  if (!read) return unexpected(read.error());
+  data = std::move(*read);
   wal::Record record{};
-  const wal::DecodeStatus status = wal::decode_record(*data, 0, record);
+  const wal::DecodeStatus status = wal::decode_record(data, 0, record);
   if (status != wal::DecodeStatus::kOk || record.total_bytes != info.record_bytes) {
     return corrupt(status == wal::DecodeStatus::kIncomplete ? "the batch record is cut short" : "checksum mismatch");
   }
   if (!wal::is_batch_record(record.type) || record.crc != info.crc) {
     return corrupt("the record is not the batch that was committed there");
   }
-  std::string_view columns;
   auto meta = wal::decode_batch_meta(record.payload, &columns);
   if (!meta || meta->seq != info.seq) return corrupt("the record is not the batch that was committed there");
+  type = record.type;
+  return *meta;
+}
+
+Result<Batch> DiskWal::read_batch(const WalBatchInfo& info) const {
+  std::string data;
+  std::string_view columns;
+  wal::RecordType type{};
+  auto meta = read_batch_record(*impl_, info, data, columns, type);
+  if (!meta) return unexpected(meta.error());
   auto batch =
-      record.type == wal::RecordType::kBatchBlocks ? wal::decode_batch_blocks(columns) : wal::decompress_batch(columns);
-  if (!batch) return corrupt(batch.error().message);
+      type == wal::RecordType::kBatchBlocks ? wal::decode_batch_blocks(columns) : wal::decompress_batch(columns);
+  if (!batch)
+    return unexpected(wal::corruption_error(info.segment, info.offset, batch.error().message, impl_->options.pipeline));
   return batch;
+}
+
+Result<EncodedBatch> DiskWal::read_encoded(const WalBatchInfo& info) const {
+  std::string data;
+  std::string_view columns;
+  wal::RecordType type{};
+  auto meta = read_batch_record(*impl_, info, data, columns, type);
+  if (!meta) return unexpected(meta.error());
+  if (type != wal::RecordType::kBatchBlocks) return Wal::read_encoded(info);  // the older one-frame encoding
+  return EncodedBatch{meta->rows, std::string(columns), crc32c::value(columns)};
 }
 
 Position DiskWal::last_position() const {

@@ -1,7 +1,7 @@
 #include "wal/record_format.h"
 
 #include "wal/byte_io.h"
-#include "wal/crc32c.h"
+#include "core/crc32c.h"
 
 namespace skippr::wal {
 

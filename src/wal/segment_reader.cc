@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "wal/byte_io.h"
-#include "wal/crc32c.h"
+#include "core/crc32c.h"
 
 namespace skippr::wal {
 

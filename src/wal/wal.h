@@ -25,8 +25,14 @@ struct WalOptions {
   std::filesystem::path dir;  // DATA_DIR/pipelines/<name>/wal
   std::string pipeline;
   uint64_t epoch = 0;
-  std::string lineage;                    // of the pipeline's state; every batch committed from now on carries it
-  Position initial_position;              // the resume point of a WAL that holds no segment yet (see PipelineState)
+  std::string lineage;        // of the pipeline's state; every batch committed from now on carries it
+  Position initial_position;  // the resume point of a WAL that holds no segment yet (see PipelineState)
+  // The seq the first batch of a WAL that holds no segment yet gets; everything before it counts as landed. Above 1
+  // only for a replica's copy started again part-way (wal/clustered_wal.h), whose batches keep the primary's seqs.
+  uint64_t first_seq = 1;
+  // An empty WAL writes its first segment's header (epoch, lineage, first_seq, initial_position) at once rather than
+  // with the first batch, so that where it starts is durable even before it holds a batch (a replica's copy).
+  bool write_header_at_open = false;
   uint64_t bytes_per_file = 64ull << 20;  // roll to a new segment once the current one reaches this size
   int zstd_level = 1;
   // A commit that meets a full disk waits for the newest segment's batches to land (another thread lands them)
@@ -132,6 +138,9 @@ class Wal {
   virtual std::vector<WalBatchInfo> pending() const = 0;
   // Reads and decompresses one batch; verifies its checksum again.
   virtual Result<Batch> read_batch(const WalBatchInfo& info) const = 0;
+  // One batch's columns as they are stored, checksum verified, for a copy that must hold the very same record (a
+  // replica's catch-up). By default read_batch() encoded again.
+  virtual Result<EncodedBatch> read_encoded(const WalBatchInfo& info) const;
 
   virtual Position last_position() const = 0;  // position_after of the last committed batch
   virtual uint64_t last_committed_seq() const = 0;

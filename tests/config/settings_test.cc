@@ -1,6 +1,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -21,7 +22,8 @@ class SettingsTest : public ::testing::Test {
          {"DATA_DIR", "WAL_STORAGE", "BUFFER_THRESHOLD_BYTES", "BUFFER_THRESHOLD_SECONDS", "WAL_BYTES_PER_FILE",
           "SYNC_FREQUENCY", "SINK_RETRY_SECONDS", "SKIPPR_CHAOS_MODE", "SKIPPR_CHAOS_MIN_SECONDS",
           "SKIPPR_CHAOS_MAX_SECONDS", "SKIPPR_CHAOS_SEED", "SKIPPR_STATE_STORE", "SKIPPR_WAL_S3_BUCKET",
-          "SKIPPR_WAL_S3_PREFIX", "SKIPPR_STATE_DYNAMODB_TABLE", "SKIPPR_LEASE_SECONDS"}) {
+          "SKIPPR_WAL_S3_PREFIX", "SKIPPR_STATE_DYNAMODB_TABLE", "SKIPPR_LEASE_SECONDS", "SKIPPR_PEERS",
+          "SKIPPR_CLUSTER_ACK_TIMEOUT_SECONDS"}) {
       env_.push_back(std::make_unique<ScopedEnv>(name, std::nullopt));
     }
   }
@@ -115,12 +117,31 @@ TEST_F(SettingsTest, ZeroChaosSecondsIsAnError) {
   EXPECT_THAT(s.error().message, HasSubstr("SKIPPR_CHAOS_MIN_SECONDS='0'"));
 }
 
-TEST_F(SettingsTest, ClusteredWalStorageIsNotSupportedYet) {
+TEST_F(SettingsTest, ClusteredWalStorageNeedsExactlyOnePeerAndLocalState) {
   set("WAL_STORAGE", "clustered");
   auto s = settings_from_env();
   ASSERT_FALSE(s.has_value());
   EXPECT_EQ(s.error().kind, ErrorKind::kConfig);
-  EXPECT_THAT(s.error().message, HasSubstr("WAL_STORAGE=clustered is not supported by this build"));
+  EXPECT_THAT(s.error().message, HasSubstr("WAL_STORAGE=clustered needs SKIPPR_PEERS"));
+
+  set("SKIPPR_PEERS", "10.0.0.2:7401,10.0.0.3:7401");
+  s = settings_from_env();
+  ASSERT_FALSE(s.has_value());
+  EXPECT_THAT(s.error().message, HasSubstr("names several peers"));
+
+  ::setenv("SKIPPR_PEERS", "10.0.0.2:7401", 1);  // the ScopedEnv above puts it back
+  set("SKIPPR_CLUSTER_ACK_TIMEOUT_SECONDS", "2.5");
+  s = settings_from_env();
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  EXPECT_EQ(s->wal_storage, "clustered");
+  EXPECT_EQ(s->cluster_peer, "10.0.0.2:7401");
+  EXPECT_EQ(s->cluster_ack_timeout_seconds, 2.5);
+
+  set("SKIPPR_STATE_STORE", "dynamodb");
+  set("SKIPPR_STATE_DYNAMODB_TABLE", "t");
+  s = settings_from_env();
+  ASSERT_FALSE(s.has_value());
+  EXPECT_THAT(s.error().message, HasSubstr("SKIPPR_STATE_STORE=dynamodb is not supported with it"));
 }
 
 TEST_F(SettingsTest, AnS3WalNeedsItsBucketAndTheDynamoDbStateStoreWithItsTable) {

@@ -178,7 +178,7 @@ TEST(Cli, AnErrorIsPrintedOnce) {
 }
 
 // Clustered mode refuses a sink whose retries can repeat rows, from the guarantee the sink declares, before anything
-// is opened (the URLs point nowhere); an exactly-once sink meets only the refusal of clustered mode in this build.
+// is opened (the URLs point nowhere); an exactly-once sink passes that check and meets the next one (no SKIPPR_PEERS).
 TEST(Cli, ClusteredModeRefusesSinksWhoseRetriesCanRepeatRows) {
   const std::map<std::string, std::string> clustered = {{"WAL_STORAGE", "clustered"}};
   const std::pair<const char*, const char*> refused[] = {
@@ -199,7 +199,7 @@ TEST(Cli, ClusteredModeRefusesSinksWhoseRetriesCanRepeatRows) {
   PipelineFixture duck(sample_to_duckdb_config(10));
   auto r = duck.skipprd({"sync", "--pipeline", "bikehire", "--once"}, clustered);
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("WAL_STORAGE=clustered is not supported by this build"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("WAL_STORAGE=clustered needs SKIPPR_PEERS"), std::string::npos) << r.err;
 }
 
 TEST(Cli, DataDirIsPrivateToItsUser) {

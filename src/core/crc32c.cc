@@ -1,4 +1,4 @@
-#include "wal/crc32c.h"
+#include "core/crc32c.h"
 
 #include <nmmintrin.h>
 

@@ -1,5 +1,5 @@
-// CRC-32C (Castagnoli), the checksum of every WAL record. Uses the SSE4.2 crc32 instruction when the CPU has it
-// (checked once at run time) and a byte table otherwise; both give identical results.
+// CRC-32C (Castagnoli), the checksum of every WAL record and every cluster frame. Uses the SSE4.2 crc32 instruction
+// when the CPU has it (checked once at run time) and a byte table otherwise; both give identical results.
 #pragma once
 
 #include <cstddef>

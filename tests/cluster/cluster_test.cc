@@ -1,0 +1,297 @@
+// WAL_STORAGE=clustered against the real binary: a primary and `skipprd replica` on two "machines" (two DATA_DIRs and
+// two loopback ports; see support/cluster_machines.h), Sample -> the real PostgreSQL server.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+#include <utility>
+
+#include "support/chaos_loop.h"
+#include "support/cluster_machines.h"
+#include "support/postgres_pipeline.h"
+#include "wal/wal.h"
+
+namespace skippr::test {
+namespace {
+
+const std::vector<std::string> kSync = {"sync", "--pipeline", "bikehire", "--once"};
+
+std::map<std::string, std::string> merged(std::map<std::string, std::string> a,
+                                          const std::map<std::string, std::string>& b) {
+  for (const auto& [k, v] : b) a[k] = v;
+  return a;
+}
+
+// `skipprd promote` on `machine`, retried while the replica there still serves the primary that just died (exit 3).
+ProcessResult promote(const Machine& machine, const PipelineFixture& f) {
+  ProcessResult r;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    r = machine.skipprd({"promote", "--pipeline", "bikehire"}, f.root());
+    if (r.exit_code != 3) return r;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return r;
+}
+
+WalInspection copy_on(const Machine& machine) {
+  auto inspection = Wal::inspect(machine.wal_dir("bikehire"));
+  if (!inspection) throw std::runtime_error(inspection.error().message);
+  return *inspection;
+}
+
+// The table equals a run into a fresh database that was never killed nor clustered, each row once, each batch once
+// in the ledger.
+void expect_exactly_once_as_unkilled(PostgresServer& pg, const std::string& db, uint64_t rows, uint64_t seed) {
+  const PgTripsDigest got = pg_trips_digest(pg, db);
+  EXPECT_EQ(got.rows, std::to_string(rows));
+  EXPECT_EQ(got.distinct_ids, std::to_string(rows));
+  EXPECT_EQ(pg.value(db, "SELECT sum(\"rows\") FROM bike._skippr_batches"), std::to_string(rows));
+  EXPECT_EQ(pg.value(db, "SELECT count(*) - count(DISTINCT batch_id) FROM bike._skippr_batches"), "0");
+  const auto calm_db = pg.create_database("calm");
+  PipelineFixture calm(sample_to_postgres_config(rows, seed));
+  auto r = calm.skipprd(kSync, postgres_env(pg, calm_db));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(got, pg_trips_digest(pg, calm_db));
+}
+
+class Cluster : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    pki_dir_ = new TempDir();
+    pki_ = new TestPki(TestPki::make(pki_dir_->path(), "cluster"));
+    rogue_ = new TestPki(TestPki::make(pki_dir_->path(), "rogue"));
+  }
+  static void TearDownTestSuite() {
+    delete rogue_;
+    delete pki_;
+    delete pki_dir_;
+  }
+  static TempDir* pki_dir_;
+  static TestPki* pki_;
+  static TestPki* rogue_;
+};
+TempDir* Cluster::pki_dir_ = nullptr;
+TestPki* Cluster::pki_ = nullptr;
+TestPki* Cluster::rogue_ = nullptr;
+
+// SIGKILL the primary again and again (by timer and at the WAL's fsync), and every fourth time lose its machine:
+// promote the replica's copy, delete the old primary's DATA_DIR, and run on. Every row lands once, as unkilled.
+TEST_F(Cluster, KilledPrimariesAndLostMachinesEndExactlyOnce) {
+  constexpr uint64_t kRows = 400000;
+  auto& pg = SharedPostgres();
+  const auto db = pg.create_database("failover");
+  PipelineFixture f(sample_to_postgres_config(kRows, 7));
+  Machine a("a", pki_->env());
+  Machine b("b", pki_->env());
+  Machine* primary = &a;
+  Machine* replica = &b;
+  replica->start_replica();
+  const auto base = merged(postgres_env(pg, db), {{"BUFFER_THRESHOLD_BYTES", "150000"},
+                                                  {"WAL_BYTES_PER_FILE", "600000"},
+                                                  {"SKIPPR_CLUSTER_ACK_TIMEOUT_SECONDS", "20"}});
+  int runs = 0, kills = 0, failovers = 0, refused_promotions = 0;
+  bool done = false;
+  while (!done && runs < 200) {
+    ++runs;
+    auto env = merged(base, primary->primary_env(*replica));
+    if (kills < 16 && runs % 2 == 1) {
+      env = armed_at(env, kills % 4 < 2 ? "wal.before_fsync" : "wal.after_fsync", 1 + (kills / 2) % 3);
+    } else {
+      env = merged(env, {{"SKIPPR_CHAOS_MODE", "yes"},
+                         {"SKIPPR_CHAOS_SEED", std::to_string(9000 + runs)},
+                         {"SKIPPR_CHAOS_MIN_SECONDS", "0.3"},
+                         {"SKIPPR_CHAOS_MAX_SECONDS", "1.5"}});
+    }
+    const ProcessResult r = primary->skipprd(kSync, f.root(), env);
+    if (r.exit_code == 0) {
+      done = true;
+      break;
+    }
+    ASSERT_EQ(r.exit_code, 137) << "run " << runs << " on " << primary->name() << ":\n"
+                                << r.err << "\nreplica log:\n"
+                                << replica->replica_log();
+    ++kills;
+    if (kills % 4 != 0) continue;
+    // The primary's machine is lost. The replica's copy is promoted, and the old machine comes back empty, as the
+    // new replica.
+    const ProcessResult p = promote(*replica, f);
+    if (p.exit_code != 0) {
+      // Only a copy caught mid-catch-up may be refused, and then nothing may be deleted: the old primary goes on.
+      ASSERT_EQ(p.exit_code, 70) << p.err;
+      ASSERT_NE(p.err.find("incomplete"), std::string::npos) << p.err;
+      ++refused_promotions;
+      continue;
+    }
+    EXPECT_NE(p.out.find("promoted on this machine at term"), std::string::npos) << p.out;
+    primary->lose_data_dir();
+    primary->start_replica();
+    std::swap(primary, replica);
+    ++failovers;
+  }
+  ASSERT_TRUE(done) << runs << " runs, " << kills << " kills";
+  std::cout << "clustered failover: " << runs << " runs, " << kills << " kills, " << failovers << " failovers ("
+            << refused_promotions << " promotions refused: copy incomplete)\n";
+  EXPECT_GE(kills, 15);
+  EXPECT_GE(failovers, 3);
+  expect_exactly_once_as_unkilled(pg, db, kRows, 7);
+}
+
+// Batch ids reported committed (JSON events on stdout), as seqs.
+std::vector<uint64_t> committed_seqs(const std::string& events) {
+  std::vector<uint64_t> seqs;
+  std::istringstream lines(events);
+  std::string line;
+  while (std::getline(lines, line)) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object() || j.value("event", "") != "batch_committed") continue;
+    const std::string id = j.value("batch_id", "");
+    seqs.push_back(std::stoull(id.substr(id.rfind('/') + 1)));
+  }
+  return seqs;
+}
+
+// A peer killed, then one that hangs (SIGSTOP), mid-run: no batch is reported committed that its copy lacks, the
+// primary stops with exit 75 within the ack timeout, and once the peer is back the sync completes exactly once.
+TEST_F(Cluster, APeerThatDiesOrHangsStopsThePrimaryWithinTheTimeoutAndLosesNothing) {
+  constexpr uint64_t kRows = 600000;
+  constexpr double kTimeout = 3;
+  auto& pg = SharedPostgres();
+  const auto db = pg.create_database("peerlost");
+  PipelineFixture f(sample_to_postgres_config(kRows, 11));
+  Machine a("a", pki_->env());
+  Machine b("b", pki_->env());
+  b.start_replica();
+  auto env = merged(merged(postgres_env(pg, db), a.primary_env(b)),
+                    {{"BUFFER_THRESHOLD_BYTES", "100000"},
+                     {"SKIPPR_CLUSTER_ACK_TIMEOUT_SECONDS", fmt::format("{}", kTimeout)},
+                     {"DATA_DIR", a.data_dir().string()},
+                     {"SKIPPR_CONFIG_FILE", ""}});
+  for (const int signo : {SIGKILL, SIGSTOP}) {
+    SCOPED_TRACE(signo == SIGKILL ? "peer killed" : "peer hangs");
+    const auto out = f.root() / "spawned.out";
+    std::filesystem::remove(out);
+    const int pid =
+        spawn_process({SKIPPRD_BINARY, "sync", "--pipeline", "bikehire", "--once", "--output", "json"}, f.root(), env);
+    // Let some batches be committed, then take the peer away.
+    const auto wait_until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    const uint64_t start_seq = [&] {
+      std::error_code ec;
+      return std::filesystem::exists(b.wal_dir("bikehire"), ec) ? copy_on(b).last_committed_seq : 0;
+    }();
+    while (true) {
+      std::error_code ec;
+      if (std::filesystem::exists(b.wal_dir("bikehire"), ec) && copy_on(b).last_committed_seq >= start_seq + 4) break;
+      ASSERT_LT(std::chrono::steady_clock::now(), wait_until) << "no batches reached the peer";
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    const auto taken = std::chrono::steady_clock::now();
+    if (signo == SIGKILL) {
+      b.kill_replica();
+    } else {
+      b.signal_replica(SIGSTOP);
+    }
+    const int code = wait_process(pid);
+    const double stopped_after = std::chrono::duration<double>(std::chrono::steady_clock::now() - taken).count();
+    const std::string err = read_text(f.root() / "spawned.err");
+    EXPECT_EQ(code, 75) << err;
+    EXPECT_NE(err.find("has not confirmed a copy of batch"), std::string::npos) << err;
+    EXPECT_LE(stopped_after, kTimeout + 4) << err;
+    if (signo == SIGSTOP) b.kill_replica();  // the hung peer dies too, its copy stays on disk
+    // Every batch the primary reported committed is in the copy.
+    const WalInspection copy = copy_on(b);
+    const auto seqs = committed_seqs(read_text(out));
+    ASSERT_FALSE(seqs.empty());
+    for (uint64_t seq : seqs) EXPECT_LE(seq, copy.last_committed_seq) << "batch " << seq << " reported committed";
+    b.start_replica();
+  }
+  auto done = a.skipprd(kSync, f.root(), env);
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  expect_exactly_once_as_unkilled(pg, db, kRows, 11);
+}
+
+// The old primary, revived after its replica was promoted, is refused before it lands or commits anything; a
+// machine whose DATA_DIR is new refuses to start afresh while the peer's copy holds batches not landed.
+TEST_F(Cluster, TheOldPrimaryRevivedAfterAFailoverWritesNothing) {
+  constexpr uint64_t kRows = 120000;
+  auto& pg = SharedPostgres();
+  const auto db = pg.create_database("revived");
+  PipelineFixture f(sample_to_postgres_config(kRows, 3));
+  Machine a("a", pki_->env());
+  Machine b("b", pki_->env());
+  b.start_replica();
+  const auto base = merged(postgres_env(pg, db), {{"BUFFER_THRESHOLD_BYTES", "60000"}});
+  // Killed inside its third landing: batches committed (on both machines) but not landed.
+  auto killed = a.skipprd(kSync, f.root(), armed_at(merged(base, a.primary_env(b)), "sink.in_transaction", 3));
+  ASSERT_EQ(killed.exit_code, 137) << killed.err;
+  const WalInspection left = copy_on(a);
+  ASSERT_GT(left.last_committed_seq, left.landed_watermark) << "nothing left to land: the test proves nothing";
+
+  // A machine with a new DATA_DIR may not start the pipeline afresh beside that copy.
+  Machine fresh("fresh", pki_->env());
+  auto afresh = fresh.skipprd(kSync, f.root(), merged(base, fresh.primary_env(b)));
+  EXPECT_EQ(afresh.exit_code, 2) << afresh.err;
+  EXPECT_NE(afresh.err.find("lost its DATA_DIR"), std::string::npos) << afresh.err;
+
+  auto p = promote(b, f);
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  const std::string landed_before = pg.value(db, "SELECT count(*) FROM bike.trips");
+  const std::string ledger_before = pg.value(db, "SELECT count(*) FROM bike._skippr_batches");
+
+  auto revived = a.skipprd(kSync, f.root(), merged(base, a.primary_env(b)));
+  EXPECT_EQ(revived.exit_code, 75) << revived.err;
+  EXPECT_NE(revived.err.find("was promoted to term 1"), std::string::npos) << revived.err;
+  EXPECT_EQ(pg.value(db, "SELECT count(*) FROM bike.trips"), landed_before);
+  EXPECT_EQ(pg.value(db, "SELECT count(*) FROM bike._skippr_batches"), ledger_before);
+  EXPECT_EQ(copy_on(a).last_committed_seq, left.last_committed_seq) << "the fenced primary committed";
+
+  // The old machine becomes the new primary's replica; the new primary finishes the job.
+  a.start_replica();
+  auto finished = b.skipprd(kSync, f.root(), merged(base, b.primary_env(a)));
+  ASSERT_EQ(finished.exit_code, 0) << finished.err;
+  expect_exactly_once_as_unkilled(pg, db, kRows, 3);
+}
+
+// Mutual TLS: a peer whose certificate another CA signed is refused either way round, with exit 2 and what to do;
+// plaintext needs asking for by name. Nothing reaches the copy.
+TEST_F(Cluster, TlsRefusesPeersOfAnotherCaAndPlaintextMustBeAskedFor) {
+  auto& pg = SharedPostgres();
+  const auto db = pg.create_database("tls");
+  PipelineFixture f(sample_to_postgres_config(2000, 1));
+  Machine b("b", pki_->env());
+  b.start_replica();
+  const auto base = merged(postgres_env(pg, db), {{"SKIPPR_CLUSTER_ACK_TIMEOUT_SECONDS", "5"}});
+
+  Machine a_rogue("rogue", rogue_->env());  // trusts only the rogue CA: the replica is not trusted
+  auto r = a_rogue.skipprd(kSync, f.root(), merged(base, a_rogue.primary_env(b)));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("is not trusted"), std::string::npos) << r.err;
+
+  // Trusts the cluster's CA but presents the rogue CA's certificate: the replica refuses it.
+  auto mixed_env = rogue_->env();
+  mixed_env["SKIPPR_CLUSTER_TLS_CA"] = pki_->ca.string();
+  Machine a_mixed("mixed", mixed_env);
+  r = a_mixed.skipprd(kSync, f.root(), merged(base, a_mixed.primary_env(b)));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("refused this machine's TLS certificate"), std::string::npos) << r.err;
+  EXPECT_NE(b.replica_log().find("fails verification"), std::string::npos) << b.replica_log();
+
+  Machine a_plain("plain", {});
+  r = a_plain.skipprd(kSync, f.root(), merged(base, a_plain.primary_env(b)));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("SKIPPR_CLUSTER_INSECURE=yes"), std::string::npos) << r.err;
+  std::error_code ec;
+  EXPECT_FALSE(std::filesystem::exists(b.wal_dir("bikehire"), ec));
+
+  Machine a("a", pki_->env());
+  r = a.skipprd(kSync, f.root(), merged(base, a.primary_env(b)));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(pg.value(db, "SELECT count(*) FROM bike.trips"), "2000");
+  EXPECT_EQ(copy_on(b).last_committed_seq, copy_on(a).last_committed_seq);
+}
+
+}  // namespace
+}  // namespace skippr::test
