@@ -60,11 +60,11 @@ int run(size_t kib, int count) {
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
   std::sort(ms.begin(), ms.end());
-  const std::string storage = settings->wal_storage;
-  const std::string what = storage == "s3"          ? "PUT If-None-Match + conditional UpdateItem"
-                           : storage == "clustered" ? "local fdatasync and the peer's ack, at once"
-                                                    : "append + fdatasync";
-  fmt::print("{} wal commit {} KiB: p50 {:.2f} ms, p99 {:.2f} ms, {:.1f} batches/s ({} commits: {})\n", storage, kib,
+  const std::string kind = settings->wal_storage;
+  const std::string what = kind == "s3"          ? "PUT If-None-Match + conditional UpdateItem"
+                           : kind == "clustered" ? "local fdatasync and the peer's ack, at once"
+                                                 : "append + fdatasync";
+  fmt::print("{} wal commit {} KiB: p50 {:.2f} ms, p99 {:.2f} ms, {:.1f} batches/s ({} commits: {})\n", kind, kib,
              ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 99 / 100)], count / seconds, count, what);
   return 0;
 }

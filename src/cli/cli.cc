@@ -28,6 +28,9 @@ void setup_logging(const std::optional<std::string>& level) {
 }  // namespace
 
 int run(int argc, char** argv) {
+  // A write to a connection the other side has closed (a replica, a server) must be an error to handle, not a
+  // signal that kills the process: TLS writes go through write(2), where MSG_NOSIGNAL cannot be passed.
+  ::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"skipprd: moves records from sources to destinations through a local write-ahead log, exactly once",
                "skipprd"};
   app.set_version_flag("--version", std::string("skipprd ") + SKIPPR_VERSION);

@@ -158,6 +158,21 @@ int run_wal_inspect_command(const std::string& pipeline, const std::string& outp
 
 namespace skippr::cli {
 
+namespace {
+
+// DATA_DIR as a sync here would take it (relative to the folder of skippr.yml when there is one), without loading
+// skippr.yml: a replica's machine need not have the variables its connectors name.
+std::filesystem::path data_dir_without_loading_the_config() {
+  const char* env = std::getenv("DATA_DIR");
+  const std::filesystem::path dir = env != nullptr && *env != '\0' ? env : "data";
+  if (dir.is_absolute()) return dir.lexically_normal();
+  auto file = discover_config(std::nullopt, std::filesystem::current_path());
+  const std::filesystem::path base = file ? file->parent_path() : std::filesystem::current_path();
+  return (std::filesystem::absolute(base) / dir).lexically_normal();
+}
+
+}  // namespace
+
 int run_replica_command(const std::string& listen_flag, bool insecure_flag) {
   auto env = [](const char* name) {
     const char* v = std::getenv(name);
@@ -180,8 +195,7 @@ int run_replica_command(const std::string& listen_flag, bool insecure_flag) {
     }
     insecure = insecure || *parsed;
   }
-  const std::filesystem::path data_dir =
-      std::filesystem::absolute(env("DATA_DIR").empty() ? "data" : env("DATA_DIR")).lexically_normal();
+  const std::filesystem::path data_dir = data_dir_without_loading_the_config();
   ReplicaOptions options{data_dir, *address,
                          cluster::TlsFiles{env("SKIPPR_CLUSTER_TLS_CERT"), env("SKIPPR_CLUSTER_TLS_KEY"),
                                            env("SKIPPR_CLUSTER_TLS_CA"), insecure}};
@@ -205,11 +219,7 @@ int run_promote_command(const std::string& pipeline) {
   if (!is_valid_pipeline_name(pipeline)) {
     return report(Error{ErrorKind::kConfig, fmt::format("'{}' is not a pipeline name", pipeline)});
   }
-  auto config = discover_config_if_any(std::nullopt);
-  if (!config) return report(config.error());
-  auto settings = settings_for(*config);
-  if (!settings) return report(settings.error());
-  auto promoted = promote_copy(settings->data_dir, pipeline);
+  auto promoted = promote_copy(data_dir_without_loading_the_config(), pipeline);
   if (!promoted) return report(promoted.error());
   fmt::print(
       "pipeline '{}' is promoted on this machine at term {}: its copy holds batches up to seq {} (landed up to {}), "
