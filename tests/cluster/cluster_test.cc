@@ -263,7 +263,11 @@ TEST_F(Cluster, TlsRefusesPeersOfAnotherCaAndPlaintextMustBeAskedFor) {
   PipelineFixture f(sample_to_postgres_config(2000, 1));
   Machine b("b", pki_->env());
   b.start_replica();
-  const auto base = merged(postgres_env(pg, db), {{"SKIPPR_CLUSTER_ACK_TIMEOUT_SECONDS", "5"}});
+  // Small batches and segments, so that the copy has landed segments to delete.
+  const std::map<std::string, std::string> base_tuning = {{"SKIPPR_CLUSTER_ACK_TIMEOUT_SECONDS", "5"},
+                                                          {"BUFFER_THRESHOLD_BYTES", "20000"},
+                                                          {"WAL_BYTES_PER_FILE", "40000"}};
+  const auto base = merged(postgres_env(pg, db), base_tuning);
 
   Machine a_rogue("rogue", rogue_->env());  // trusts only the rogue CA: the replica is not trusted
   auto r = a_rogue.skipprd(kSync, f.root(), merged(base, a_rogue.primary_env(b)));
@@ -286,11 +290,28 @@ TEST_F(Cluster, TlsRefusesPeersOfAnotherCaAndPlaintextMustBeAskedFor) {
   std::error_code ec;
   EXPECT_FALSE(std::filesystem::exists(b.wal_dir("bikehire"), ec));
 
+  // With the right certificates it runs; LANDED marks reach the copy, which then frees its landed segments too.
   Machine a("a", pki_->env());
   r = a.skipprd(kSync, f.root(), merged(base, a.primary_env(b)));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(pg.value(db, "SELECT count(*) FROM bike.trips"), "2000");
-  EXPECT_EQ(copy_on(b).last_committed_seq, copy_on(a).last_committed_seq);
+  const WalInspection copy = copy_on(b);
+  EXPECT_GE(copy.last_committed_seq, 10u);
+  EXPECT_EQ(copy.last_committed_seq, copy_on(a).last_committed_seq);
+  EXPECT_EQ(copy.landed_watermark, copy.last_committed_seq);
+  EXPECT_EQ(copy.segments.size(), 1u) << "landed segments stay on the peer";
+
+  // Plaintext when both sides ask for it by name, with a warning on each.
+  const std::map<std::string, std::string> insecure = {{"SKIPPR_CLUSTER_INSECURE", "yes"}};
+  Machine c("plain-replica", insecure);
+  c.start_replica();
+  Machine d("plain-primary", insecure);
+  const auto plain_db = pg.create_database("plain");
+  r = d.skipprd(kSync, f.root(), merged(merged(postgres_env(pg, plain_db), base_tuning), d.primary_env(c)));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("in plaintext, without authentication"), std::string::npos) << r.err;
+  EXPECT_NE(c.replica_log().find("received in plaintext"), std::string::npos) << c.replica_log();
+  EXPECT_EQ(pg.value(plain_db, "SELECT count(*) FROM bike.trips"), "2000");
 }
 
 }  // namespace

@@ -38,6 +38,13 @@ pipelines:
 
 std::string file_url(const std::filesystem::path& table) { return "file://" + table.string(); }
 
+// The version hint names the newest vN.metadata.json: most readers (icebird, DuckDB's iceberg_scan) open the hinted
+// version alone, and a hint left behind hides the commits after it from them.
+void expect_hint_names_the_newest_version(const std::filesystem::path& table) {
+  EXPECT_EQ(read_text(table / "metadata" / "version-hint.text"), std::to_string(iceberg_newest_version(table)))
+      << table;
+}
+
 // Each BatchId in exactly one snapshot, and the snapshots' added records add up to `rows`.
 void expect_each_batch_in_one_snapshot(const nlohmann::json& metadata, uint64_t rows) {
   ASSERT_TRUE(metadata.is_object());
@@ -90,6 +97,7 @@ TEST(SkipprLake, EveryRowLandsOnceOnAFolderUnderKillsAndDataDirLoss) {
   EXPECT_GE(runs.data_dirs_lost, 3) << runs.summary();
   EXPECT_GE(runs.by_cause.count(std::string(failpoint::kLakeBeforeVersionHint)), 1u) << runs.summary();
 
+  expect_hint_names_the_newest_version(lakes / "killed" / "trips");
   const IcebergDigest want = icebird_digest({file_url(lakes / "unkilled" / "trips")}, "trip_id");
   const IcebergDigest got = icebird_digest({file_url(lakes / "killed" / "trips")}, "trip_id");
   ASSERT_TRUE(want.error.empty()) << want.error;
@@ -131,6 +139,7 @@ TEST(SkipprLake, EveryRowLandsOnceOnS3PartitionedByDayUnderKills) {
 
   TempDir mirror;  // the bucket's objects, where the reader finds them
   moto.download(bucket, "", mirror / bucket);
+  expect_hint_names_the_newest_version(mirror / bucket / "killed" / "trips");
   const IcebergDigest want = icebird_digest({fmt::format("s3://{}/unkilled/trips", bucket)}, "trip_id", mirror.path());
   const IcebergDigest got = icebird_digest({fmt::format("s3://{}/killed/trips", bucket)}, "trip_id", mirror.path());
   ASSERT_TRUE(want.error.empty()) << want.error;
@@ -179,6 +188,31 @@ TEST(SkipprLake, AKillBetweenTheCommitAndTheVersionHintLosesAndRepeatsNothing) {
   EXPECT_EQ(got.rows, kRows);
   EXPECT_EQ(got.distinct_keys, kRows);
   expect_each_batch_in_one_snapshot(iceberg_current_metadata(table), kRows);
+}
+
+// The same kill at the last commit there is to make: the run after it finds its batches already applied and commits
+// nothing, so no later commit moves the hint. A reader that opens the hinted version alone must still see every row.
+TEST(SkipprLake, AKillBeforeTheLastCommitsVersionHintLeavesNoReaderAVersionBehind) {
+  TempDir lakes;
+  PipelineFixture f(sample_to_lake_config(1000, 3, lakes.path().string()));
+  ASSERT_EQ(f.skipprd({"sync", "--pipeline", "bikehire", "--once"}).exit_code, 0);
+  // The source grows by one batch, whose commit (the last) is killed before its hint.
+  write_text(f.path("skippr.yml"), sample_to_lake_config(2000, 3, lakes.path().string()));
+  auto killed = f.skipprd({"sync", "--pipeline", "bikehire", "--once"},
+                          armed_at({}, std::string(failpoint::kLakeBeforeVersionHint), 1), 120);
+  ASSERT_EQ(killed.exit_code, 137) << killed.err;
+  const auto table = lakes / "trips";
+  ASSERT_TRUE(std::filesystem::exists(table / "metadata" / "v2.metadata.json"));
+  EXPECT_EQ(read_text(table / "metadata" / "version-hint.text"), "1");
+
+  auto rerun = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {}, 120);
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+  expect_hint_names_the_newest_version(table);
+  const IcebergDigest got = icebird_digest({file_url(table)}, "trip_id");
+  ASSERT_TRUE(got.error.empty()) << got.error;
+  EXPECT_EQ(got.rows, 2000u);
+  EXPECT_EQ(got.distinct_keys, 2000u);
+  expect_each_batch_in_one_snapshot(iceberg_current_metadata(table), 2000);
 }
 
 // Two pipelines write one table at once: a commit that loses the race for v<N+1> reloads and commits on the

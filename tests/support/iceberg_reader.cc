@@ -37,7 +37,7 @@ IcebergDigest icebird_digest(const std::vector<std::string>& tables, const std::
   return d;
 }
 
-nlohmann::json iceberg_current_metadata(const std::filesystem::path& table) {
+int iceberg_newest_version(const std::filesystem::path& table) {
   static const std::regex name(R"(v(\d+)\.metadata\.json)");
   int newest = 0;
   for (const auto& entry : std::filesystem::directory_iterator(table / "metadata")) {
@@ -45,7 +45,11 @@ nlohmann::json iceberg_current_metadata(const std::filesystem::path& table) {
     const std::string file = entry.path().filename().string();
     if (std::regex_match(file, m, name)) newest = std::max(newest, std::stoi(m[1].str()));
   }
-  std::ifstream in(table / "metadata" / fmt::format("v{}.metadata.json", newest));
+  return newest;
+}
+
+nlohmann::json iceberg_current_metadata(const std::filesystem::path& table) {
+  std::ifstream in(table / "metadata" / fmt::format("v{}.metadata.json", iceberg_newest_version(table)));
   std::stringstream text;
   text << in.rdbuf();
   return nlohmann::json::parse(text.str(), nullptr, false);

@@ -26,6 +26,8 @@ IcebergDigest icebird_digest(const std::vector<std::string>& tables, const std::
 
 // The current vN.metadata.json of a table in a folder: the highest N (a reader that trusts no hint).
 nlohmann::json iceberg_current_metadata(const std::filesystem::path& table);
+// N of the newest metadata/vN.metadata.json of `table`.
+int iceberg_newest_version(const std::filesystem::path& table);
 
 // Every BatchId in the skippr.batch-ids of the metadata's snapshots, with repeats.
 std::vector<std::string> iceberg_snapshot_batch_ids(const nlohmann::json& metadata);

@@ -37,7 +37,8 @@ class IcebergCatalog {
 
 // metadata/v<N>.metadata.json, created only if absent (the store's create), then metadata/version-hint.text. The
 // hint may lag a version (a crash between the two): load() reads the hint, then moves on while a next version
-// exists, so it is a shortcut and never the truth.
+// exists, so it is a shortcut and never the truth for the writer. Most readers open the hinted version alone, so
+// load() also rewrites a hint it finds lagging: the run after such a crash may have nothing more to commit.
 std::unique_ptr<IcebergCatalog> storage_catalog(TableStore& store);
 
 }  // namespace skippr
