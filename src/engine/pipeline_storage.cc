@@ -101,6 +101,15 @@ Result<std::unique_ptr<Wal>> PipelineStorage::open_wal(const PipelineState& stat
     o.token = lease.token();
     return S3Wal::open(o);
   }
+  const WalOptions o = disk_wal_options(state);
+  auto local = Wal::open(o);
+  if (!local || !cluster_) return local;
+  ClusterOptions cluster = cluster_->options;
+  cluster.term = state.term;
+  return open_clustered_wal(std::move(*local), o, cluster);
+}
+
+WalOptions PipelineStorage::disk_wal_options(const PipelineState& state) const {
   WalOptions o;
   o.dir = paths_.wal;
   o.pipeline = pipeline_;
@@ -110,26 +119,30 @@ Result<std::unique_ptr<Wal>> PipelineStorage::open_wal(const PipelineState& stat
   o.bytes_per_file = settings_.wal_bytes_per_file;
   o.wait_for_landing_when_full = true;  // the land stage runs beside the committer
   o.env = wal_env_;
-  auto local = Wal::open(o);
-  if (!local || !cluster_) return local;
-  ClusterOptions cluster = cluster_->options;
-  cluster.term = state.term;
-  return open_clustered_wal(std::move(*local), o, cluster);
+  return o;
 }
 
-Status PipelineStorage::refuse_fresh_start_over_peer_copy() const {
+Status PipelineStorage::fresh_start_with_peer(PipelineState& state) const {
   if (!cluster_) return ok();
   auto copy = probe_peer_copy(cluster_->options, pipeline_);
   if (!copy) return std::unexpected(copy.error());
-  if (!copy->exists || copy->last_seq <= copy->landed_seq) return ok();
+  if (!copy->exists || copy->last_seq <= copy->landed_seq) {
+    state.term = std::max(state.term, copy->fence_term);
+    return ok();
+  }
+  const std::string what_to_do =
+      copy->complete ? fmt::format(
+                           "Run `skipprd promote --pipeline {}` on the peer's machine and run the pipeline "
+                           "there (this machine then runs `skipprd replica`), or restore DATA_DIR",
+                           pipeline_)
+                     : "That copy is incomplete (a catch-up into it was cut short), so it cannot be promoted: "
+                       "restore this machine's DATA_DIR";
   return fail(ErrorKind::kConfig,
               fmt::format("DATA_DIR {} holds no state for pipeline '{}', but its peer {} keeps a copy of it with {} "
-                          "committed batch(es) not landed yet (lineage {}): this machine lost its DATA_DIR. Run "
-                          "`skipprd promote --pipeline {}` on the peer's machine and run the pipeline there (this "
-                          "machine then runs `skipprd replica`), or restore DATA_DIR; starting afresh here would "
-                          "leave those batches behind",
+                          "committed batch(es) not landed yet (lineage {}): this machine lost its DATA_DIR. {}; "
+                          "starting afresh here would leave those batches behind",
                           settings_.data_dir.string(), pipeline_, cluster_->options.peer.str(),
-                          copy->last_seq - copy->landed_seq, copy->lineage, pipeline_));
+                          copy->last_seq - copy->landed_seq, copy->lineage, what_to_do));
 }
 
 Result<WalInspection> PipelineStorage::inspect_wal(const PipelineState& state) const {
@@ -143,12 +156,31 @@ Result<std::optional<uint64_t>> PipelineStorage::wal_epoch() const {
 }
 
 Result<uint64_t> PipelineStorage::reset() {
-  return reset_state_then_wal(*state_, [&](uint64_t new_epoch) -> Status {
+  auto epoch = reset_state_then_wal(*state_, [&](uint64_t new_epoch) -> Status {
     if (!remote_) return Wal::destroy(paths_.wal, wal_env_);
     PipelineState state;
     state.epoch = new_epoch;
     return S3Wal::destroy_before_epoch(s3_wal_options(settings_, remote_->s3, pipeline_, state, *state_));
   });
+  if (!epoch || !cluster_) return epoch;
+  // The peer's copy still holds the old epoch, complete: a promotion there would bring it back. Meeting the new,
+  // empty WAL, the peer starts its copy again.
+  auto state = state_->load();
+  if (!state) return std::unexpected(state.error());
+  const WalOptions o = disk_wal_options(*state);
+  auto local = Wal::open(o);
+  if (!local) return std::unexpected(local.error());
+  ClusterOptions cluster = cluster_->options;
+  cluster.term = state->term;
+  auto wal = open_clustered_wal(std::move(*local), o, cluster);
+  if (!wal) {
+    return fail(wal.error().kind,
+                fmt::format("pipeline '{}' is reset here (epoch {}), but its copy on {} still holds the old epoch: "
+                            "{}. Run the RESET again once the peer is reachable; promoting that copy before then "
+                            "would bring the old epoch back",
+                            pipeline_, *epoch, cluster_->options.peer.str(), wal.error().message));
+  }
+  return epoch;
 }
 
 Status PipelineStorage::finish_interrupted_reset(uint64_t epoch, std::optional<uint64_t> epoch_on_disk) const {

@@ -26,8 +26,10 @@ class PipelineStorage {
   bool wal_in_object_store() const { return settings_.wal_storage == "s3"; }
   bool clustered() const { return cluster_ != nullptr; }
   // WAL_STORAGE=clustered, for a pipeline that has no state here: refuses to start afresh while the peer keeps a
-  // copy of it holding batches not landed yet (this machine lost its DATA_DIR; the copy must be promoted instead).
-  Status refuse_fresh_start_over_peer_copy() const;
+  // copy of it holding batches not landed yet (this machine lost its DATA_DIR; the copy must be promoted instead);
+  // otherwise `state` takes the highest term the peer has accepted, so the new start is not taken for a replaced
+  // primary. Nothing to do in the other storage modes.
+  Status fresh_start_with_peer(PipelineState& state) const;
   std::string wal_location() const;
 
   // The WAL of `state` for a writer holding `lease`.
@@ -43,6 +45,7 @@ class PipelineStorage {
 
  private:
   PipelineStorage(const Settings& settings, std::string pipeline, Env* wal_env);
+  WalOptions disk_wal_options(const PipelineState& state) const;  // the disk WAL, alone or the primary's copy
   struct Remote;
   struct Cluster;
 

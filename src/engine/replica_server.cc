@@ -73,7 +73,7 @@ struct ReplicaServer::Impl {
   bool stopping = false;
   std::list<Channel*> open_channels;       // ended at stop
   std::map<std::string, Channel*> owners;  // pipeline -> the session serving it
-  int sessions = 0;
+  std::list<std::thread> threads;          // one per connection, joined at stop (a session may be mid-fdatasync)
 
   void accept_loop() {
     while (true) {
@@ -88,13 +88,7 @@ struct ReplicaServer::Impl {
         continue;
       }
       std::lock_guard lock(mu);
-      ++sessions;
-      std::thread([this, c = std::shared_ptr<Channel>(std::move(*channel))] {
-        serve(*c);
-        std::lock_guard done(mu);
-        --sessions;
-        changed.notify_all();
-      }).detach();
+      threads.emplace_back([this, c = std::shared_ptr<Channel>(std::move(*channel))] { serve(*c); });
     }
   }
 
@@ -154,11 +148,15 @@ struct ReplicaServer::Impl {
       answer_copy_state(channel, *id, paths);
       return;
     }
+    // A replaced primary is refused before it can end the live session of the one that replaced it.
+    auto state = load_state(paths);
+    if (!state) return refuse(channel, *id, "unavailable", state.error().message);
+    if (refuse_older_term(channel, *id, *state)) return;
     if (!claim(id->pipeline, &channel)) {
       refuse(channel, *id, "busy", "another primary's session for this pipeline does not end");
       return;
     }
-    run_session(channel, *id, paths);
+    run_session(channel, *id, paths, meta.value("landed", uint64_t{0}));
     release(id->pipeline, &channel);
   }
 
@@ -168,7 +166,7 @@ struct ReplicaServer::Impl {
     auto inspection = Wal::inspect(paths.wal);
     if (!state || !inspection) {
       const Error& e = !state ? state.error() : inspection.error();
-      refuse(channel, hello, "mismatch", fmt::format("the copy here cannot be read: {}", e.message));
+      refuse(channel, hello, "unavailable", fmt::format("the copy here cannot be read: {}", e.message));
       return false;
     }
     const CopyRecord record = load_copy_record(paths);
@@ -183,7 +181,8 @@ struct ReplicaServer::Impl {
                            cluster::make_meta(copy, {{"exists", exists},
                                                      {"complete", record.complete},
                                                      {"last_crc", last_crc},
-                                                     {"landed", inspection->landed_watermark}}),
+                                                     {"landed", inspection->landed_watermark},
+                                                     {"fence_term", state->term}}),
                            {}, 30);
     return st.has_value();
   }
@@ -199,10 +198,9 @@ struct ReplicaServer::Impl {
     return true;
   }
 
-  void run_session(Channel& channel, const FrameMeta& session, const PipelinePaths& paths) {
-    auto state = load_state(paths);
-    if (!state) return refuse(channel, session, "mismatch", state.error().message);
-    if (refuse_older_term(channel, session, *state)) return;
+  // `landed`: the primary's landed watermark, applied before anything is copied, so a copy on a full disk frees
+  // what has landed and can take the batches that follow.
+  void run_session(Channel& channel, const FrameMeta& session, const PipelinePaths& paths, uint64_t landed) {
     auto lock = PipelineLock::acquire(paths, session.pipeline);
     if (!lock) {
       refuse(channel, session, "busy",
@@ -211,17 +209,16 @@ struct ReplicaServer::Impl {
                          session.pipeline, lock.error().message));
       return;
     }
-    state = load_state(paths);  // a promotion may have come in between
-    if (!state) return refuse(channel, session, "mismatch", state.error().message);
+    auto state = load_state(paths);  // a promotion may have come in between
+    if (!state) return refuse(channel, session, "unavailable", state.error().message);
     if (refuse_older_term(channel, session, *state)) return;
     if (session.term > state->term) {
       state->term = session.term;  // from now on, every primary of a lower term is refused
-      if (auto st = default_env().create_dirs(paths.root); !st)
-        return refuse(channel, session, "mismatch", st.error().message);
-      if (auto st = save_state(paths, *state); !st) return refuse(channel, session, "mismatch", st.error().message);
+      if (auto st = default_env().create_dirs(paths.root); !st) {
+        return refuse(channel, session, "unavailable", st.error().message);
+      }
+      if (auto st = save_state(paths, *state); !st) return refuse(channel, session, "unavailable", st.error().message);
     }
-    if (!answer_copy_state(channel, session, paths)) return;
-
     std::unique_ptr<Wal> wal;
     auto open_copy = [&]() -> Status {
       if (wal) return ok();
@@ -233,6 +230,12 @@ struct ReplicaServer::Impl {
       wal = std::move(*opened);
       return ok();
     };
+    std::error_code ec;
+    if (landed > 0 && std::filesystem::exists(paths.wal, ec)) {
+      // Only a copy of this lineage and epoch opens; another is started again by the primary anyway.
+      if (!mark_landed(wal, open_copy, landed)) wal.reset();
+    }
+    if (!answer_copy_state(channel, session, paths)) return;
     while (true) {
       auto frame = channel.receive(options.idle_timeout_seconds);
       if (!frame) {
@@ -364,12 +367,18 @@ ReplicaServer::~ReplicaServer() {
   }
   impl_->listener->shutdown();
   if (impl_->acceptor.joinable()) impl_->acceptor.join();
-  std::unique_lock lock(impl_->mu);
-  impl_->changed.wait_for(lock, std::chrono::seconds(10), [&] { return impl_->sessions == 0; });
+  // No thread is added any more; the sessions' channels are shut down, so each ends after its current step.
+  for (std::thread& t : impl_->threads) t.join();
 }
 
 Result<Promotion> promote_copy(const std::filesystem::path& data_dir, const std::string& pipeline) {
   const PipelinePaths paths = PipelinePaths::of(data_dir, pipeline);
+  std::error_code ec;
+  if (!std::filesystem::exists(paths.wal, ec)) {
+    return fail(ErrorKind::kConfig, fmt::format("there is no copy of pipeline '{}' in {}: this machine's replica "
+                                                "never received it",
+                                                pipeline, paths.root.string()));
+  }
   auto lock = PipelineLock::acquire(paths, pipeline);
   if (!lock) {
     return fail(ErrorKind::kLocked,
@@ -397,6 +406,7 @@ Result<Promotion> promote_copy(const std::filesystem::path& data_dir, const std:
   state->term = std::max(state->term, record.term) + 1;
   SKIPPR_TRY(save_state(paths, *state));
   SKIPPR_TRY(default_env().unlink(copy_record_path(paths)));  // it is this machine's WAL now, not a copy
+  SKIPPR_TRY(default_env().fsync_dir(paths.root));
   return Promotion{state->term, inspection->last_committed_seq, inspection->landed_watermark, state->lineage};
 }
 

@@ -39,7 +39,8 @@ class ReplicaServer {
 
 // `skipprd promote --pipeline NAME` on a replica's machine: the copy in `data_dir` becomes the pipeline's WAL here,
 // at a term above every term it has seen, so its replica refuses the old primary from now on. kLocked while a
-// primary still sends to the copy; kCorruption when the copy is incomplete (a catch-up was cut short) or absent.
+// primary still sends to the copy; kConfig when there is no copy here; kCorruption when the copy is incomplete (a
+// catch-up into it was cut short): nothing is changed then.
 struct Promotion {
   uint64_t term = 0;
   uint64_t last_seq = 0;

@@ -143,7 +143,7 @@ class SyncRun {
       // No lineage and no WAL: a first run here, or DATA_DIR was lost. The destination decides where to start
       // (before the lineage is saved, so a run killed in between asks again). In clustered mode the peer is asked
       // first: a copy of this pipeline there means this machine lost its DATA_DIR, and the copy must be promoted.
-      SKIPPR_TRY(storage_->refuse_fresh_start_over_peer_copy());
+      SKIPPR_TRY(storage_->fresh_start_with_peer(state_));
       SKIPPR_TRY(start_from_destination());
       SKIPPR_TRY(lease_->check());  // the destination may have kept us waiting past the lease
       SKIPPR_TRY(store.save(state_));

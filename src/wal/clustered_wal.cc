@@ -19,14 +19,18 @@ using cluster::FrameMeta;
 using cluster::FrameType;
 using Clock = std::chrono::steady_clock;
 
-double seconds_until(Clock::time_point deadline) {
-  return std::max(0.0, std::chrono::duration<double>(deadline - Clock::now()).count());
+// What is left until `deadline`, never less than a moment (a socket call with no time at all would fail at once).
+double seconds_left(Clock::time_point deadline) {
+  return std::max(0.05, std::chrono::duration<double>(deadline - Clock::now()).count());
+}
+
+Clock::time_point deadline_after(double seconds) {
+  return Clock::now() + std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6));
 }
 
 // What the replica said about its copy in answer to HELLO.
 struct CopyState {
   bool exists = false;
-  bool complete = false;
   std::string lineage;
   uint64_t epoch = 0;
   uint64_t term = 0;  // the term of the primary that last wrote or checked the copy
@@ -68,14 +72,15 @@ class ClusteredWal final : public Wal {
 
   Result<BatchId> commit(const EncodedBatch& batch, const Position& position_after) override {
     std::lock_guard lock(io_mu_);
-    const auto deadline = Clock::now() + timeout();
-    if (channel_) (void)flush_landed_locked(cluster_.ack_timeout_seconds);
+    // One deadline for everything this commit waits on, so it never waits much longer than the ack timeout.
+    const auto deadline = deadline_after(cluster_.ack_timeout_seconds);
+    if (channel_) (void)flush_landed_locked(seconds_left(deadline));
     const uint64_t seq = local_->next_seq();
     bool sent = false;
     if (channel_) {
       const std::string meta = cluster::make_meta(
           identity(seq), {{"position_after", position_after.token}, {"rows", batch.rows}, {"crc", batch.columns_crc}});
-      auto st = channel_->send(FrameType::kBatch, meta, batch.columns, cluster_.ack_timeout_seconds);
+      auto st = channel_->send(FrameType::kBatch, meta, batch.columns, seconds_left(deadline));
       if (st) {
         sent = true;
       } else {
@@ -86,7 +91,7 @@ class ClusteredWal final : public Wal {
     auto id = local_->commit(batch, position_after);
     if (!id) {
       // The peer may now hold a batch this WAL does not: the next handshake finds that and starts the copy again.
-      if (channel_) channel_.reset();
+      channel_.reset();
       return id;
     }
     if (sent) {
@@ -132,10 +137,6 @@ class ClusteredWal final : public Wal {
   }
 
  private:
-  std::chrono::microseconds timeout() const {
-    return std::chrono::microseconds(static_cast<int64_t>(cluster_.ack_timeout_seconds * 1e6));
-  }
-
   FrameMeta identity(uint64_t seq) const {
     return {options_.pipeline, options_.lineage, options_.epoch, cluster_.term, seq};
   }
@@ -165,7 +166,7 @@ class ClusteredWal final : public Wal {
   // The replica's answer to a frame that expects one: ACK for `seq` (or later), else the refusal or the failure.
   Status wait_ack_locked(uint64_t seq, Clock::time_point deadline) {
     while (true) {
-      auto frame = channel_->receive(std::max(seconds_until(deadline), 0.001));
+      auto frame = channel_->receive(seconds_left(deadline));
       if (!frame) return std::unexpected(frame.error());
       nlohmann::json meta;
       auto id = cluster::parse_meta(*frame, meta);
@@ -206,14 +207,19 @@ class ClusteredWal final : public Wal {
                     cluster_.peer.str(), needed, options_.pipeline, cluster_.ack_timeout_seconds, last_problem));
   }
 
+  // A catch-up that makes progress is not cut off: each batch the peer acknowledges gives it the ack timeout again,
+  // so a long backlog (a new replica after a failover) is copied whole instead of started over run after run.
   Status handshake_locked(Clock::time_point deadline) {
-    auto channel = Channel::connect(cluster_.peer, cluster_.tls, std::max(seconds_until(deadline), 0.5));
+    auto channel = Channel::connect(cluster_.peer, cluster_.tls, seconds_left(deadline));
     if (!channel) return std::unexpected(channel.error());
     channel_ = std::move(*channel);
-    const uint64_t watermark = local_->landed_watermark();
+    // One view of what waits to land: the land thread moves the watermark meanwhile, and the copy must start at the
+    // first batch this view still holds.
+    const std::vector<WalBatchInfo> pending = local_->pending();
     const uint64_t last = local_->last_committed_seq();
+    const uint64_t watermark = pending.empty() ? last : pending.front().seq - 1;
     SKIPPR_TRY(send_locked(FrameType::kHello, last, {{"landed", watermark}}));
-    auto answer = channel_->receive(std::max(seconds_until(deadline), 0.5));
+    auto answer = channel_->receive(seconds_left(deadline));
     if (!answer) return std::unexpected(answer.error());
     nlohmann::json meta;
     auto id = cluster::parse_meta(*answer, meta);
@@ -225,7 +231,6 @@ class ClusteredWal final : public Wal {
     }
     CopyState copy;
     copy.exists = meta.value("exists", false);
-    copy.complete = meta.value("complete", false);
     copy.lineage = id->lineage;
     copy.epoch = id->epoch;
     copy.term = id->term;
@@ -233,7 +238,6 @@ class ClusteredWal final : public Wal {
     copy.last_crc = meta.value("last_crc", uint32_t{0});
     copy.landed_seq = meta.value("landed", uint64_t{0});
 
-    const std::vector<WalBatchInfo> pending = local_->pending();
     uint64_t from = last + 1;  // the first batch the copy lacks
     if (continues_this_wal(copy, pending, watermark, last)) {
       from = copy.last_seq + 1;
@@ -259,6 +263,7 @@ class ClusteredWal final : public Wal {
           {{"position_after", info.position_after.token}, {"rows", encoded->rows}, {"crc", encoded->columns_crc}},
           encoded->columns));
       SKIPPR_TRY(wait_ack_locked(info.seq, deadline));
+      deadline = std::max(deadline, deadline_after(cluster_.ack_timeout_seconds));
     }
     SKIPPR_TRY(send_locked(FrameType::kCaughtUp, last, {{"landed", watermark}}));
     SKIPPR_TRY(wait_ack_locked(last, deadline));
@@ -267,10 +272,11 @@ class ClusteredWal final : public Wal {
   }
 
   // Whether the copy is a prefix of this WAL that the missing batches can simply follow: same lineage, epoch and
-  // writer term, complete, not ahead, and its newest batch is this WAL's batch of that seq (or has landed).
+  // writer term, not ahead, and its newest batch is this WAL's batch of that seq (or has landed). A copy cut short
+  // while it was caught up is such a prefix too: it goes on where it stopped (CAUGHT_UP marks it complete).
   bool continues_this_wal(const CopyState& copy, const std::vector<WalBatchInfo>& pending, uint64_t watermark,
                           uint64_t last) const {
-    if (!copy.exists || !copy.complete || copy.lineage != options_.lineage || copy.epoch != options_.epoch ||
+    if (!copy.exists || copy.lineage != options_.lineage || copy.epoch != options_.epoch ||
         copy.term != cluster_.term || copy.last_seq > last || copy.last_seq < watermark) {
       return false;
     }
@@ -295,29 +301,27 @@ class ClusteredWal final : public Wal {
 Result<std::unique_ptr<Wal>> open_clustered_wal(std::unique_ptr<Wal> local, const WalOptions& options,
                                                 const ClusterOptions& cluster) {
   auto wal = std::make_unique<ClusteredWal>(std::move(local), options, cluster);
-  const auto deadline =
-      Clock::now() + std::chrono::microseconds(static_cast<int64_t>(cluster.ack_timeout_seconds * 1e6));
-  SKIPPR_TRY(wal->catch_up_until(deadline));
+  SKIPPR_TRY(wal->catch_up_until(deadline_after(cluster.ack_timeout_seconds)));
   return std::unique_ptr<Wal>(std::move(wal));
 }
 
 Result<PeerCopy> probe_peer_copy(const ClusterOptions& cluster, const std::string& pipeline) {
-  const auto deadline =
-      Clock::now() + std::chrono::microseconds(static_cast<int64_t>(cluster.ack_timeout_seconds * 1e6));
+  const auto deadline = deadline_after(cluster.ack_timeout_seconds);
   std::string last_problem;
   while (true) {
-    auto channel = Channel::connect(cluster.peer, cluster.tls, std::max(seconds_until(deadline), 0.5));
+    auto channel = Channel::connect(cluster.peer, cluster.tls, seconds_left(deadline));
     if (channel) {
       const std::string meta = cluster::make_meta({pipeline, "", 0, cluster.term, 0}, {{"probe", true}});
       auto st = (*channel)->send(FrameType::kHello, meta, {}, cluster.ack_timeout_seconds);
-      auto answer =
-          st ? (*channel)->receive(std::max(seconds_until(deadline), 0.5)) : Result<Frame>(std::unexpected(st.error()));
+      auto answer = st ? (*channel)->receive(seconds_left(deadline)) : Result<Frame>(std::unexpected(st.error()));
       if (answer) {
         nlohmann::json object;
         auto id = cluster::parse_meta(*answer, object);
         if (!id) return std::unexpected(id.error());
         if (answer->type == FrameType::kRefused) return std::unexpected(refusal_error(object, cluster.peer.str()));
-        return PeerCopy{object.value("exists", false), id->lineage, id->seq, object.value("landed", uint64_t{0})};
+        return PeerCopy{
+            object.value("exists", false),       object.value("complete", false),        id->lineage, id->seq,
+            object.value("landed", uint64_t{0}), object.value("fence_term", uint64_t{0})};
       }
       if (answer.error().kind == ErrorKind::kConfig) return std::unexpected(answer.error());
       last_problem = answer.error().message;

@@ -9,8 +9,10 @@
 // again from the oldest batch not landed. LANDED marks go to the peer too, so it frees what has landed.
 //
 // Terms fence a primary that was replaced: `skipprd promote` on the replica's machine raises the pipeline's term,
-// and a replica refuses every frame of a lower term, so the old primary can commit nothing more (and, refused at its
-// start, lands nothing either). See engine/replica_server.h for the replica's side.
+// and a replica refuses every frame of a lower term, so the old primary can commit nothing more; restarted, it is
+// refused before its WAL opens and lands nothing. One still running when it is replaced may still land batches it
+// had committed: those are in the copy under the same batch ids, so an exactly-once destination takes each once.
+// See engine/replica_server.h for the replica's side.
 #pragma once
 
 #include <memory>
@@ -38,9 +40,11 @@ Result<std::unique_ptr<Wal>> open_clustered_wal(std::unique_ptr<Wal> local, cons
 // What a peer's copy of a pipeline holds, asked without changing it (a sync that finds no state here asks first).
 struct PeerCopy {
   bool exists = false;
+  bool complete = false;  // false while a catch-up into it is unfinished (it cannot be promoted then)
   std::string lineage;
   uint64_t last_seq = 0;
   uint64_t landed_seq = 0;
+  uint64_t fence_term = 0;  // the highest term the peer has accepted for the pipeline: a new primary starts there
 };
 Result<PeerCopy> probe_peer_copy(const ClusterOptions& cluster, const std::string& pipeline);
 

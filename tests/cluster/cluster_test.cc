@@ -253,6 +253,19 @@ TEST_F(Cluster, TheOldPrimaryRevivedAfterAFailoverWritesNothing) {
   auto finished = b.skipprd(kSync, f.root(), merged(base, b.primary_env(a)));
   ASSERT_EQ(finished.exit_code, 0) << finished.err;
   expect_exactly_once_as_unkilled(pg, db, kRows, 3);
+
+  // RESET on the new primary starts the peer's copy again at the new epoch, so no promotion can bring back the old.
+  const uint64_t old_epoch = copy_on(a).epoch;
+  auto reset = b.skipprd({"query", "--sql", "RESET PIPELINE bikehire"}, f.root(), merged(base, b.primary_env(a)));
+  ASSERT_EQ(reset.exit_code, 0) << reset.err;
+  EXPECT_GT(copy_on(a).epoch, old_epoch);
+  EXPECT_EQ(copy_on(a).batches.size(), 0u);
+
+  // A machine with a new DATA_DIR may start beside a copy that holds nothing to land, at the term the peer knows
+  // (a term-0 start after a failover would be taken for the replaced primary and refused).
+  Machine fresh_ok("fresh-ok", pki_->env());
+  auto started = fresh_ok.skipprd(kSync, f.root(), merged(base, fresh_ok.primary_env(a)));
+  EXPECT_EQ(started.exit_code, 0) << started.err;
 }
 
 // Mutual TLS: a peer whose certificate another CA signed is refused either way round, with exit 2 and what to do;
