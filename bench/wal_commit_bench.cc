@@ -5,6 +5,8 @@
 // put-object`; bench/clustered_wal.sh runs it clustered beside disk.
 #include <fmt/format.h>
 
+#include <signal.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -72,6 +74,7 @@ int run(size_t kib, int count) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ::signal(SIGPIPE, SIG_IGN);  // as skipprd: a clustered WAL's peer that goes away is an error, not a kill
   if (argc != 3) {
     fmt::print(stderr, "usage: wal_commit_bench KIB COUNT (WAL_STORAGE and its variables say where)\n");
     return 2;

@@ -221,7 +221,9 @@ Result<std::unique_ptr<Channel>> Channel::connect(const PeerAddress& peer, std::
                                                   peer.str(), openssl_error()));
     }
     return fail(ErrorKind::kUnavailable,
-                fmt::format("the peer {} closed the connection during the TLS handshake", peer.str()));
+                fmt::format("the peer {} closed the connection during the TLS handshake (a replica started with "
+                            "--insecure speaks plaintext: both sides must agree)",
+                            peer.str()));
   }
   return channel;
 }
