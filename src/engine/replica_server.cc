@@ -382,8 +382,9 @@ Result<Promotion> promote_copy(const std::filesystem::path& data_dir, const std:
   auto lock = PipelineLock::acquire(paths, pipeline);
   if (!lock) {
     return fail(ErrorKind::kLocked,
-                fmt::format("the copy of pipeline '{}' in {} is in use ({}): a primary still sends to it, or the "
-                            "pipeline already runs here; stop that first",
+                fmt::format("the copy of pipeline '{}' in {} is in use ({}): a primary still sends to it (a "
+                            "session of a primary that was cut off ends after a minute of silence: run promote "
+                            "again then), or the pipeline already runs here",
                             pipeline, paths.root.string(), lock.error().message));
   }
   auto state = load_state(paths);

@@ -21,7 +21,10 @@ struct ReplicaOptions {
   std::filesystem::path data_dir;
   cluster::PeerAddress listen;
   cluster::TlsFiles tls;
-  double idle_timeout_seconds = 600;  // a primary silent this long is taken for gone (its session ends)
+  // A primary silent this long is taken for gone and its session ends (a primary cut off without its connection
+  // closing would otherwise hold the copy, and `promote` waits for it). A live primary that was only idle reconnects
+  // at its next commit and is caught up as usual.
+  double idle_timeout_seconds = 60;
 };
 
 class ReplicaServer {
