@@ -118,10 +118,23 @@ struct ReplicaServer::Impl {
       if (stopping) return;
       open_channels.push_back(&channel);
     }
-    if (auto st = channel.accept_handshake(30); !st) {
+    if (channel.tls() && channel.sends_plaintext_frames(30)) {
+      // Answered in plaintext, which that client reads: a configuration mistake it reports at once.
+      refuse(channel, FrameMeta{}, "config",
+             "this replica requires TLS: unset SKIPPR_CLUSTER_INSECURE and set SKIPPR_CLUSTER_TLS_CERT, _KEY and "
+             "_CA on the primary (both sides must agree)");
+    } else if (auto st = channel.accept_handshake(30); !st) {
       spdlog::warn("replica: {}", st.error().message);
     } else if (auto hello = channel.receive(options.idle_timeout_seconds); hello) {
       serve_session(channel, *hello);
+    } else if (hello.error().kind == ErrorKind::kCorruption) {
+      // Most often a TLS client at a plaintext replica: the answer below is not TLS, so its handshake fails with an
+      // error it reports as a configuration mistake, instead of waiting out its timeout.
+      spdlog::warn(
+          "replica: {} does not speak plaintext cluster frames ({}); with --insecure both sides must set "
+          "SKIPPR_CLUSTER_INSECURE=yes",
+          channel.peer(), hello.error().message);
+      refuse(channel, FrameMeta{}, "mismatch", "this replica speaks plaintext (--insecure)");
     }
     std::lock_guard lock(mu);
     open_channels.remove(&channel);

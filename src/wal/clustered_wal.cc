@@ -43,8 +43,10 @@ struct CopyState {
 Error refusal_error(const nlohmann::json& meta, const std::string& peer) {
   const std::string reason = meta.value("reason", std::string("no reason given"));
   const std::string kind = meta.value("kind", std::string());
-  if (kind == "fenced")
-    return Error{ErrorKind::kFenced, fmt::format("the peer {} refused this primary: {}", peer, reason)};
+  if (kind == "fenced" || kind == "config") {
+    return Error{kind == "fenced" ? ErrorKind::kFenced : ErrorKind::kConfig,
+                 fmt::format("the peer {} refused this primary: {}", peer, reason)};
+  }
   if (kind == "busy" || kind == "unavailable") {
     return Error{ErrorKind::kUnavailable, fmt::format("the peer {} cannot keep the copy now: {}", peer, reason)};
   }
@@ -220,6 +222,13 @@ class ClusteredWal final : public Wal {
     const uint64_t watermark = pending.empty() ? last : pending.front().seq - 1;
     SKIPPR_TRY(send_locked(FrameType::kHello, last, {{"landed", watermark}}));
     auto answer = channel_->receive(seconds_left(deadline));
+    if (!answer && answer.error().kind == ErrorKind::kCorruption && cluster_.tls->plaintext()) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("the peer {} does not answer in plaintext cluster frames ({}): it is most likely a "
+                              "replica with TLS, while this side has SKIPPR_CLUSTER_INSECURE=yes; both sides must "
+                              "agree",
+                              cluster_.peer.str(), answer.error().message));
+    }
     if (!answer) return std::unexpected(answer.error());
     nlohmann::json meta;
     auto id = cluster::parse_meta(*answer, meta);

@@ -325,6 +325,16 @@ TEST_F(Cluster, TlsRefusesPeersOfAnotherCaAndPlaintextMustBeAskedFor) {
   EXPECT_NE(r.err.find("in plaintext, without authentication"), std::string::npos) << r.err;
   EXPECT_NE(c.replica_log().find("received in plaintext"), std::string::npos) << c.replica_log();
   EXPECT_EQ(pg.value(plain_db, "SELECT count(*) FROM bike.trips"), "2000");
+
+  // One side plaintext, the other TLS: a configuration mistake (exit 2), found at once, either way round.
+  Machine e("plain-to-tls", insecure);
+  r = e.skipprd(kSync, f.root(), merged(base, e.primary_env(b)));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("both sides must agree"), std::string::npos) << r.err;
+  Machine g("tls-to-plain", pki_->env());
+  r = g.skipprd(kSync, f.root(), merged(base, g.primary_env(c)));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(c.replica_log().find("does not speak plaintext cluster frames"), std::string::npos) << c.replica_log();
 }
 
 }  // namespace

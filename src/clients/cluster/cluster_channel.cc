@@ -228,6 +228,14 @@ Result<std::unique_ptr<Channel>> Channel::connect(const PeerAddress& peer, std::
   return channel;
 }
 
+bool Channel::sends_plaintext_frames(double timeout_seconds) {
+  pollfd p{fd_, POLLIN, 0};
+  if (::poll(&p, 1, millis_left(deadline_after(timeout_seconds))) != 1) return false;
+  char first[4];
+  if (::recv(fd_, first, sizeof(first), MSG_PEEK) != static_cast<ssize_t>(sizeof(first))) return false;
+  return std::string_view(first, 4) == kFrameMagicBytes;
+}
+
 Status Channel::accept_handshake(double timeout_seconds) {
   if (tls_->plaintext()) return ok();
   const auto deadline = deadline_after(timeout_seconds);

@@ -59,6 +59,10 @@ class Channel {
 
   // The server's half of the handshake (a client without a certificate the CA signed is refused).
   Status accept_handshake(double timeout_seconds);
+  // Whether the client's first bytes are a plaintext frame (a primary with SKIPPR_CLUSTER_INSECURE at a TLS
+  // server), looked at without taking them.
+  bool sends_plaintext_frames(double timeout_seconds);
+  bool tls() const { return !tls_->plaintext(); }
   Status send(FrameType type, std::string_view meta, std::string_view blob, double timeout_seconds);
   Status send(const Frame& frame, double timeout_seconds) {
     return send(frame.type, frame.meta, frame.blob, timeout_seconds);

@@ -19,6 +19,7 @@
 namespace skippr::cluster {
 
 inline constexpr uint8_t kProtocolVersion = 1;
+inline constexpr std::string_view kFrameMagicBytes = "SKCF";  // the first four bytes of every frame
 inline constexpr size_t kFrameHeaderBytes = 20;
 // A batch is at most BUFFER_THRESHOLD_BYTES encoded; a frame announcing more is refused before it is read.
 inline constexpr uint64_t kMaxFrameBytes = 1ull << 31;
