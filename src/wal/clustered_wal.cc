@@ -53,6 +53,29 @@ Error refusal_error(const nlohmann::json& meta, const std::string& peer) {
   return Error{ErrorKind::kCorruption, fmt::format("the peer {} refused a frame: {}", peer, reason)};
 }
 
+// Sends HELLO (`meta`) and reads the replica's COPY_STATE into `object`: the copy's identity, or the refusal as the
+// error to stop with. Shared by the handshake and the probe.
+Result<FrameMeta> exchange_hello(Channel& channel, const std::string& meta, const ClusterOptions& cluster,
+                                 Clock::time_point deadline, nlohmann::json& object) {
+  SKIPPR_TRY(channel.send(FrameType::kHello, meta, {}, seconds_left(deadline)));
+  auto answer = channel.receive(seconds_left(deadline));
+  if (!answer && answer.error().kind == ErrorKind::kCorruption && cluster.tls->plaintext()) {
+    return fail(ErrorKind::kConfig,
+                fmt::format("the peer {} does not answer in plaintext cluster frames ({}): it is most likely a "
+                            "replica with TLS, while this side has SKIPPR_CLUSTER_INSECURE=yes; both sides must agree",
+                            cluster.peer.str(), answer.error().message));
+  }
+  if (!answer) return std::unexpected(answer.error());
+  auto id = cluster::parse_meta(*answer, object);
+  if (!id) return std::unexpected(id.error());
+  if (answer->type == FrameType::kRefused) return std::unexpected(refusal_error(object, cluster.peer.str()));
+  if (answer->type != FrameType::kCopyState) {
+    return fail(ErrorKind::kCorruption, fmt::format("the peer {} answered HELLO with {}", cluster.peer.str(),
+                                                    cluster::to_string(answer->type)));
+  }
+  return id;
+}
+
 class ClusteredWal final : public Wal {
  public:
   ClusteredWal(std::unique_ptr<Wal> local, const WalOptions& options, ClusterOptions cluster)
@@ -220,24 +243,10 @@ class ClusteredWal final : public Wal {
     const std::vector<WalBatchInfo> pending = local_->pending();
     const uint64_t last = local_->last_committed_seq();
     const uint64_t watermark = pending.empty() ? last : pending.front().seq - 1;
-    SKIPPR_TRY(send_locked(FrameType::kHello, last, {{"landed", watermark}}));
-    auto answer = channel_->receive(seconds_left(deadline));
-    if (!answer && answer.error().kind == ErrorKind::kCorruption && cluster_.tls->plaintext()) {
-      return fail(ErrorKind::kConfig,
-                  fmt::format("the peer {} does not answer in plaintext cluster frames ({}): it is most likely a "
-                              "replica with TLS, while this side has SKIPPR_CLUSTER_INSECURE=yes; both sides must "
-                              "agree",
-                              cluster_.peer.str(), answer.error().message));
-    }
-    if (!answer) return std::unexpected(answer.error());
     nlohmann::json meta;
-    auto id = cluster::parse_meta(*answer, meta);
+    auto id = exchange_hello(*channel_, cluster::make_meta(identity(last), {{"landed", watermark}}), cluster_, deadline,
+                             meta);
     if (!id) return std::unexpected(id.error());
-    if (answer->type == FrameType::kRefused) return std::unexpected(refusal_error(meta, cluster_.peer.str()));
-    if (answer->type != FrameType::kCopyState) {
-      return fail(ErrorKind::kCorruption, fmt::format("the peer {} answered HELLO with {}", cluster_.peer.str(),
-                                                      cluster::to_string(answer->type)));
-    }
     CopyState copy;
     copy.exists = meta.value("exists", false);
     copy.lineage = id->lineage;
@@ -320,20 +329,19 @@ Result<PeerCopy> probe_peer_copy(const ClusterOptions& cluster, const std::strin
   while (true) {
     auto channel = Channel::connect(cluster.peer, cluster.tls, seconds_left(deadline));
     if (channel) {
-      const std::string meta = cluster::make_meta({pipeline, "", 0, cluster.term, 0}, {{"probe", true}});
-      auto st = (*channel)->send(FrameType::kHello, meta, {}, cluster.ack_timeout_seconds);
-      auto answer = st ? (*channel)->receive(seconds_left(deadline)) : Result<Frame>(std::unexpected(st.error()));
-      if (answer) {
-        nlohmann::json object;
-        auto id = cluster::parse_meta(*answer, object);
-        if (!id) return std::unexpected(id.error());
-        if (answer->type == FrameType::kRefused) return std::unexpected(refusal_error(object, cluster.peer.str()));
+      nlohmann::json object;
+      auto id = exchange_hello(**channel, cluster::make_meta({pipeline, "", 0, cluster.term, 0}, {{"probe", true}}),
+                               cluster, deadline, object);
+      if (id) {
         return PeerCopy{
             object.value("exists", false),       object.value("complete", false),        id->lineage, id->seq,
             object.value("landed", uint64_t{0}), object.value("fence_term", uint64_t{0})};
       }
-      if (answer.error().kind == ErrorKind::kConfig) return std::unexpected(answer.error());
-      last_problem = answer.error().message;
+      const Error& e = id.error();
+      if (e.kind == ErrorKind::kConfig || e.kind == ErrorKind::kFenced || e.kind == ErrorKind::kCorruption) {
+        return std::unexpected(e);
+      }
+      last_problem = e.message;
     } else {
       if (channel.error().kind == ErrorKind::kConfig) return std::unexpected(channel.error());
       last_problem = channel.error().message;
