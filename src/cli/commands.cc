@@ -219,6 +219,14 @@ int run_promote_command(const std::string& pipeline) {
   if (!is_valid_pipeline_name(pipeline)) {
     return report(Error{ErrorKind::kConfig, fmt::format("'{}' is not a pipeline name", pipeline)});
   }
+  if (const char* store = std::getenv("SKIPPR_STATE_STORE"); store && std::string_view(store) == "dynamodb") {
+    // A term chosen here would not be a lease token, and the next primary's token could fall below it.
+    return report(Error{ErrorKind::kConfig,
+                        fmt::format("with SKIPPR_STATE_STORE=dynamodb a failover needs no promote: run `skipprd sync "
+                                    "--pipeline {}` on this machine, which stands by until the primary's lease runs "
+                                    "out and then promotes the copy here by itself",
+                                    pipeline)});
+  }
   auto promoted = promote_copy(data_dir_without_loading_the_config(), pipeline);
   if (!promoted) return report(promoted.error());
   fmt::print(

@@ -132,11 +132,6 @@ Result<Settings> settings_from_env(const std::filesystem::path& relative_to) {
                       "one peer: name exactly one host:port",
                       s.cluster_peer));
     }
-    if (s.state_store != "local") {
-      env.problem(
-          "WAL_STORAGE=clustered keeps the state in DATA_DIR beside the WAL (its copy travels with it); "
-          "SKIPPR_STATE_STORE=dynamodb is not supported with it in this build: unset SKIPPR_STATE_STORE");
-    }
   }
 
   env.bytes("BUFFER_THRESHOLD_BYTES", s.buffer_threshold_bytes);

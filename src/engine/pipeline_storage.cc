@@ -4,9 +4,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "clients/aws/aws_config.h"
 #include "core/env.h"
+#include "engine/replica_server.h"
 #include "engine/reset.h"
 #include "state/dynamodb_state_store.h"
 #include "wal/clustered_wal.h"
@@ -19,7 +22,10 @@ struct PipelineStorage::Remote {
 };
 
 struct PipelineStorage::Cluster {
-  ClusterOptions options;  // without the term, which is the state's
+  ClusterOptions options;  // without the term: the state's, or with DynamoDB state the lease's token
+  // With DynamoDB state: this machine's WAL folder, held while this process runs the pipeline, as the replica here
+  // holds it while it serves a primary (with local state the state store's lock is this same lock).
+  std::optional<PipelineLock> folder;
 };
 
 PipelineStorage::PipelineStorage(const Settings& settings, std::string pipeline, Env* wal_env)
@@ -105,8 +111,75 @@ Result<std::unique_ptr<Wal>> PipelineStorage::open_wal(const PipelineState& stat
   auto local = Wal::open(o);
   if (!local || !cluster_) return local;
   ClusterOptions cluster = cluster_->options;
-  cluster.term = state.term;
+  cluster.term = state_outlives_wal() ? lease.token() : state.term;
   return open_clustered_wal(std::move(*local), o, cluster);
+}
+
+namespace {
+
+// Sleeps `seconds` in short steps; false when a stop was requested meanwhile.
+bool sleep_unless_stopped(double seconds, const std::function<bool()>& stop_requested) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    if (stop_requested()) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return !stop_requested();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<PipelineLease>> PipelineStorage::acquire(const std::function<bool()>& stop_requested) {
+  if (!state_outlives_wal()) return state_->acquire();
+  // Often enough that a takeover follows the lease's end closely, rarely enough to cost DynamoDB nothing.
+  const double poll_seconds = std::clamp(settings_.lease_seconds / 4, 0.2, 2.0);
+  const auto stopped = [&](std::string_view waiting_for) {
+    return fail(ErrorKind::kUnavailable,
+                fmt::format("pipeline '{}': stopped while waiting for {}", pipeline_, waiting_for));
+  };
+  std::unique_ptr<PipelineLease> lease;
+  for (bool told = false; !lease;) {
+    auto got = state_->acquire();
+    if (got) {
+      lease = std::move(*got);
+    } else if (got.error().kind != ErrorKind::kLocked) {
+      return got;
+    } else {
+      if (!told) {
+        spdlog::info("pipeline '{}': standing by: {}; this machine takes it over when that lease runs out", pipeline_,
+                     got.error().message);
+        told = true;
+      }
+      if (!sleep_unless_stopped(poll_seconds, stop_requested)) return stopped("its lease");
+    }
+  }
+  for (bool told = false; !cluster_->folder;) {
+    auto folder = PipelineLock::acquire(paths_, pipeline_);
+    if (folder) {
+      cluster_->folder.emplace(std::move(*folder));
+      break;
+    }
+    if (folder.error().kind != ErrorKind::kLocked) return std::unexpected(folder.error());
+    if (!told) {
+      // A primary killed ends its session at once; one cut off or paused, after the replica's minute of silence.
+      spdlog::info(
+          "pipeline '{}': waiting for this machine's replica to end the session of the primary this one "
+          "replaces ({})",
+          pipeline_, folder.error().message);
+      told = true;
+    }
+    SKIPPR_TRY(lease->check());
+    if (!sleep_unless_stopped(poll_seconds, stop_requested)) return stopped("this machine's WAL folder");
+  }
+  auto promoted = take_over_copy(paths_, pipeline_, lease->token());
+  if (!promoted) return std::unexpected(promoted.error());
+  if (*promoted) {
+    spdlog::warn(
+        "pipeline '{}': taking it over on this machine from the copy here (batches up to seq {}, landed up to {}, "
+        "lineage {}), at term {}; the machine it replaces is refused from now on",
+        pipeline_, (*promoted)->last_seq, (*promoted)->landed_seq, (*promoted)->lineage, (*promoted)->term);
+  }
+  return lease;
 }
 
 WalOptions PipelineStorage::disk_wal_options(const PipelineState& state) const {
@@ -126,9 +199,18 @@ Status PipelineStorage::fresh_start_with_peer(PipelineState& state) const {
   if (!cluster_) return ok();
   auto copy = probe_peer_copy(cluster_->options, pipeline_);
   if (!copy) return std::unexpected(copy.error());
-  if (!copy->exists || copy->last_seq <= copy->landed_seq) {
+  const bool discarded_by_reset = state_outlives_wal() && copy->epoch < state.epoch;
+  if (!copy->exists || copy->last_seq <= copy->landed_seq || discarded_by_reset) {
     state.term = std::max(state.term, copy->fence_term);
     return ok();
+  }
+  if (state_outlives_wal()) {
+    return fail(ErrorKind::kUnavailable,
+                fmt::format("pipeline '{}' has no WAL on this machine, and its peer {} keeps a copy of it with {} "
+                            "committed batch(es) not landed yet (lineage {}): the pipeline runs there (its `skipprd "
+                            "sync` takes it over once this process's lease is released){}",
+                            pipeline_, cluster_->options.peer.str(), copy->last_seq - copy->landed_seq, copy->lineage,
+                            copy->complete ? "" : "; that copy is incomplete, so restore this machine's DATA_DIR"));
   }
   const std::string what_to_do =
       copy->complete ? fmt::format(
@@ -157,12 +239,19 @@ Result<std::optional<uint64_t>> PipelineStorage::wal_epoch() const {
 
 Result<uint64_t> PipelineStorage::reset() {
   auto epoch = reset_state_then_wal(*state_, [&](uint64_t new_epoch) -> Status {
+    if (state_outlives_wal()) {
+      // This machine's WAL or copy, when no replica session holds it; any other is of an epoch before the state's
+      // and is deleted where it is, at that machine's next start (a copy of an older epoch is never run).
+      auto folder = PipelineLock::acquire(paths_, pipeline_);
+      if (!folder) return ok();
+      return Wal::destroy(paths_.wal, wal_env_);
+    }
     if (!remote_) return Wal::destroy(paths_.wal, wal_env_);
     PipelineState state;
     state.epoch = new_epoch;
     return S3Wal::destroy_before_epoch(s3_wal_options(settings_, remote_->s3, pipeline_, state, *state_));
   });
-  if (!epoch || !cluster_) return epoch;
+  if (!epoch || !cluster_ || state_outlives_wal()) return epoch;
   // The peer's copy still holds the old epoch, complete: a promotion there would bring it back. Meeting the new,
   // empty WAL, the peer starts its copy again.
   auto state = state_->load();

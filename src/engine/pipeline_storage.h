@@ -1,8 +1,16 @@
 // Where one pipeline keeps its WAL and its state, as the environment chose: DATA_DIR (WAL_STORAGE=disk,
 // SKIPPR_STATE_STORE=local) or S3 + DynamoDB (WAL_STORAGE=s3, SKIPPR_STATE_STORE=dynamodb). Sync, RESET, SHOW,
 // ENABLE/DISABLE and `wal inspect` reach both through this, so none of them knows which it is.
+//
+// WAL_STORAGE=clustered keeps the WAL on this machine and a synchronous copy on the peer. With local state the state
+// travels with the WAL (and its copy), and a failover is `skipprd promote` on the peer's machine. With
+// SKIPPR_STATE_STORE=dynamodb the state and the lease are in DynamoDB and takeover is automatic: `skipprd sync` runs
+// on both machines, the one without the lease stands by, and when the lease runs out it takes the pipeline over,
+// promoting its copy at the lease's token, which is the term (it only grows, so the replica of the machine that was
+// replaced refuses that machine's older primary).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,10 +33,20 @@ class PipelineStorage {
   const PipelinePaths& paths() const { return paths_; }  // DATA_DIR's part (dead letters, caches, chaos log)
   bool wal_in_object_store() const { return settings_.wal_storage == "s3"; }
   bool clustered() const { return cluster_ != nullptr; }
+  // The state outlives this machine but the WAL does not (clustered with DynamoDB state): no WAL here means none of
+  // the state's batches is here, and a run starts afresh from the destination with a new lineage.
+  bool state_outlives_wal() const { return cluster_ != nullptr && settings_.state_store != "local"; }
+
+  // The lease of the pipeline (StateStore::acquire). Clustered with DynamoDB state, a process that finds it held
+  // stands by until it runs out (or `stop_requested`), then takes this machine's WAL folder (waiting for the replica
+  // here to end the session of the primary it replaces) and promotes the copy it finds there (take_over_copy).
+  Result<std::unique_ptr<PipelineLease>> acquire(const std::function<bool()>& stop_requested);
   // WAL_STORAGE=clustered, for a pipeline that has no state here: refuses to start afresh while the peer keeps a
   // copy of it holding batches not landed yet (this machine lost its DATA_DIR; the copy must be promoted instead);
   // otherwise `state` takes the highest term the peer has accepted, so the new start is not taken for a replaced
-  // primary. Nothing to do in the other storage modes.
+  // primary. With DynamoDB state a copy of an epoch before the state's is ignored (a RESET discarded it), and the
+  // refusal is kUnavailable: the peer's machine takes the pipeline over by itself. Nothing to do in the other
+  // storage modes.
   Status fresh_start_with_peer(PipelineState& state) const;
   std::string wal_location() const;
 

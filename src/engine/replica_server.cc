@@ -384,6 +384,44 @@ ReplicaServer::~ReplicaServer() {
   for (std::thread& t : impl_->threads) t.join();
 }
 
+namespace {
+
+// What a promotion checks and changes, for a caller that holds the pipeline's lock. `term`: nullopt = one above
+// every term the copy has seen (`skipprd promote`).
+Result<Promotion> promote_locked_copy(const PipelinePaths& paths, const std::string& pipeline,
+                                      std::optional<uint64_t> term) {
+  const std::string no_copy =
+      fmt::format("there is no copy of pipeline '{}' in {}: this machine's replica never received it", pipeline,
+                  paths.root.string());
+  auto state = load_state(paths);
+  if (!state) return std::unexpected(state.error());
+  auto inspection = Wal::inspect(paths.wal);
+  if (!inspection) return std::unexpected(inspection.error());
+  const CopyRecord record = load_copy_record(paths);
+  if (inspection->segments.empty() || state->lineage.empty()) return fail(ErrorKind::kConfig, no_copy);
+  if (!record.complete) {
+    return fail(term ? ErrorKind::kUnavailable : ErrorKind::kCorruption,
+                fmt::format("the copy of pipeline '{}' in {} is incomplete (the primary was lost while it brought "
+                            "the copy up to date), so it cannot be promoted: nothing was changed; bring the old "
+                            "primary's machine back instead{}",
+                            pipeline, paths.root.string(), term ? " (the pipeline runs there)" : ""));
+  }
+  const uint64_t seen = std::max(state->term, record.term);
+  if (term && *term <= seen) {
+    return fail(ErrorKind::kFenced,
+                fmt::format("the copy of pipeline '{}' in {} was written at term {}, and this process's lease token "
+                            "is {}: a newer primary wrote it; nothing was changed",
+                            pipeline, paths.root.string(), seen, *term));
+  }
+  state->term = term.value_or(seen + 1);
+  SKIPPR_TRY(save_state(paths, *state));
+  SKIPPR_TRY(default_env().unlink(copy_record_path(paths)));  // it is this machine's WAL now, not a copy
+  SKIPPR_TRY(default_env().fsync_dir(paths.root));
+  return Promotion{state->term, inspection->last_committed_seq, inspection->landed_watermark, state->lineage};
+}
+
+}  // namespace
+
 Result<Promotion> promote_copy(const std::filesystem::path& data_dir, const std::string& pipeline) {
   const PipelinePaths paths = PipelinePaths::of(data_dir, pipeline);
   std::error_code ec;
@@ -400,28 +438,29 @@ Result<Promotion> promote_copy(const std::filesystem::path& data_dir, const std:
                             "again then), or the pipeline already runs here",
                             pipeline, paths.root.string(), lock.error().message));
   }
+  return promote_locked_copy(paths, pipeline, std::nullopt);
+}
+
+Result<std::optional<Promotion>> take_over_copy(const PipelinePaths& paths, const std::string& pipeline,
+                                                uint64_t term) {
+  std::error_code ec;
+  if (std::filesystem::exists(copy_record_path(paths), ec)) {
+    auto promoted = promote_locked_copy(paths, pipeline, term);
+    if (!promoted) return std::unexpected(promoted.error());
+    return promoted;
+  }
   auto state = load_state(paths);
   if (!state) return std::unexpected(state.error());
-  auto inspection = Wal::inspect(paths.wal);
-  if (!inspection) return std::unexpected(inspection.error());
-  const CopyRecord record = load_copy_record(paths);
-  if (inspection->segments.empty() || state->lineage.empty()) {
-    return fail(ErrorKind::kConfig, fmt::format("there is no copy of pipeline '{}' in {}: this machine's replica "
-                                                "never received it",
-                                                pipeline, paths.root.string()));
+  if (state->term >= term && state->term > 0) {
+    return fail(ErrorKind::kFenced,
+                fmt::format("the WAL of pipeline '{}' in {} was written at term {}, and this process's lease token "
+                            "is {}: a newer primary wrote it; nothing was changed",
+                            pipeline, paths.root.string(), state->term, term));
   }
-  if (!record.complete) {
-    return fail(ErrorKind::kCorruption,
-                fmt::format("the copy of pipeline '{}' in {} is incomplete (the primary was lost while it brought "
-                            "the copy up to date), so it cannot be promoted: nothing was changed; bring the old "
-                            "primary's machine back instead",
-                            pipeline, paths.root.string()));
-  }
-  state->term = std::max(state->term, record.term) + 1;
+  state->term = term;
+  SKIPPR_TRY(default_env().create_dirs(paths.root));
   SKIPPR_TRY(save_state(paths, *state));
-  SKIPPR_TRY(default_env().unlink(copy_record_path(paths)));  // it is this machine's WAL now, not a copy
-  SKIPPR_TRY(default_env().fsync_dir(paths.root));
-  return Promotion{state->term, inspection->last_committed_seq, inspection->landed_watermark, state->lineage};
+  return std::nullopt;
 }
 
 }  // namespace skippr

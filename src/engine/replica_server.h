@@ -10,10 +10,12 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "clients/cluster/cluster_channel.h"
 #include "core/result.h"
+#include "state/pipeline_state.h"
 
 namespace skippr {
 
@@ -51,5 +53,13 @@ struct Promotion {
   std::string lineage;
 };
 Result<Promotion> promote_copy(const std::filesystem::path& data_dir, const std::string& pipeline);
+
+// The automatic takeover (SKIPPR_STATE_STORE=dynamodb), by a sync that holds the pipeline's lease and this machine's
+// lock on its folder: a copy found here is promoted at `term`, the lease's token (which grows with every
+// acquisition, so it is above every term the copy has seen). nullopt when the folder holds no copy (this machine's
+// own WAL, or nothing); its term is raised to `term` all the same, so this machine's replica refuses every older
+// primary. kUnavailable for an incomplete copy (the machine that holds the whole WAL must run the pipeline), kFenced
+// when the folder saw a term at or above `term`.
+Result<std::optional<Promotion>> take_over_copy(const PipelinePaths& paths, const std::string& pipeline, uint64_t term);
 
 }  // namespace skippr

@@ -114,7 +114,7 @@ class SyncRun {
     sink_ = std::move(*sink);
 
     StateStore& store = storage_->state();
-    auto lease = store.acquire();
+    auto lease = storage_->acquire([this] { return stop_requested(); });
     if (!lease) return std::unexpected(lease.error());
     lease_ = std::move(*lease);
     // Taken over (this process was paused or cut off past its lease): stop at once, commit and land nothing more.
@@ -139,10 +139,12 @@ class SyncRun {
     SKIPPR_TRY(source_->open());
     auto wal_epoch = storage_->wal_epoch();
     if (!wal_epoch) return std::unexpected(wal_epoch.error());
-    if (state_.lineage.empty() && !*wal_epoch) {
+    if ((state_.lineage.empty() || storage_->state_outlives_wal()) && !*wal_epoch) {
       // No lineage and no WAL: a first run here, or DATA_DIR was lost. The destination decides where to start
       // (before the lineage is saved, so a run killed in between asks again). In clustered mode the peer is asked
       // first: a copy of this pipeline there means this machine lost its DATA_DIR, and the copy must be promoted.
+      // A state that outlives the WAL (clustered, DynamoDB) starts afresh the same way, with a new lineage: the
+      // batches of its old one are all landed or in the peer's copy, and new ones must not reuse their ids.
       SKIPPR_TRY(storage_->fresh_start_with_peer(state_));
       SKIPPR_TRY(start_from_destination());
       SKIPPR_TRY(lease_->check());  // the destination may have kept us waiting past the lease
@@ -211,30 +213,34 @@ class SyncRun {
     const std::string sink_name = fmt::format("sink '{}'", pipe_->data_sink);
     if (held.position_after.empty()) {
       spdlog::warn(
-          "pipeline '{}' has no state in {}, and {} holds its batches up to {} without a source position "
+          "pipeline '{}' {}, and {} holds its batches up to {} without a source position "
           "(written by an older version): the source is read from the start, so an append table receives those rows "
           "again (merge_by_key converges)",
-          pipe_->name, state_where(), sink_name, held.batch_id);
+          pipe_->name, why_starting_afresh(), sink_name, held.batch_id);
     } else if (!source_->resumes_from_destination()) {
       spdlog::warn(
-          "pipeline '{}' has no state in {}, and {} holds its batches up to {}; source '{}' cannot go back "
+          "pipeline '{}' {}, and {} holds its batches up to {}; source '{}' cannot go back "
           "to a position committed elsewhere, so it is read from the start: nothing is lost, an append table may "
           "receive rows again (merge_by_key converges)",
-          pipe_->name, state_where(), sink_name, held.batch_id, pipe_->data_source);
+          pipe_->name, why_starting_afresh(), sink_name, held.batch_id, pipe_->data_source);
     } else {
       state_.resume_position = held.position_after;
       state_.resumed_after = held.batch_id;
       spdlog::warn(
-          "pipeline '{}' has no state in {}, but {} holds its batches up to {}: the source resumes after "
+          "pipeline '{}' {}, but {} holds its batches up to {}: the source resumes after "
           "that batch, at epoch {}",
-          pipe_->name, state_where(), sink_name, held.batch_id, state_.epoch);
+          pipe_->name, why_starting_afresh(), sink_name, held.batch_id, state_.epoch);
     }
     return ok();
   }
 
-  // Where the state lives, as the "has no state in ..." sentences name it.
-  std::string state_where() const {
-    return settings_.state_store == "local" ? "DATA_DIR " + settings_.data_dir.string() : storage_->state().where();
+  // Why a run starts afresh, as the sentences of start_from_destination say it.
+  std::string why_starting_afresh() const {
+    if (storage_->state_outlives_wal()) {
+      return fmt::format("has no WAL on this machine (its state is in {})", storage_->state().where());
+    }
+    return "has no state in " +
+           (settings_.state_store == "local" ? "DATA_DIR " + settings_.data_dir.string() : storage_->state().where());
   }
 
   // Opens the sink, retrying while it is unreachable: with --once for SINK_RETRY_SECONDS, else until stopped.

@@ -333,9 +333,13 @@ Result<PeerCopy> probe_peer_copy(const ClusterOptions& cluster, const std::strin
       auto id = exchange_hello(**channel, cluster::make_meta({pipeline, "", 0, cluster.term, 0}, {{"probe", true}}),
                                cluster, deadline, object);
       if (id) {
-        return PeerCopy{
-            object.value("exists", false),       object.value("complete", false),        id->lineage, id->seq,
-            object.value("landed", uint64_t{0}), object.value("fence_term", uint64_t{0})};
+        return PeerCopy{object.value("exists", false),
+                        object.value("complete", false),
+                        id->lineage,
+                        id->epoch,
+                        id->seq,
+                        object.value("landed", uint64_t{0}),
+                        object.value("fence_term", uint64_t{0})};
       }
       const Error& e = id.error();
       if (e.kind == ErrorKind::kConfig || e.kind == ErrorKind::kFenced || e.kind == ErrorKind::kCorruption) {

@@ -42,6 +42,7 @@ struct PeerCopy {
   bool exists = false;
   bool complete = false;  // false while a catch-up into it is unfinished (it cannot be promoted then)
   std::string lineage;
+  uint64_t epoch = 0;
   uint64_t last_seq = 0;
   uint64_t landed_seq = 0;
   uint64_t fence_term = 0;  // the highest term the peer has accepted for the pipeline: a new primary starts there

@@ -10,6 +10,7 @@
 #include <thread>
 #include <utility>
 
+#include "cluster/exactly_once_as_unkilled.h"
 #include "support/chaos_loop.h"
 #include "support/cluster_machines.h"
 #include "support/postgres_pipeline.h"
@@ -17,14 +18,6 @@
 
 namespace skippr::test {
 namespace {
-
-const std::vector<std::string> kSync = {"sync", "--pipeline", "bikehire", "--once"};
-
-std::map<std::string, std::string> merged(std::map<std::string, std::string> a,
-                                          const std::map<std::string, std::string>& b) {
-  for (const auto& [k, v] : b) a[k] = v;
-  return a;
-}
 
 // `skipprd promote` on `machine`, retried while the replica there still serves the primary that just died (exit 3).
 ProcessResult promote(const Machine& machine, const PipelineFixture& f) {
@@ -41,21 +34,6 @@ WalInspection copy_on(const Machine& machine) {
   auto inspection = Wal::inspect(machine.wal_dir("bikehire"));
   if (!inspection) throw std::runtime_error(inspection.error().message);
   return *inspection;
-}
-
-// The table equals a run into a fresh database that was never killed nor clustered, each row once, each batch once
-// in the ledger.
-void expect_exactly_once_as_unkilled(PostgresServer& pg, const std::string& db, uint64_t rows, uint64_t seed) {
-  const PgTripsDigest got = pg_trips_digest(pg, db);
-  EXPECT_EQ(got.rows, std::to_string(rows));
-  EXPECT_EQ(got.distinct_ids, std::to_string(rows));
-  EXPECT_EQ(pg.value(db, "SELECT sum(\"rows\") FROM bike._skippr_batches"), std::to_string(rows));
-  EXPECT_EQ(pg.value(db, "SELECT count(*) - count(DISTINCT batch_id) FROM bike._skippr_batches"), "0");
-  const auto calm_db = pg.create_database("calm");
-  PipelineFixture calm(sample_to_postgres_config(rows, seed));
-  auto r = calm.skipprd(kSync, postgres_env(pg, calm_db));
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(got, pg_trips_digest(pg, calm_db));
 }
 
 class Cluster : public ::testing::Test {

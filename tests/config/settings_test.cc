@@ -137,11 +137,12 @@ TEST_F(SettingsTest, ClusteredWalStorageNeedsExactlyOnePeerAndLocalState) {
   EXPECT_EQ(s->cluster_peer, "10.0.0.2:7401");
   EXPECT_EQ(s->cluster_ack_timeout_seconds, 2.5);
 
+  // With the state in DynamoDB, takeover is automatic (engine/pipeline_storage.h).
   set("SKIPPR_STATE_STORE", "dynamodb");
   set("SKIPPR_STATE_DYNAMODB_TABLE", "t");
   s = settings_from_env();
-  ASSERT_FALSE(s.has_value());
-  EXPECT_THAT(s.error().message, HasSubstr("SKIPPR_STATE_STORE=dynamodb is not supported with it"));
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  EXPECT_EQ(s->state_store, "dynamodb");
 }
 
 TEST_F(SettingsTest, AnS3WalNeedsItsBucketAndTheDynamoDbStateStoreWithItsTable) {

@@ -1,0 +1,214 @@
+// WAL_STORAGE=clustered with SKIPPR_STATE_STORE=dynamodb (moto_server's DynamoDB): `skipprd sync` runs on both
+// "machines" as a service manager runs it, restarted when it dies. The one without the lease stands by; when the
+// primary is killed, or its machine is lost, the standby takes the pipeline over from its copy by itself, with no
+// `skipprd promote`.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cluster/exactly_once_as_unkilled.h"
+#include "support/chaos_loop.h"
+#include "support/cluster_machines.h"
+#include "support/moto_server.h"
+#include "wal/wal.h"
+
+namespace skippr::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One machine's service: its replica runs all along, its `sync --once` is started again after it exits, like a
+// systemd unit with Restart=on-failure.
+struct Service {
+  Machine* machine;
+  Machine* peer;
+  TempDir cwd;  // spawned.out / spawned.err of its current sync
+  int pid = -1;
+  Clock::time_point start_at = Clock::now();
+  std::string stderr_so_far;  // of the runs that ended
+};
+
+// The exit code of `pid` (128 + signal when killed), or -1 while it runs.
+int exited(int pid) {
+  int status = 0;
+  if (waitpid(pid, &status, WNOHANG) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Whether `machine` holds a complete copy of the pipeline (its replica received all of the primary's WAL).
+bool holds_complete_copy(const Machine& machine) {
+  const auto record = machine.data_dir() / "pipelines" / "bikehire" / "copy.json";
+  std::error_code ec;
+  if (!std::filesystem::exists(record, ec)) return false;
+  const auto j = nlohmann::json::parse(read_text(record), nullptr, false);
+  return j.is_object() && j.value("complete", false);
+}
+
+std::map<std::string, std::string> dynamodb_state_env() {
+  static int tables = 0;
+  auto env = SharedMoto().env();
+  env["SKIPPR_STATE_STORE"] = "dynamodb";
+  env["SKIPPR_STATE_DYNAMODB_TABLE"] = "skippr-cluster-" + std::to_string(++tables);
+  return env;
+}
+
+// SIGKILL the primary again and again (chaos timer: a run dies 0.4-1.8 s after it took the lease), and every fourth
+// time lose its machine (replica killed, DATA_DIR deleted, an empty one back as the new replica). Half the restarts
+// wait a moment, so the standby on the other machine takes over. Every row lands once, as unkilled.
+TEST(AutomaticTakeover, KilledPrimariesAndLostMachinesEndExactlyOnceWithoutPromote) {
+  constexpr uint64_t kRows = 300000;
+  auto& pg = SharedPostgres();
+  const auto db = pg.create_database("takeover");
+  PipelineFixture f(sample_to_postgres_config(kRows, 13));
+  TempDir pki_dir;
+  const TestPki pki = TestPki::make(pki_dir.path(), "takeover");
+  Machine a("a", pki.env());
+  Machine b("b", pki.env());
+  a.start_replica();
+  b.start_replica();
+  const auto base =
+      merged(merged(postgres_env(pg, db), dynamodb_state_env()), {{"SKIPPR_CONFIG_FILE", f.path("skippr.yml").string()},
+                                                                  {"SKIPPR_LEASE_SECONDS", "4"},
+                                                                  {"BUFFER_THRESHOLD_BYTES", "150000"},
+                                                                  {"WAL_BYTES_PER_FILE", "600000"},
+                                                                  {"SKIPPR_CLUSTER_ACK_TIMEOUT_SECONDS", "20"},
+                                                                  {"SKIPPR_CHAOS_MODE", "yes"},
+                                                                  {"SKIPPR_CHAOS_MIN_SECONDS", "0.4"},
+                                                                  {"SKIPPR_CHAOS_MAX_SECONDS", "1.8"}});
+  Service services[2] = {{&a, &b, {}, -1, Clock::now(), {}}, {&b, &a, {}, -1, Clock::now(), {}}};
+  int runs = 0, kills = 0, losses = 0, standing_down = 0;
+  bool done = false;
+  const auto give_up = Clock::now() + std::chrono::minutes(6);
+  while (!done && Clock::now() < give_up) {
+    for (Service& s : services) {
+      if (s.pid < 0 && Clock::now() >= s.start_at) {
+        ++runs;
+        auto env = merged(base, s.machine->primary_env(*s.peer));
+        env["SKIPPR_CHAOS_SEED"] = std::to_string(4000 + runs);
+        s.pid = spawn_process({SKIPPRD_BINARY, "sync", "--pipeline", "bikehire", "--once"}, s.cwd.path(), env);
+        continue;
+      }
+      if (s.pid < 0) continue;
+      const int code = exited(s.pid);
+      if (code < 0) continue;
+      s.pid = -1;
+      const std::string err = read_text(s.cwd / "spawned.err");
+      s.stderr_so_far += err;
+      if (code == 0) {
+        done = true;
+        break;
+      }
+      if (code == 75) {
+        // It found its WAL on the other machine (this one lost its DATA_DIR) and gave the lease back.
+        ASSERT_NE(err.find("the pipeline runs there"), std::string::npos) << err;
+        ++standing_down;
+        s.start_at = Clock::now() + std::chrono::milliseconds(1500);
+        continue;
+      }
+      ASSERT_EQ(code, 137) << s.machine->name() << ":\n"
+                           << err << "\nreplica log of " << s.peer->name() << ":\n"
+                           << s.peer->replica_log();
+      ++kills;
+      s.start_at = Clock::now() + std::chrono::milliseconds(kills % 2 == 0 ? 1500 : 0);
+      // A machine is lost only while the other holds a complete copy: the guarantee is one machine's loss.
+      if (kills % 4 == 0 && holds_complete_copy(*s.peer)) {
+        s.machine->lose_data_dir();
+        s.machine->start_replica();
+        ++losses;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  for (Service& s : services) {
+    if (s.pid < 0) continue;
+    ::kill(s.pid, SIGKILL);  // the standby, which may have just taken the finished pipeline over
+    wait_process(s.pid);
+    s.stderr_so_far += read_text(s.cwd / "spawned.err");
+  }
+  ASSERT_TRUE(done) << runs << " runs, " << kills << " kills\n" << services[0].stderr_so_far.substr(0, 20000);
+  int takeovers = 0;
+  for (const Service& s : services) {
+    for (size_t at = 0; (at = s.stderr_so_far.find("taking it over on this machine", at)) != std::string::npos; ++at) {
+      ++takeovers;
+    }
+  }
+  std::cout << "automatic takeover: " << runs << " runs, " << kills << " kills, " << losses << " machines lost, "
+            << takeovers << " takeovers from a copy, " << standing_down << " runs gave the lease back\n";
+  EXPECT_GE(kills, 15);
+  EXPECT_GE(losses, 3);
+  EXPECT_GE(takeovers, 3);
+  expect_exactly_once_as_unkilled(pg, db, kRows, 13);
+}
+
+WalInspection wal_on(const Machine& machine) {
+  auto inspection = Wal::inspect(machine.wal_dir("bikehire"));
+  if (!inspection) throw std::runtime_error(inspection.error().message);
+  return *inspection;
+}
+
+// The two ways a machine that lost its DATA_DIR meets a pipeline whose state (and lineage) lives on in DynamoDB.
+// While the peer's copy holds batches not landed, it gives the lease back (exit 75) and the peer's machine takes
+// over. Once everything has landed, it starts afresh from the destination's ledger with a new lineage: reusing the
+// old one would number its batches from 1 again, and with other batch boundaries (here a doubled
+// BUFFER_THRESHOLD_BYTES) the ledger would take them for batches it already holds and skip their rows.
+TEST(AutomaticTakeover, AMachineWithoutItsWalDefersToTheCopyOrStartsAfreshWithANewLineage) {
+  constexpr uint64_t kRows = 200000;
+  auto& pg = SharedPostgres();
+  const auto db = pg.create_database("nowal");
+  PipelineFixture f(sample_to_postgres_config(kRows, 17));
+  TempDir pki_dir;
+  const TestPki pki = TestPki::make(pki_dir.path(), "nowal");
+  Machine a("a", pki.env());
+  Machine b("b", pki.env());
+  a.start_replica();
+  b.start_replica();
+  const auto base = merged(merged(postgres_env(pg, db), dynamodb_state_env()),
+                           {{"SKIPPR_LEASE_SECONDS", "4"}, {"BUFFER_THRESHOLD_BYTES", "100000"}});
+
+  // A dies while it lands its third group: batches are committed (copied to B) and not landed.
+  auto r = a.skipprd(kSync, f.root(), armed_at(merged(base, a.primary_env(b)), "sink.in_transaction", 3));
+  ASSERT_EQ(r.exit_code, 137) << r.err;
+  const WalInspection copy = wal_on(b);
+  ASSERT_GT(copy.last_committed_seq, copy.landed_watermark);
+
+  // A's machine is replaced: it finds its WAL on B and gives the lease back.
+  a.lose_data_dir();
+  a.start_replica();
+  r = a.skipprd(kSync, f.root(), merged(base, a.primary_env(b)));
+  EXPECT_EQ(r.exit_code, 75) << r.err;
+  EXPECT_NE(r.err.find("the pipeline runs there"), std::string::npos) << r.err;
+
+  // B takes over by itself (no promote) and is stopped gracefully midway: what it committed lands, LANDED reaches A.
+  const uint64_t before = copy.last_committed_seq;
+  const int pid = spawn_process({SKIPPRD_BINARY, "sync", "--pipeline", "bikehire", "--once"}, f.root(),
+                                merged(base, b.primary_env(a)));
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (true) {
+    std::error_code ec;
+    if (std::filesystem::exists(a.wal_dir("bikehire"), ec) && wal_on(a).last_committed_seq >= before + 4) break;
+    ASSERT_LT(Clock::now(), deadline) << read_text(f.root() / "spawned.err");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(pid, SIGTERM);
+  ASSERT_EQ(wait_process(pid), 143) << read_text(f.root() / "spawned.err");
+  const std::string took_over = read_text(f.root() / "spawned.err");
+  EXPECT_NE(took_over.find("taking it over on this machine from the copy here"), std::string::npos) << took_over;
+  const WalInspection on_a = wal_on(a);
+  ASSERT_EQ(on_a.landed_watermark, on_a.last_committed_seq);
+
+  // Now B's machine is replaced: nothing waits to land anywhere, so it starts afresh, with other batch boundaries.
+  b.lose_data_dir();
+  b.start_replica();
+  r = b.skipprd(kSync, f.root(), merged(merged(base, b.primary_env(a)), {{"BUFFER_THRESHOLD_BYTES", "200000"}}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("has no WAL on this machine"), std::string::npos) << r.err;
+  expect_exactly_once_as_unkilled(pg, db, kRows, 17);
+}
+
+}  // namespace
+}  // namespace skippr::test
