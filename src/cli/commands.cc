@@ -199,6 +199,16 @@ int run_replica_command(const std::string& listen_flag, bool insecure_flag) {
   ReplicaOptions options{data_dir, *address,
                          cluster::TlsFiles{env("SKIPPR_CLUSTER_TLS_CERT"), env("SKIPPR_CLUSTER_TLS_KEY"),
                                            env("SKIPPR_CLUSTER_TLS_CA"), insecure}};
+  if (const std::string v = env("SKIPPR_CLUSTER_IDLE_TIMEOUT_SECONDS"); !v.empty()) {
+    auto seconds = config_detail::parse_double(v);
+    if (!seconds || *seconds <= 0) {
+      return report(Error{ErrorKind::kConfig,
+                          fmt::format("SKIPPR_CLUSTER_IDLE_TIMEOUT_SECONDS='{}' is not valid; it must be a number of "
+                                      "seconds above 0 (default 60)",
+                                      v)});
+    }
+    options.idle_timeout_seconds = *seconds;
+  }
   install_stop_handlers();
   auto server = ReplicaServer::start(options);
   if (!server) return report(server.error());

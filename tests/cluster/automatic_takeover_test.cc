@@ -182,6 +182,10 @@ TEST(AutomaticTakeover, AMachineWithoutItsWalDefersToTheCopyOrStartsAfreshWithAN
   r = a.skipprd(kSync, f.root(), merged(base, a.primary_env(b)));
   EXPECT_EQ(r.exit_code, 75) << r.err;
   EXPECT_NE(r.err.find("the pipeline runs there"), std::string::npos) << r.err;
+  // A term chosen by hand would not be a lease token: promote is refused in this mode, and changes nothing.
+  r = b.skipprd({"promote", "--pipeline", "bikehire"}, f.root(), base);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("needs no promote"), std::string::npos) << r.err;
 
   // B takes over by itself (no promote) and is stopped gracefully midway: what it committed lands, LANDED reaches A.
   const uint64_t before = copy.last_committed_seq;
@@ -208,6 +212,59 @@ TEST(AutomaticTakeover, AMachineWithoutItsWalDefersToTheCopyOrStartsAfreshWithAN
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("has no WAL on this machine"), std::string::npos) << r.err;
   expect_exactly_once_as_unkilled(pg, db, kRows, 17);
+}
+
+// The primary is paused (SIGSTOP) past its lease: the standby takes over (after the lease runs out and its replica
+// ends the silent session, here after 3 s instead of the default minute), and the old primary, resumed, is fenced
+// (exit 75) by its lost lease and by the replica's term; every row lands once, as unkilled.
+TEST(AutomaticTakeover, APausedPrimaryIsReplacedAndIsFencedWhenItResumes) {
+  constexpr uint64_t kRows = 300000;
+  auto& pg = SharedPostgres();
+  const auto db = pg.create_database("paused");
+  PipelineFixture f(sample_to_postgres_config(kRows, 19));
+  TempDir pki_dir;
+  const TestPki pki = TestPki::make(pki_dir.path(), "paused");
+  const auto cluster_env = merged(pki.env(), {{"SKIPPR_CLUSTER_IDLE_TIMEOUT_SECONDS", "3"}});
+  Machine a("a", cluster_env);
+  Machine b("b", cluster_env);
+  a.start_replica();
+  b.start_replica();
+  const auto base =
+      merged(merged(postgres_env(pg, db), dynamodb_state_env()), {{"SKIPPR_LEASE_SECONDS", "3"},
+                                                                  {"BUFFER_THRESHOLD_BYTES", "100000"},
+                                                                  {"SKIPPR_CLUSTER_ACK_TIMEOUT_SECONDS", "30"}});
+  TempDir a_cwd, b_cwd;
+  auto env_a = merged(base, a.primary_env(b));
+  env_a["SKIPPR_CONFIG_FILE"] = f.path("skippr.yml").string();
+  auto env_b = merged(base, b.primary_env(a));
+  env_b["SKIPPR_CONFIG_FILE"] = f.path("skippr.yml").string();
+  const std::vector<std::string> sync = {SKIPPRD_BINARY, "sync", "--pipeline", "bikehire", "--once"};
+  const int old_primary = spawn_process(sync, a_cwd.path(), env_a);
+  auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (true) {
+    std::error_code ec;
+    if (std::filesystem::exists(b.wal_dir("bikehire"), ec) && wal_on(b).last_committed_seq >= 4) break;
+    ASSERT_LT(Clock::now(), deadline) << read_text(a_cwd / "spawned.err");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(old_primary, SIGSTOP);
+  const int standby = spawn_process(sync, b_cwd.path(), env_b);
+  deadline = Clock::now() + std::chrono::seconds(60);
+  while (read_text(b_cwd / "spawned.err").find("taking it over on this machine") == std::string::npos) {
+    ASSERT_EQ(exited(standby), -1) << read_text(b_cwd / "spawned.err");
+    ASSERT_LT(Clock::now(), deadline) << read_text(b_cwd / "spawned.err");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(old_primary, SIGCONT);
+  const int old_code = wait_process(old_primary);
+  EXPECT_EQ(old_code, 75) << read_text(a_cwd / "spawned.err");
+  int code = wait_process(standby);
+  for (int again = 0; code == 75 && again < 3; ++again) {
+    // It may have given up on A's replica while the paused primary still held A's folder: a restart goes on.
+    code = run_process(sync, b_cwd.path(), env_b).exit_code;
+  }
+  ASSERT_EQ(code, 0) << read_text(b_cwd / "spawned.err");
+  expect_exactly_once_as_unkilled(pg, db, kRows, 19);
 }
 
 }  // namespace
