@@ -57,30 +57,49 @@ std::map<std::string, std::string> dynamodb_state_env() {
   return env;
 }
 
+// What each test starts from: Sample -> a database of its own, machines a and b with their replicas running
+// (`replica_env`: more for both), and the environment of a sync on either: PostgreSQL, the state in a DynamoDB table
+// of its own, the config file, and `sync_env`. A sync gets it merged with its machine's primary_env.
+struct TwoMachines {
+  TwoMachines(const std::string& name, uint64_t rows, uint64_t seed, const std::map<std::string, std::string>& sync_env,
+              const std::map<std::string, std::string>& replica_env = {})
+      : db(SharedPostgres().create_database(name)),
+        f(sample_to_postgres_config(rows, seed)),
+        pki(TestPki::make(pki_dir.path(), name)),
+        a("a", merged(pki.env(), replica_env)),
+        b("b", merged(pki.env(), replica_env)),
+        env(merged(merged(merged(postgres_env(SharedPostgres(), db), dynamodb_state_env()), sync_env),
+                   {{"SKIPPR_CONFIG_FILE", f.path("skippr.yml").string()}})) {
+    a.start_replica();
+    b.start_replica();
+  }
+  // The environment of a sync on `machine`, whose peer is the other one.
+  std::map<std::string, std::string> on(const Machine& machine) const {
+    return merged(env, machine.primary_env(&machine == &a ? b : a));
+  }
+
+  std::string db;
+  PipelineFixture f;
+  TempDir pki_dir;
+  TestPki pki;
+  Machine a, b;
+  std::map<std::string, std::string> env;
+};
+
 // SIGKILL the primary again and again (chaos timer: a run dies 0.4-1.8 s after it took the lease), and every fourth
 // time lose its machine (replica killed, DATA_DIR deleted, an empty one back as the new replica). Half the restarts
 // wait a moment, so the standby on the other machine takes over. Every row lands once, as unkilled.
 TEST(AutomaticTakeover, KilledPrimariesAndLostMachinesEndExactlyOnceWithoutPromote) {
   constexpr uint64_t kRows = 300000;
-  auto& pg = SharedPostgres();
-  const auto db = pg.create_database("takeover");
-  PipelineFixture f(sample_to_postgres_config(kRows, 13));
-  TempDir pki_dir;
-  const TestPki pki = TestPki::make(pki_dir.path(), "takeover");
-  Machine a("a", pki.env());
-  Machine b("b", pki.env());
-  a.start_replica();
-  b.start_replica();
-  const auto base =
-      merged(merged(postgres_env(pg, db), dynamodb_state_env()), {{"SKIPPR_CONFIG_FILE", f.path("skippr.yml").string()},
-                                                                  {"SKIPPR_LEASE_SECONDS", "4"},
-                                                                  {"BUFFER_THRESHOLD_BYTES", "150000"},
-                                                                  {"WAL_BYTES_PER_FILE", "600000"},
-                                                                  {"SKIPPR_CLUSTER_ACK_TIMEOUT_SECONDS", "20"},
-                                                                  {"SKIPPR_CHAOS_MODE", "yes"},
-                                                                  {"SKIPPR_CHAOS_MIN_SECONDS", "0.4"},
-                                                                  {"SKIPPR_CHAOS_MAX_SECONDS", "1.8"}});
-  Service services[2] = {{&a, &b, {}, -1, Clock::now(), {}}, {&b, &a, {}, -1, Clock::now(), {}}};
+  TwoMachines m("takeover", kRows, 13,
+                {{"SKIPPR_LEASE_SECONDS", "4"},
+                 {"BUFFER_THRESHOLD_BYTES", "150000"},
+                 {"WAL_BYTES_PER_FILE", "600000"},
+                 {"SKIPPR_CLUSTER_ACK_TIMEOUT_SECONDS", "20"},
+                 {"SKIPPR_CHAOS_MODE", "yes"},
+                 {"SKIPPR_CHAOS_MIN_SECONDS", "0.4"},
+                 {"SKIPPR_CHAOS_MAX_SECONDS", "1.8"}});
+  Service services[2] = {{&m.a, &m.b, {}, -1, Clock::now(), {}}, {&m.b, &m.a, {}, -1, Clock::now(), {}}};
   int runs = 0, kills = 0, losses = 0, standing_down = 0;
   bool done = false;
   const auto give_up = Clock::now() + std::chrono::minutes(6);
@@ -88,7 +107,7 @@ TEST(AutomaticTakeover, KilledPrimariesAndLostMachinesEndExactlyOnceWithoutPromo
     for (Service& s : services) {
       if (s.pid < 0 && Clock::now() >= s.start_at) {
         ++runs;
-        auto env = merged(base, s.machine->primary_env(*s.peer));
+        auto env = m.on(*s.machine);
         env["SKIPPR_CHAOS_SEED"] = std::to_string(4000 + runs);
         s.pid = spawn_process({SKIPPRD_BINARY, "sync", "--pipeline", "bikehire", "--once"}, s.cwd.path(), env);
         continue;
@@ -142,13 +161,7 @@ TEST(AutomaticTakeover, KilledPrimariesAndLostMachinesEndExactlyOnceWithoutPromo
   EXPECT_GE(kills, 15);
   EXPECT_GE(losses, 3);
   EXPECT_GE(takeovers, 3);
-  expect_exactly_once_as_unkilled(pg, db, kRows, 13);
-}
-
-WalInspection wal_on(const Machine& machine) {
-  auto inspection = Wal::inspect(machine.wal_dir("bikehire"));
-  if (!inspection) throw std::runtime_error(inspection.error().message);
-  return *inspection;
+  expect_exactly_once_as_unkilled(SharedPostgres(), m.db, kRows, 13);
 }
 
 // The two ways a machine that lost its DATA_DIR meets a pipeline whose state (and lineage) lives on in DynamoDB.
@@ -158,60 +171,44 @@ WalInspection wal_on(const Machine& machine) {
 // BUFFER_THRESHOLD_BYTES) the ledger would take them for batches it already holds and skip their rows.
 TEST(AutomaticTakeover, AMachineWithoutItsWalDefersToTheCopyOrStartsAfreshWithANewLineage) {
   constexpr uint64_t kRows = 200000;
-  auto& pg = SharedPostgres();
-  const auto db = pg.create_database("nowal");
-  PipelineFixture f(sample_to_postgres_config(kRows, 17));
-  TempDir pki_dir;
-  const TestPki pki = TestPki::make(pki_dir.path(), "nowal");
-  Machine a("a", pki.env());
-  Machine b("b", pki.env());
-  a.start_replica();
-  b.start_replica();
-  const auto base = merged(merged(postgres_env(pg, db), dynamodb_state_env()),
-                           {{"SKIPPR_LEASE_SECONDS", "4"}, {"BUFFER_THRESHOLD_BYTES", "100000"}});
+  TwoMachines m("nowal", kRows, 17, {{"SKIPPR_LEASE_SECONDS", "4"}, {"BUFFER_THRESHOLD_BYTES", "100000"}});
+  Machine& a = m.a;
+  Machine& b = m.b;
 
   // A dies while it lands its third group: batches are committed (copied to B) and not landed.
-  auto r = a.skipprd(kSync, f.root(), armed_at(merged(base, a.primary_env(b)), "sink.in_transaction", 3));
+  auto r = a.skipprd(kSync, m.f.root(), armed_at(m.on(a), "sink.in_transaction", 3));
   ASSERT_EQ(r.exit_code, 137) << r.err;
-  const WalInspection copy = wal_on(b);
+  const WalInspection copy = b.wal();
   ASSERT_GT(copy.last_committed_seq, copy.landed_watermark);
 
   // A's machine is replaced: it finds its WAL on B and gives the lease back.
   a.lose_data_dir();
   a.start_replica();
-  r = a.skipprd(kSync, f.root(), merged(base, a.primary_env(b)));
+  r = a.skipprd(kSync, m.f.root(), m.on(a));
   EXPECT_EQ(r.exit_code, 75) << r.err;
   EXPECT_NE(r.err.find("the pipeline runs there"), std::string::npos) << r.err;
   // A term chosen by hand would not be a lease token: promote is refused in this mode, and changes nothing.
-  r = b.skipprd({"promote", "--pipeline", "bikehire"}, f.root(), base);
+  r = b.skipprd({"promote", "--pipeline", "bikehire"}, m.f.root(), m.env);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("needs no promote"), std::string::npos) << r.err;
 
   // B takes over by itself (no promote) and is stopped gracefully midway: what it committed lands, LANDED reaches A.
-  const uint64_t before = copy.last_committed_seq;
-  const int pid = spawn_process({SKIPPRD_BINARY, "sync", "--pipeline", "bikehire", "--once"}, f.root(),
-                                merged(base, b.primary_env(a)));
-  const auto deadline = Clock::now() + std::chrono::seconds(60);
-  while (true) {
-    std::error_code ec;
-    if (std::filesystem::exists(a.wal_dir("bikehire"), ec) && wal_on(a).last_committed_seq >= before + 4) break;
-    ASSERT_LT(Clock::now(), deadline) << read_text(f.root() / "spawned.err");
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const int pid = spawn_process({SKIPPRD_BINARY, "sync", "--pipeline", "bikehire", "--once"}, m.f.root(), m.on(b));
+  ASSERT_TRUE(a.wait_for_seq(copy.last_committed_seq + 4)) << read_text(m.f.root() / "spawned.err");
   ::kill(pid, SIGTERM);
-  ASSERT_EQ(wait_process(pid), 143) << read_text(f.root() / "spawned.err");
-  const std::string took_over = read_text(f.root() / "spawned.err");
+  ASSERT_EQ(wait_process(pid), 143) << read_text(m.f.root() / "spawned.err");
+  const std::string took_over = read_text(m.f.root() / "spawned.err");
   EXPECT_NE(took_over.find("taking it over on this machine from the copy here"), std::string::npos) << took_over;
-  const WalInspection on_a = wal_on(a);
+  const WalInspection on_a = a.wal();
   ASSERT_EQ(on_a.landed_watermark, on_a.last_committed_seq);
 
   // Now B's machine is replaced: nothing waits to land anywhere, so it starts afresh, with other batch boundaries.
   b.lose_data_dir();
   b.start_replica();
-  r = b.skipprd(kSync, f.root(), merged(merged(base, b.primary_env(a)), {{"BUFFER_THRESHOLD_BYTES", "200000"}}));
+  r = b.skipprd(kSync, m.f.root(), merged(m.on(b), {{"BUFFER_THRESHOLD_BYTES", "200000"}}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("has no WAL on this machine"), std::string::npos) << r.err;
-  expect_exactly_once_as_unkilled(pg, db, kRows, 17);
+  expect_exactly_once_as_unkilled(SharedPostgres(), m.db, kRows, 17);
 }
 
 // The primary is paused (SIGSTOP) past its lease: the standby takes over (after the lease runs out and its replica
@@ -219,52 +216,32 @@ TEST(AutomaticTakeover, AMachineWithoutItsWalDefersToTheCopyOrStartsAfreshWithAN
 // (exit 75) by its lost lease and by the replica's term; every row lands once, as unkilled.
 TEST(AutomaticTakeover, APausedPrimaryIsReplacedAndIsFencedWhenItResumes) {
   constexpr uint64_t kRows = 300000;
-  auto& pg = SharedPostgres();
-  const auto db = pg.create_database("paused");
-  PipelineFixture f(sample_to_postgres_config(kRows, 19));
-  TempDir pki_dir;
-  const TestPki pki = TestPki::make(pki_dir.path(), "paused");
-  const auto cluster_env = merged(pki.env(), {{"SKIPPR_CLUSTER_IDLE_TIMEOUT_SECONDS", "3"}});
-  Machine a("a", cluster_env);
-  Machine b("b", cluster_env);
-  a.start_replica();
-  b.start_replica();
-  const auto base =
-      merged(merged(postgres_env(pg, db), dynamodb_state_env()), {{"SKIPPR_LEASE_SECONDS", "3"},
-                                                                  {"BUFFER_THRESHOLD_BYTES", "100000"},
-                                                                  {"SKIPPR_CLUSTER_ACK_TIMEOUT_SECONDS", "30"}});
+  TwoMachines m("paused", kRows, 19,
+                {{"SKIPPR_LEASE_SECONDS", "3"},
+                 {"BUFFER_THRESHOLD_BYTES", "100000"},
+                 {"SKIPPR_CLUSTER_ACK_TIMEOUT_SECONDS", "30"}},
+                {{"SKIPPR_CLUSTER_IDLE_TIMEOUT_SECONDS", "3"}});
   TempDir a_cwd, b_cwd;
-  auto env_a = merged(base, a.primary_env(b));
-  env_a["SKIPPR_CONFIG_FILE"] = f.path("skippr.yml").string();
-  auto env_b = merged(base, b.primary_env(a));
-  env_b["SKIPPR_CONFIG_FILE"] = f.path("skippr.yml").string();
   const std::vector<std::string> sync = {SKIPPRD_BINARY, "sync", "--pipeline", "bikehire", "--once"};
-  const int old_primary = spawn_process(sync, a_cwd.path(), env_a);
-  auto deadline = Clock::now() + std::chrono::seconds(60);
-  while (true) {
-    std::error_code ec;
-    if (std::filesystem::exists(b.wal_dir("bikehire"), ec) && wal_on(b).last_committed_seq >= 4) break;
-    ASSERT_LT(Clock::now(), deadline) << read_text(a_cwd / "spawned.err");
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const int old_primary = spawn_process(sync, a_cwd.path(), m.on(m.a));
+  ASSERT_TRUE(m.b.wait_for_seq(4)) << read_text(a_cwd / "spawned.err");
   ::kill(old_primary, SIGSTOP);
-  const int standby = spawn_process(sync, b_cwd.path(), env_b);
-  deadline = Clock::now() + std::chrono::seconds(60);
+  const int standby = spawn_process(sync, b_cwd.path(), m.on(m.b));
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
   while (read_text(b_cwd / "spawned.err").find("taking it over on this machine") == std::string::npos) {
     ASSERT_EQ(exited(standby), -1) << read_text(b_cwd / "spawned.err");
     ASSERT_LT(Clock::now(), deadline) << read_text(b_cwd / "spawned.err");
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ::kill(old_primary, SIGCONT);
-  const int old_code = wait_process(old_primary);
-  EXPECT_EQ(old_code, 75) << read_text(a_cwd / "spawned.err");
+  EXPECT_EQ(wait_process(old_primary), 75) << read_text(a_cwd / "spawned.err");
   int code = wait_process(standby);
   for (int again = 0; code == 75 && again < 3; ++again) {
     // It may have given up on A's replica while the paused primary still held A's folder: a restart goes on.
-    code = run_process(sync, b_cwd.path(), env_b).exit_code;
+    code = run_process(sync, b_cwd.path(), m.on(m.b)).exit_code;
   }
   ASSERT_EQ(code, 0) << read_text(b_cwd / "spawned.err");
-  expect_exactly_once_as_unkilled(pg, db, kRows, 19);
+  expect_exactly_once_as_unkilled(SharedPostgres(), m.db, kRows, 19);
 }
 
 }  // namespace

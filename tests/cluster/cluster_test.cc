@@ -30,12 +30,6 @@ ProcessResult promote(const Machine& machine, const PipelineFixture& f) {
   return r;
 }
 
-WalInspection copy_on(const Machine& machine) {
-  auto inspection = Wal::inspect(machine.wal_dir("bikehire"));
-  if (!inspection) throw std::runtime_error(inspection.error().message);
-  return *inspection;
-}
-
 class Cluster : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -155,17 +149,7 @@ TEST_F(Cluster, APeerThatDiesOrHangsStopsThePrimaryWithinTheTimeoutAndLosesNothi
     const int pid =
         spawn_process({SKIPPRD_BINARY, "sync", "--pipeline", "bikehire", "--once", "--output", "json"}, f.root(), env);
     // Let some batches be committed, then take the peer away.
-    const auto wait_until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    const uint64_t start_seq = [&] {
-      std::error_code ec;
-      return std::filesystem::exists(b.wal_dir("bikehire"), ec) ? copy_on(b).last_committed_seq : 0;
-    }();
-    while (true) {
-      std::error_code ec;
-      if (std::filesystem::exists(b.wal_dir("bikehire"), ec) && copy_on(b).last_committed_seq >= start_seq + 4) break;
-      ASSERT_LT(std::chrono::steady_clock::now(), wait_until) << "no batches reached the peer";
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    ASSERT_TRUE(b.wait_for_seq(b.wal().last_committed_seq + 4)) << "no batches reached the peer";
     const auto taken = std::chrono::steady_clock::now();
     if (signo == SIGKILL) {
       b.kill_replica();
@@ -180,7 +164,7 @@ TEST_F(Cluster, APeerThatDiesOrHangsStopsThePrimaryWithinTheTimeoutAndLosesNothi
     EXPECT_LE(stopped_after, kTimeout + 4) << err;
     if (signo == SIGSTOP) b.kill_replica();  // the hung peer dies too, its copy stays on disk
     // Every batch the primary reported committed is in the copy.
-    const WalInspection copy = copy_on(b);
+    const WalInspection copy = b.wal();
     const auto seqs = committed_seqs(read_text(out));
     ASSERT_FALSE(seqs.empty());
     for (uint64_t seq : seqs) EXPECT_LE(seq, copy.last_committed_seq) << "batch " << seq << " reported committed";
@@ -205,7 +189,7 @@ TEST_F(Cluster, TheOldPrimaryRevivedAfterAFailoverWritesNothing) {
   // Killed inside its third landing: batches committed (on both machines) but not landed.
   auto killed = a.skipprd(kSync, f.root(), armed_at(merged(base, a.primary_env(b)), "sink.in_transaction", 3));
   ASSERT_EQ(killed.exit_code, 137) << killed.err;
-  const WalInspection left = copy_on(a);
+  const WalInspection left = a.wal();
   ASSERT_GT(left.last_committed_seq, left.landed_watermark) << "nothing left to land: the test proves nothing";
 
   // A machine with a new DATA_DIR may not start the pipeline afresh beside that copy.
@@ -224,7 +208,7 @@ TEST_F(Cluster, TheOldPrimaryRevivedAfterAFailoverWritesNothing) {
   EXPECT_NE(revived.err.find("was promoted to term 1"), std::string::npos) << revived.err;
   EXPECT_EQ(pg.value(db, "SELECT count(*) FROM bike.trips"), landed_before);
   EXPECT_EQ(pg.value(db, "SELECT count(*) FROM bike._skippr_batches"), ledger_before);
-  EXPECT_EQ(copy_on(a).last_committed_seq, left.last_committed_seq) << "the fenced primary committed";
+  EXPECT_EQ(a.wal().last_committed_seq, left.last_committed_seq) << "the fenced primary committed";
 
   // The old machine becomes the new primary's replica; the new primary finishes the job.
   a.start_replica();
@@ -233,11 +217,11 @@ TEST_F(Cluster, TheOldPrimaryRevivedAfterAFailoverWritesNothing) {
   expect_exactly_once_as_unkilled(pg, db, kRows, 3);
 
   // RESET on the new primary starts the peer's copy again at the new epoch, so no promotion can bring back the old.
-  const uint64_t old_epoch = copy_on(a).epoch;
+  const uint64_t old_epoch = a.wal().epoch;
   auto reset = b.skipprd({"query", "--sql", "RESET PIPELINE bikehire"}, f.root(), merged(base, b.primary_env(a)));
   ASSERT_EQ(reset.exit_code, 0) << reset.err;
-  EXPECT_GT(copy_on(a).epoch, old_epoch);
-  EXPECT_EQ(copy_on(a).batches.size(), 0u);
+  EXPECT_GT(a.wal().epoch, old_epoch);
+  EXPECT_EQ(a.wal().batches.size(), 0u);
 
   // A machine with a new DATA_DIR may start beside a copy that holds nothing to land, at the term the peer knows
   // (a term-0 start after a failover would be taken for the replaced primary and refused).
@@ -286,9 +270,9 @@ TEST_F(Cluster, TlsRefusesPeersOfAnotherCaAndPlaintextMustBeAskedFor) {
   r = a.skipprd(kSync, f.root(), merged(base, a.primary_env(b)));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(pg.value(db, "SELECT count(*) FROM bike.trips"), "2000");
-  const WalInspection copy = copy_on(b);
+  const WalInspection copy = b.wal();
   EXPECT_GE(copy.last_committed_seq, 10u);
-  EXPECT_EQ(copy.last_committed_seq, copy_on(a).last_committed_seq);
+  EXPECT_EQ(copy.last_committed_seq, a.wal().last_committed_seq);
   EXPECT_EQ(copy.landed_watermark, copy.last_committed_seq);
   EXPECT_EQ(copy.segments.size(), 1u) << "landed segments stay on the peer";
 

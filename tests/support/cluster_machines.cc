@@ -59,6 +59,23 @@ static bool accepts_connections(int port) {
   return ok;
 }
 
+WalInspection Machine::wal(const std::string& pipeline) const {
+  std::error_code ec;
+  if (!fs::exists(wal_dir(pipeline), ec)) return {};
+  auto inspection = Wal::inspect(wal_dir(pipeline));
+  if (!inspection) throw std::runtime_error(inspection.error().message);
+  return *inspection;
+}
+
+bool Machine::wait_for_seq(uint64_t seq, double seconds, const std::string& pipeline) const {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (wal(pipeline).last_committed_seq < seq) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
 void Machine::start_replica() {
   if (replica_running()) throw std::runtime_error(name_ + ": its replica already runs");
   std::map<std::string, std::string> env = cluster_env_;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "support/process.h"
+#include "wal/wal.h"
 
 namespace skippr::test {
 
@@ -30,6 +31,10 @@ class Machine {
   std::filesystem::path wal_dir(const std::string& pipeline) const {
     return data_dir() / "pipelines" / pipeline / "wal";
   }
+  // What this machine's WAL (or copy) of the pipeline holds; an empty inspection when there is none.
+  WalInspection wal(const std::string& pipeline = "bikehire") const;
+  // Waits until it holds batch `seq` (committed or copied); false after `seconds`.
+  bool wait_for_seq(uint64_t seq, double seconds = 60, const std::string& pipeline = "bikehire") const;
   int port() const { return port_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
 
