@@ -7,6 +7,7 @@
 #include "sinks/clickhouse/clickhouse_sink.h"
 #include "sinks/databricks/databricks_sink.h"
 #include "sinks/duckdb/duckdb_sink.h"
+#include "sinks/duckdb/motherduck_sink.h"
 #include "sinks/file/file_sink.h"
 #include "sinks/gcs/gcs_sink.h"
 #include "sinks/postgres/postgres_sink.h"
@@ -27,28 +28,12 @@ namespace skippr {
 
 const std::vector<ConnectorSpec>& connector_registry() {
   static const std::vector<ConnectorSpec> registry = {
-      sample_source_spec(),
-      file_source_spec(),
-      postgres_source_spec(),
-      http_server_source_spec(),
-      http_client_source_spec(),
-      kafka_source_spec(),
-      google_analytics_source_spec(),
-      duckdb_sink_spec(),
-      postgres_sink_spec(),
-      stdout_sink_spec(),
-      file_sink_spec(),
-      s3_sink_spec(),
-      azure_blob_sink_spec(),
-      gcs_sink_spec(),
-      sftp_sink_spec(),
-      skippr_lake_sink_spec(),
-      athena_iceberg_sink_spec(),
-      athena_sink_spec(),
-      clickhouse_sink_spec(),
-      amqp_sink_spec(),
-      snowflake_sink_spec(),
-      bigquery_sink_spec(),
+      sample_source_spec(),      file_source_spec(),      postgres_source_spec(),         http_server_source_spec(),
+      http_client_source_spec(), kafka_source_spec(),     google_analytics_source_spec(), duckdb_sink_spec(),
+      motherduck_sink_spec(),    redshift_sink_spec(),    postgres_sink_spec(),           stdout_sink_spec(),
+      file_sink_spec(),          s3_sink_spec(),          azure_blob_sink_spec(),         gcs_sink_spec(),
+      sftp_sink_spec(),          skippr_lake_sink_spec(), athena_iceberg_sink_spec(),     athena_sink_spec(),
+      clickhouse_sink_spec(),    amqp_sink_spec(),        snowflake_sink_spec(),          bigquery_sink_spec(),
       databricks_sink_spec(),
   };
   return registry;
