@@ -11,6 +11,7 @@
 #include "sinks/file/file_sink.h"
 #include "sinks/gcs/gcs_sink.h"
 #include "sinks/postgres/postgres_sink.h"
+#include "sinks/redshift/redshift_sink.h"
 #include "sinks/s3/s3_sink.h"
 #include "sinks/sftp/sftp_sink.h"
 #include "sinks/skippr_lake/skippr_lake_sink.h"

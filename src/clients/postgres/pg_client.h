@@ -78,4 +78,24 @@ std::string pg_qualified(std::string_view schema, std::string_view table);
 // The ErrorKind a SQLSTATE means for the engine's retry policy.
 ErrorKind pg_error_kind(std::string_view sqlstate);
 
+// BEGIN ... COMMIT on `conn`: rolled back unless committed; on a broken connection there is nothing left to roll back.
+class PgTransaction {
+ public:
+  explicit PgTransaction(PgConnection& conn) : conn_(conn) {}
+  ~PgTransaction() {
+    if (!done_ && !conn_.broken()) (void)conn_.execute("ROLLBACK");
+  }
+  PgTransaction(const PgTransaction&) = delete;
+  PgTransaction& operator=(const PgTransaction&) = delete;
+  Status begin() { return conn_.execute("BEGIN"); }
+  Status commit() {
+    done_ = true;
+    return conn_.execute("COMMIT");
+  }
+
+ private:
+  PgConnection& conn_;
+  bool done_ = false;
+};
+
 }  // namespace skippr

@@ -38,24 +38,6 @@ ColumnRules pg_column_rules() {
           pg_numeric_limit};
 }
 
-// Rolls back unless committed; on a broken connection there is nothing left to roll back.
-class PgTransaction {
- public:
-  explicit PgTransaction(PgConnection& conn) : conn_(conn) {}
-  ~PgTransaction() {
-    if (!done_ && !conn_.broken()) (void)conn_.execute("ROLLBACK");
-  }
-  Status begin() { return conn_.execute("BEGIN"); }
-  Status commit() {
-    done_ = true;
-    return conn_.execute("COMMIT");
-  }
-
- private:
-  PgConnection& conn_;
-  bool done_ = false;
-};
-
 class PostgresSink final : public GroupLandingSink {
  public:
   PostgresSink(const ConnectorContext& ctx, std::string schema, std::string table)

@@ -1,0 +1,320 @@
+#include "sinks/redshift/redshift_sink.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+#include <set>
+
+#include "clients/aws/aws_params.h"
+#include "clients/aws/s3_client.h"
+#include "clients/postgres/pg_client.h"
+#include "core/failpoint.h"
+#include "formats/batch_encoders.h"
+#include "formats/compression.h"
+#include "formats/object_encoding.h"
+#include "sinks/batch_ledger.h"
+
+namespace skippr {
+namespace {
+
+// Redshift folds identifiers to lower case (quoted or not, unless enable_case_sensitive_identifier is on), so the
+// sink writes them lower-cased: what it creates is what it finds.
+std::string rs_name(std::string_view name) {
+  std::string out(name);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return pg_quote_identifier(out);
+}
+
+const char* rs_type(Type type) {
+  switch (type) {
+    case Type::kBool:
+      return "BOOLEAN";
+    case Type::kInt64:
+      return "BIGINT";
+    case Type::kDouble:
+      return "DOUBLE PRECISION";
+    case Type::kTimestamp:
+      return "TIMESTAMPTZ";
+    case Type::kDate:
+      return "DATE";
+    case Type::kString:
+    case Type::kJson:
+    case Type::kBinary:
+      return "VARCHAR(65535)";  // JSON as text; binary as its base64 (the CSV encoder's)
+  }
+  return "VARCHAR(65535)";
+}
+
+// Standard SQL quoting (a quote doubled). Redshift's literals and PostgreSQL's agree on it for text without
+// backslashes, which is what the sink quotes (names, S3 URLs, role ARNs, BatchIds, source positions).
+std::string rs_literal(std::string_view text) { return pg_quote_literal(text); }
+
+struct RedshiftConfig {
+  std::string schema;
+  std::string table;
+  std::string bucket;
+  std::string prefix;  // the staging folder: <s3_prefix><schema>.<table>/
+  std::string iam_role;
+  AwsService s3;
+};
+
+class RedshiftSink final : public GroupLandingSink {
+ public:
+  RedshiftSink(const ConnectorContext& ctx, RedshiftConfig config)
+      : params_(ctx.params),
+        what_(fmt::format("sink '{}'", ctx.name)),
+        pipeline_(ctx.pipeline),
+        config_(std::move(config)),
+        s3_(config_.s3) {}
+
+  Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
+  Status open() override;
+  Result<std::optional<LedgerTip>> ledger_tip() override;
+  Result<std::vector<BatchLanded>> write_group(std::span<const BatchToLand> group) override;
+
+ private:
+  std::string target() const { return rs_name(config_.schema) + "." + rs_name(config_.table); }
+  std::string where() const { return fmt::format("{}: Redshift table {}", what_, target()); }
+  LedgerDialect ledger() const {
+    return {rs_name(config_.schema) + ".", "table_schema = " + rs_literal(config_.schema), rs_literal, "VARCHAR(65535)",
+            "BIGINT"};
+  }
+  // The staged object of a batch, and the prefix all of this pipeline's share.
+  std::string staged_key(const BatchId& id) const {
+    return config_.prefix + batch_object_name(id, ObjectEncoding{OutputFormat::kCsv, Compression::kGzip});
+  }
+  std::string pipeline_prefix() const { return config_.prefix + pipeline_ + "-"; }
+  Status sweep_staged_objects();
+  Result<std::set<std::string>> columns();
+  Status prepare_table(const Batch& batch);
+  Result<uint64_t> land_batch(const BatchToLand& item);
+  Result<std::vector<BatchLanded>> write_in_transaction(std::span<const BatchToLand> group);
+
+  nlohmann::json params_;
+  std::string what_;
+  std::string pipeline_;
+  RedshiftConfig config_;
+  S3Client s3_;
+  std::optional<PgConnection> conn_;
+  std::set<std::string> columns_;  // the target's, lower-case, as this connection last saw them
+};
+
+Status RedshiftSink::open() {
+  if (conn_ && !conn_->broken()) return ok();
+  conn_.reset();
+  auto conn = PgConnection::connect(params_, what_);
+  if (!conn) return std::unexpected(conn.error());
+  auto prefixed = [&](const Error& e) { return fail(e.kind, fmt::format("{}: {}", where(), e.message)); };
+  if (auto st = conn->execute(fmt::format("CREATE SCHEMA IF NOT EXISTS {}", rs_name(config_.schema))); !st) {
+    return prefixed(st.error());
+  }
+  if (auto st = conn->execute(ledger_create_sql(ledger())); !st && conn->last_sqlstate() != "23505") {
+    return prefixed(st.error());
+  }
+  conn_ = std::move(*conn);
+  columns_.clear();
+  return sweep_staged_objects();
+}
+
+Status RedshiftSink::sweep_staged_objects() {
+  auto objects = s3_.list_objects(config_.bucket, pipeline_prefix());
+  if (!objects)
+    return fail(objects.error().kind, fmt::format("{}: staging in s3://{}/{}: {}", where(), config_.bucket,
+                                                  config_.prefix, objects.error().message));
+  for (const S3Object& o : *objects) {
+    if (auto st = s3_.delete_object(config_.bucket, o.key); !st) {
+      spdlog::warn("{}: could not delete the staged object s3://{}/{} (swept again at the next start): {}", where(),
+                   config_.bucket, o.key, st.error().message);
+    }
+  }
+  return ok();
+}
+
+Result<std::optional<LedgerTip>> RedshiftSink::ledger_tip() {
+  SKIPPR_TRY(open());
+  auto rows = conn_->query(ledger_tip_sql(ledger(), target(), pipeline_), {});
+  if (!rows) return std::unexpected(rows.error());
+  return ledger_tip_of(rows->rows);
+}
+
+Result<std::set<std::string>> RedshiftSink::columns() {
+  auto rows =
+      conn_->query("SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2",
+                   {config_.schema, config_.table});
+  if (!rows) return std::unexpected(rows.error());
+  std::set<std::string> names;
+  for (const auto& row : rows->rows) names.insert(row[0].value_or(""));
+  return names;
+}
+
+// Creates the table from the batch, or adds the batch's new fields as nullable columns.
+Status RedshiftSink::prepare_table(const Batch& batch) {
+  if (columns_.empty()) {
+    auto names = columns();
+    if (!names) return std::unexpected(names.error());
+    columns_ = std::move(*names);
+  }
+  if (columns_.empty()) {
+    std::string definition;
+    for (const Field& field : batch.schema.fields) {
+      if (!definition.empty()) definition += ", ";
+      definition += fmt::format("{} {}", rs_name(field.name), rs_type(field.type));
+    }
+    SKIPPR_TRY(conn_->execute(fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", target(), definition)));
+  } else {
+    for (const Field& field : batch.schema.fields) {
+      std::string lower = rs_name(field.name);
+      lower = lower.substr(1, lower.size() - 2);
+      if (columns_.contains(lower)) continue;
+      SKIPPR_TRY(conn_->execute(
+          fmt::format("ALTER TABLE {} ADD COLUMN {} {}", target(), rs_name(field.name), rs_type(field.type))));
+    }
+  }
+  for (const Field& field : batch.schema.fields) {
+    const std::string quoted = rs_name(field.name);
+    columns_.insert(quoted.substr(1, quoted.size() - 2));
+  }
+  return ok();
+}
+
+Result<uint64_t> RedshiftSink::land_batch(const BatchToLand& item) {
+  const BatchId& id = item.id;
+  auto failed = [&](const Error& e) {
+    return fail(e.kind, fmt::format("writing batch {} to {}: {}", id.str(), where(), e.message));
+  };
+  if (item.batch.rows > 0) {
+    if (auto st = prepare_table(item.batch); !st) return failed(st.error());
+    std::string columns;
+    for (const Field& field : item.batch.schema.fields) {
+      columns += (columns.empty() ? "" : ", ") + rs_name(field.name);
+    }
+    const std::string copy = fmt::format(
+        "COPY {} ({}) FROM {} IAM_ROLE {} FORMAT AS CSV GZIP IGNOREHEADER 1 TIMEFORMAT 'auto' DATEFORMAT 'auto'",
+        target(), columns, rs_literal(fmt::format("s3://{}/{}", config_.bucket, staged_key(id))),
+        rs_literal(config_.iam_role));
+    if (auto st = conn_->execute(copy); !st) return failed(st.error());
+  }
+  failpoint::hit(failpoint::kSinkInTransaction);
+  if (auto st = conn_->execute(ledger_insert_sql(ledger(), target(), id, item.batch.rows, item.position_after)); !st) {
+    return failed(st.error());
+  }
+  return uint64_t{0};
+}
+
+Result<std::vector<BatchLanded>> RedshiftSink::write_in_transaction(std::span<const BatchToLand> group) {
+  // Before COMMIT a failure is definite (the transaction rolls back), except a lost connection: an unknown outcome,
+  // which the engine retries with the same BatchIds, and the ledger decides.
+  auto failed = [&](const Error& e) { return fail(conn_->broken() ? ErrorKind::kUnknownOutcome : e.kind, e.message); };
+  PgTransaction tx(*conn_);
+  if (auto st = tx.begin(); !st) return failed(st.error());
+  auto has = [&](const BatchId& id) -> Result<bool> {
+    auto rows = conn_->query(ledger_has_sql(ledger(), target(), id), {});
+    if (!rows) return std::unexpected(rows.error());
+    return !rows->rows.empty();
+  };
+  auto landed = land_new_batches(group, has, [&](const BatchToLand& item) { return land_batch(item); });
+  if (!landed) return failed(landed.error());
+  if (all_already_applied(*landed)) return landed;
+  if (auto st = tx.commit(); !st) {
+    if (conn_->broken()) {
+      return fail(ErrorKind::kUnknownOutcome,
+                  fmt::format("committing {} to {}: {}", group_ids(group), where(), st.error().message));
+    }
+    return failed(st.error());
+  }
+  return landed;
+}
+
+Result<std::vector<BatchLanded>> RedshiftSink::write_group(std::span<const BatchToLand> group) {
+  for (const auto& item : group) SKIPPR_TRY(item.batch.check_shape());
+  SKIPPR_TRY(open());
+  // Staged first, outside the transaction: a name from the BatchId, so staging again after a failure rewrites the
+  // same object with the same bytes.
+  for (const auto& item : group) {
+    if (item.batch.rows == 0) continue;
+    auto body = compress_buffer(encode_csv(item.batch), Compression::kGzip);
+    if (!body) return std::unexpected(body.error());
+    if (auto st = s3_.put_object(config_.bucket, staged_key(item.id), *body, "application/gzip"); !st) {
+      return fail(st.error().kind == ErrorKind::kUnknownOutcome ? ErrorKind::kUnavailable : st.error().kind,
+                  fmt::format("{}: staging batch {} in s3://{}/{}: {}", where(), item.id.str(), config_.bucket,
+                              staged_key(item.id), st.error().message));
+    }
+  }
+  auto landed = write_in_transaction(group);
+  if (!landed) {
+    if (conn_->broken()) conn_.reset();  // the next attempt reconnects
+    return landed;
+  }
+  for (const auto& item : group) {
+    if (item.batch.rows == 0) continue;
+    if (auto st = s3_.delete_object(config_.bucket, staged_key(item.id)); !st) {
+      spdlog::warn("{}: could not delete the staged object of batch {} (swept at the next start): {}", where(),
+                   item.id.str(), st.error().message);
+    }
+  }
+  return landed;
+}
+
+}  // namespace
+
+ConnectorSpec redshift_sink_spec() {
+  ConnectorSpec spec;
+  spec.type_name = "Redshift";
+  spec.is_source = false;
+  spec.summary = "an Amazon Redshift table, loaded by COPY from S3 (staged per batch)";
+  spec.guarantee = Guarantee::kExactlyOnce;
+  spec.params = pg_connection_params();
+  for (ParamSpec& p : spec.params) {
+    if (p.name == "port" && p.default_value.is_null()) p.default_value = 5439;
+  }
+  std::vector<ParamSpec> own = {
+      {"schema", ParamType::kString, false, "public", "the target's schema; created when absent"},
+      {"table", ParamType::kString, true, nullptr, "the target table; created from the first batch's schema"},
+      {"s3_bucket", ParamType::kString, true, nullptr, "where batches are staged for COPY"},
+      {"s3_prefix", ParamType::kString, false, "skippr-staging/", "the staging folder's prefix in s3_bucket"},
+      {"iam_role", ParamType::kString, true, nullptr,
+       "the ARN of the role Redshift assumes to read the staged objects (arn:aws:iam::<account>:role/<name>)"},
+  };
+  spec.params.insert(spec.params.end(), own.begin(), own.end());
+  for (ParamSpec p : aws_connection_params()) {
+    if (p.name == "endpoint") p.doc = "the S3 endpoint for staging (AWS_ENDPOINT_URL_S3 otherwise)";
+    spec.params.push_back(std::move(p));
+  }
+  spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
+    const std::string where = fmt::format("sink '{}'", ctx.name);
+    if (ctx.landing != Landing::kAppend) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("{}: landing {} is not in this build of the Redshift sink (append only); use landing: "
+                              "append",
+                              where, to_string(ctx.landing)));
+    }
+    RedshiftConfig config;
+    config.schema = ctx.params.value("schema", std::string("public"));
+    config.table = ctx.params.value("table", std::string());
+    config.bucket = ctx.params.value("s3_bucket", std::string());
+    config.iam_role = ctx.params.value("iam_role", std::string());
+    if (config.table.empty() || config.bucket.empty() || config.iam_role.empty()) {
+      return fail(ErrorKind::kConfig, fmt::format("{}: Redshift needs table, s3_bucket and iam_role", where));
+    }
+    if (config.iam_role.rfind("arn:aws:iam::", 0) != 0 || config.iam_role.find(":role/") == std::string::npos) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("{}: iam_role '{}' is not a role ARN (arn:aws:iam::<account>:role/<name>)", where,
+                              config.iam_role));
+    }
+    std::string prefix = ctx.params.value("s3_prefix", std::string("skippr-staging/"));
+    if (!prefix.empty() && prefix.back() != '/') prefix += '/';
+    config.prefix = fmt::format("{}{}.{}/", prefix, config.schema, config.table);
+    auto options = read_aws_options(ctx.params, where);
+    if (!options) return std::unexpected(options.error());
+    auto s3 = resolve_aws_service(*options, "s3", where);
+    if (!s3) return std::unexpected(s3.error());
+    config.s3 = std::move(*s3);
+    return std::make_unique<RedshiftSink>(ctx, std::move(config));
+  };
+  return spec;
+}
+
+}  // namespace skippr
