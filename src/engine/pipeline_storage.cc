@@ -153,6 +153,9 @@ Result<std::unique_ptr<PipelineLease>> PipelineStorage::acquire(const std::funct
       if (!sleep_unless_stopped(poll_seconds, stop_requested)) return stopped("its lease");
     }
   }
+  // A replica ends a silent session after its idle timeout (a minute by default); a folder held much longer is held
+  // by something else (a stopped sync of this machine): the lease goes back, so the peer's machine can take over.
+  const auto folder_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(150);
   for (bool told = false; !cluster_->folder;) {
     auto folder = PipelineLock::acquire(paths_, pipeline_);
     if (folder) {
@@ -169,6 +172,12 @@ Result<std::unique_ptr<PipelineLease>> PipelineStorage::acquire(const std::funct
       told = true;
     }
     SKIPPR_TRY(lease->check());
+    if (std::chrono::steady_clock::now() > folder_deadline) {
+      return fail(ErrorKind::kUnavailable,
+                  fmt::format("pipeline '{}': this machine's WAL folder {} stayed held for 150 s ({}); giving the "
+                              "lease back",
+                              pipeline_, paths_.root.string(), folder.error().message));
+    }
     if (!sleep_unless_stopped(poll_seconds, stop_requested)) return stopped("this machine's WAL folder");
   }
   auto promoted = take_over_copy(paths_, pipeline_, lease->token());
@@ -208,9 +217,8 @@ Status PipelineStorage::fresh_start_with_peer(PipelineState& state) const {
     return fail(ErrorKind::kUnavailable,
                 fmt::format("pipeline '{}' has no WAL on this machine, and its peer {} keeps a copy of it with {} "
                             "committed batch(es) not landed yet (lineage {}): the pipeline runs there (its `skipprd "
-                            "sync` takes it over once this process's lease is released){}",
-                            pipeline_, cluster_->options.peer.str(), copy->last_seq - copy->landed_seq, copy->lineage,
-                            copy->complete ? "" : "; that copy is incomplete, so restore this machine's DATA_DIR"));
+                            "sync` takes it over once this process's lease is released)",
+                            pipeline_, cluster_->options.peer.str(), copy->last_seq - copy->landed_seq, copy->lineage));
   }
   const std::string what_to_do =
       copy->complete ? fmt::format(
@@ -232,6 +240,25 @@ Result<WalInspection> PipelineStorage::inspect_wal(const PipelineState& state) c
   return Wal::inspect(paths_.wal, wal_env_);
 }
 
+Status PipelineStorage::discard_wal_of_another_lineage(const PipelineState& state) const {
+  if (!state_outlives_wal() || state.lineage.empty()) return ok();
+  auto wal = Wal::inspect(paths_.wal, wal_env_);
+  if (!wal) return std::unexpected(wal.error());
+  if (wal->segments.empty() || wal->lineage == state.lineage || wal->epoch != state.epoch) return ok();
+  if (wal->last_committed_seq > wal->landed_watermark) {
+    return fail(ErrorKind::kCorruption,
+                fmt::format("the WAL of pipeline '{}' in {} holds {} batch(es) of lineage {} not landed, but {} names "
+                            "lineage {}; nothing was changed",
+                            pipeline_, paths_.wal.string(), wal->last_committed_seq - wal->landed_watermark,
+                            wal->lineage, state_->where(), state.lineage));
+  }
+  spdlog::warn(
+      "pipeline '{}': the WAL here is of lineage {}, landed to its end; the other machine has started "
+      "lineage {} since: it is removed",
+      pipeline_, wal->lineage, state.lineage);
+  return Wal::destroy(paths_.wal, wal_env_);
+}
+
 Result<std::optional<uint64_t>> PipelineStorage::wal_epoch() const {
   if (remote_) return S3Wal::oldest_epoch(s3_wal_options(settings_, remote_->s3, pipeline_, {}, *state_));
   return Wal::epoch_on_disk(paths_.wal, wal_env_);
@@ -243,8 +270,14 @@ Result<uint64_t> PipelineStorage::reset() {
       // This machine's WAL or copy, when no replica session holds it; any other is of an epoch before the state's
       // and is deleted where it is, at that machine's next start (a copy of an older epoch is never run).
       auto folder = PipelineLock::acquire(paths_, pipeline_);
-      if (!folder) return ok();
-      return Wal::destroy(paths_.wal, wal_env_);
+      if (!folder) {
+        if (folder.error().kind == ErrorKind::kLocked) return ok();
+        return std::unexpected(folder.error());
+      }
+      SKIPPR_TRY(Wal::destroy(paths_.wal, wal_env_));
+      std::error_code ec;
+      std::filesystem::remove(paths_.root / "copy.json", ec);  // a record of a copy that is gone
+      return ok();
     }
     if (!remote_) return Wal::destroy(paths_.wal, wal_env_);
     PipelineState state;

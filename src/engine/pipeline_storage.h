@@ -49,6 +49,10 @@ class PipelineStorage {
   // storage modes.
   Status fresh_start_with_peer(PipelineState& state) const;
   std::string wal_location() const;
+  // With a state that outlives the WAL: a WAL here of the state's epoch but another lineage, all landed, is removed
+  // (the other machine started afresh since, which it does only when nothing waited to land); one with batches not
+  // landed is kCorruption. Nothing to do otherwise.
+  Status discard_wal_of_another_lineage(const PipelineState& state) const;
 
   // The WAL of `state` for a writer holding `lease`.
   Result<std::unique_ptr<Wal>> open_wal(const PipelineState& state, const PipelineLease& lease) const;

@@ -398,7 +398,14 @@ Result<Promotion> promote_locked_copy(const PipelinePaths& paths, const std::str
   auto inspection = Wal::inspect(paths.wal);
   if (!inspection) return std::unexpected(inspection.error());
   const CopyRecord record = load_copy_record(paths);
-  if (inspection->segments.empty() || state->lineage.empty()) return fail(ErrorKind::kConfig, no_copy);
+  if (inspection->segments.empty()) return fail(ErrorKind::kConfig, no_copy);
+  // The WAL names what it holds; state.json may not (a copy that continued the WAL of a primary whose state is in
+  // DynamoDB, which keeps only its term here).
+  if (!inspection->lineage.empty()) {
+    state->lineage = inspection->lineage;
+    state->epoch = inspection->epoch;
+  }
+  if (state->lineage.empty()) return fail(ErrorKind::kConfig, no_copy);
   if (!record.complete) {
     return fail(term ? ErrorKind::kUnavailable : ErrorKind::kCorruption,
                 fmt::format("the copy of pipeline '{}' in {} is incomplete (the primary was lost while it brought "
@@ -445,9 +452,21 @@ Result<std::optional<Promotion>> take_over_copy(const PipelinePaths& paths, cons
                                                 uint64_t term) {
   std::error_code ec;
   if (std::filesystem::exists(copy_record_path(paths), ec)) {
-    auto promoted = promote_locked_copy(paths, pipeline, term);
-    if (!promoted) return std::unexpected(promoted.error());
-    return promoted;
+    auto inspection = Wal::inspect(paths.wal);
+    if (!inspection) return std::unexpected(inspection.error());
+    if (!inspection->segments.empty()) {
+      auto promoted = promote_locked_copy(paths, pipeline, term);
+      if (!promoted) return std::unexpected(promoted.error());
+      return promoted;
+    }
+    // A record without a WAL (a RESET deleted it, or a restart of the copy was cut short): nothing to promote.
+    if (!load_copy_record(paths).complete) {
+      return fail(ErrorKind::kUnavailable,
+                  fmt::format("the copy of pipeline '{}' in {} was being started again when it was cut short, so "
+                              "it cannot be promoted: the pipeline runs on the machine that holds its WAL",
+                              pipeline, paths.root.string()));
+    }
+    SKIPPR_TRY(default_env().unlink(copy_record_path(paths)));
   }
   auto state = load_state(paths);
   if (!state) return std::unexpected(state.error());

@@ -137,6 +137,7 @@ class SyncRun {
     // The source first: a source that cannot be read (a missing bucket, refused credentials) stops the run before
     // the destination is touched, even on a first run, where the sink is opened early to read its ledger.
     SKIPPR_TRY(source_->open());
+    SKIPPR_TRY(storage_->discard_wal_of_another_lineage(state_));
     auto wal_epoch = storage_->wal_epoch();
     if (!wal_epoch) return std::unexpected(wal_epoch.error());
     if ((state_.lineage.empty() || storage_->state_outlives_wal()) && !*wal_epoch) {
@@ -209,6 +210,14 @@ class SyncRun {
     if (!tip) return std::unexpected(tip.error());
     if (!*tip) return ok();
     const LedgerTip& held = **tip;
+    if (storage_->state_outlives_wal() && held.max_epoch < state_.epoch) {
+      // A RESET moved the state past every batch there: the source starts where the RESET left it.
+      spdlog::info(
+          "pipeline '{}' {}; {} holds batches up to epoch {} only, and the state is at epoch {} (a RESET): "
+          "the source starts where the state says",
+          pipe_->name, why_starting_afresh(), pipe_->data_sink, held.max_epoch, state_.epoch);
+      return ok();
+    }
     state_.epoch = std::max(state_.epoch, held.max_epoch + 1);
     const std::string sink_name = fmt::format("sink '{}'", pipe_->data_sink);
     if (held.position_after.empty()) {

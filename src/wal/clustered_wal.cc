@@ -294,8 +294,12 @@ class ClusteredWal final : public Wal {
   // while it was caught up is such a prefix too: it goes on where it stopped (CAUGHT_UP marks it complete).
   bool continues_this_wal(const CopyState& copy, const std::vector<WalBatchInfo>& pending, uint64_t watermark,
                           uint64_t last) const {
-    if (!copy.exists || copy.lineage != options_.lineage || copy.epoch != options_.epoch ||
-        copy.term != cluster_.term || copy.last_seq > last || copy.last_seq < watermark) {
+    // A copy of an older term continues this WAL too when it ends on one of its batches: every primary handshakes
+    // before it commits, so two WALs of one lineage and epoch differ only by a tail one of them never committed, and
+    // that tail is either past this WAL's end or fails the checksum of the copy's last batch. (Requiring the same
+    // term would copy everything again at each restart, where the term is the lease's token.)
+    if (!copy.exists || copy.lineage != options_.lineage || copy.epoch != options_.epoch || copy.term > cluster_.term ||
+        copy.last_seq > last || copy.last_seq < watermark) {
       return false;
     }
     if (copy.last_seq == watermark) return true;  // all it holds has landed; what follows is pending here

@@ -211,6 +211,51 @@ TEST(AutomaticTakeover, AMachineWithoutItsWalDefersToTheCopyOrStartsAfreshWithAN
   expect_exactly_once_as_unkilled(SharedPostgres(), m.db, kRows, 17);
 }
 
+// Every restart takes a new lease token, which is the term. A restarted primary whose copy ends on one of its own
+// batches continues that copy instead of copying everything again: a copy started again is incomplete (and cannot
+// be promoted) until it holds the whole backlog, so restarts must not open that window.
+TEST(AutomaticTakeover, ARestartedPrimaryContinuesItsCopy) {
+  constexpr uint64_t kRows = 60000;
+  TwoMachines m("restart", kRows, 23, {{"SKIPPR_LEASE_SECONDS", "4"}, {"BUFFER_THRESHOLD_BYTES", "50000"}});
+  auto r = m.a.skipprd(kSync, m.f.root(), armed_at(m.on(m.a), "sink.in_transaction", 3));
+  ASSERT_EQ(r.exit_code, 137) << r.err;
+  const WalInspection before = m.b.wal();
+  ASSERT_GT(before.last_committed_seq, before.landed_watermark);
+  std::vector<std::string> logged = kSync;
+  logged.insert(logged.end(), {"--log", "info"});
+  r = m.a.skipprd(logged, m.f.root(), m.on(m.a));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("does not continue this WAL"), std::string::npos) << r.err;
+  EXPECT_EQ(m.b.wal().last_committed_seq, m.a.wal().last_committed_seq);
+  expect_exactly_once_as_unkilled(SharedPostgres(), m.db, kRows, 23);
+}
+
+// RESET run on the machine that holds the copy: the copy (and its record) go, and a sync there, with no WAL,
+// starts the new epoch from the source's start as RESET says (the ledger's batches are of the old epoch), while
+// the other machine's WAL of the old epoch is never run again.
+TEST(AutomaticTakeover, AResetOnTheCopysMachineStartsTheSourceOver) {
+  constexpr uint64_t kRows = 30000;
+  TwoMachines m("reset", kRows, 29, {{"SKIPPR_LEASE_SECONDS", "4"}, {"BUFFER_THRESHOLD_BYTES", "50000"}});
+  auto r = m.a.skipprd(kSync, m.f.root(), m.on(m.a));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = m.b.skipprd({"query", "--sql", "RESET PIPELINE bikehire"}, m.f.root(), m.on(m.b));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::error_code ec;
+  EXPECT_FALSE(std::filesystem::exists(m.b.data_dir() / "pipelines" / "bikehire" / "copy.json", ec));
+  r = m.b.skipprd(kSync, m.f.root(), m.on(m.b));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // An append table gets the rows again after a RESET (the README's promise), each batch once in the ledger.
+  auto& pg = SharedPostgres();
+  EXPECT_EQ(pg.value(m.db, "SELECT count(*) FROM bike.trips"), std::to_string(2 * kRows));
+  EXPECT_EQ(pg.value(m.db, "SELECT count(DISTINCT trip_id) FROM bike.trips"), std::to_string(kRows));
+  EXPECT_EQ(pg.value(m.db, "SELECT count(*) - count(DISTINCT batch_id) FROM bike._skippr_batches"), "0");
+  EXPECT_EQ(pg.value(m.db, "SELECT sum(\"rows\") FROM bike._skippr_batches"), std::to_string(2 * kRows));
+  // A's WAL of the old epoch is deleted at its next start, not run: nothing more lands.
+  r = m.a.skipprd(kSync, m.f.root(), m.on(m.a));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(pg.value(m.db, "SELECT count(*) FROM bike.trips"), std::to_string(2 * kRows));
+}
+
 // The primary is paused (SIGSTOP) past its lease: the standby takes over (after the lease runs out and its replica
 // ends the silent session, here after 3 s instead of the default minute), and the old primary, resumed, is fenced
 // (exit 75) by its lost lease and by the replica's term; every row lands once, as unkilled.
