@@ -386,24 +386,22 @@ ReplicaServer::~ReplicaServer() {
 
 namespace {
 
-// What a promotion checks and changes, for a caller that holds the pipeline's lock. `term`: nullopt = one above
-// every term the copy has seen (`skipprd promote`).
+// What a promotion checks and changes, for a caller that holds the pipeline's lock and has read what the copy holds
+// (`inspection`). `term`: nullopt = one above every term the copy has seen (`skipprd promote`).
 Result<Promotion> promote_locked_copy(const PipelinePaths& paths, const std::string& pipeline,
-                                      std::optional<uint64_t> term) {
+                                      const WalInspection& inspection, std::optional<uint64_t> term) {
   const std::string no_copy =
       fmt::format("there is no copy of pipeline '{}' in {}: this machine's replica never received it", pipeline,
                   paths.root.string());
   auto state = load_state(paths);
   if (!state) return std::unexpected(state.error());
-  auto inspection = Wal::inspect(paths.wal);
-  if (!inspection) return std::unexpected(inspection.error());
   const CopyRecord record = load_copy_record(paths);
-  if (inspection->segments.empty()) return fail(ErrorKind::kConfig, no_copy);
+  if (inspection.segments.empty()) return fail(ErrorKind::kConfig, no_copy);
   // The WAL names what it holds; state.json may not (a copy that continued the WAL of a primary whose state is in
   // DynamoDB, which keeps only its term here).
-  if (!inspection->lineage.empty()) {
-    state->lineage = inspection->lineage;
-    state->epoch = inspection->epoch;
+  if (!inspection.lineage.empty()) {
+    state->lineage = inspection.lineage;
+    state->epoch = inspection.epoch;
   }
   if (state->lineage.empty()) return fail(ErrorKind::kConfig, no_copy);
   if (!record.complete) {
@@ -424,7 +422,7 @@ Result<Promotion> promote_locked_copy(const PipelinePaths& paths, const std::str
   SKIPPR_TRY(save_state(paths, *state));
   SKIPPR_TRY(default_env().unlink(copy_record_path(paths)));  // it is this machine's WAL now, not a copy
   SKIPPR_TRY(default_env().fsync_dir(paths.root));
-  return Promotion{state->term, inspection->last_committed_seq, inspection->landed_watermark, state->lineage};
+  return Promotion{state->term, inspection.last_committed_seq, inspection.landed_watermark, state->lineage};
 }
 
 }  // namespace
@@ -445,7 +443,9 @@ Result<Promotion> promote_copy(const std::filesystem::path& data_dir, const std:
                             "again then), or the pipeline already runs here",
                             pipeline, paths.root.string(), lock.error().message));
   }
-  return promote_locked_copy(paths, pipeline, std::nullopt);
+  auto inspection = Wal::inspect(paths.wal);
+  if (!inspection) return std::unexpected(inspection.error());
+  return promote_locked_copy(paths, pipeline, *inspection, std::nullopt);
 }
 
 Result<std::optional<Promotion>> take_over_copy(const PipelinePaths& paths, const std::string& pipeline,
@@ -455,7 +455,7 @@ Result<std::optional<Promotion>> take_over_copy(const PipelinePaths& paths, cons
     auto inspection = Wal::inspect(paths.wal);
     if (!inspection) return std::unexpected(inspection.error());
     if (!inspection->segments.empty()) {
-      auto promoted = promote_locked_copy(paths, pipeline, term);
+      auto promoted = promote_locked_copy(paths, pipeline, *inspection, term);
       if (!promoted) return std::unexpected(promoted.error());
       return promoted;
     }

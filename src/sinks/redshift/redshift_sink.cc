@@ -22,11 +22,12 @@ namespace {
 
 // Redshift folds identifiers to lower case (quoted or not, unless enable_case_sensitive_identifier is on), so the
 // sink writes them lower-cased: what it creates is what it finds.
-std::string rs_name(std::string_view name) {
+std::string rs_folded(std::string_view name) {
   std::string out(name);
   std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return pg_quote_identifier(out);
+  return out;
 }
+std::string rs_name(std::string_view name) { return pg_quote_identifier(rs_folded(name)); }
 
 const char* rs_type(Type type) {
   switch (type) {
@@ -166,17 +167,12 @@ Status RedshiftSink::prepare_table(const Batch& batch) {
     SKIPPR_TRY(conn_->execute(fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", target(), definition)));
   } else {
     for (const Field& field : batch.schema.fields) {
-      std::string lower = rs_name(field.name);
-      lower = lower.substr(1, lower.size() - 2);
-      if (columns_.contains(lower)) continue;
+      if (columns_.contains(rs_folded(field.name))) continue;
       SKIPPR_TRY(conn_->execute(
           fmt::format("ALTER TABLE {} ADD COLUMN {} {}", target(), rs_name(field.name), rs_type(field.type))));
     }
   }
-  for (const Field& field : batch.schema.fields) {
-    const std::string quoted = rs_name(field.name);
-    columns_.insert(quoted.substr(1, quoted.size() - 2));
-  }
+  for (const Field& field : batch.schema.fields) columns_.insert(rs_folded(field.name));
   return ok();
 }
 
@@ -292,8 +288,9 @@ ConnectorSpec redshift_sink_spec() {
                               where, to_string(ctx.landing)));
     }
     RedshiftConfig config;
-    config.schema = ctx.params.value("schema", std::string("public"));
-    config.table = ctx.params.value("table", std::string());
+    // Folded once: the catalog lookups, the ledger's scope and the staging prefix then all use Redshift's names.
+    config.schema = rs_folded(ctx.params.value("schema", std::string("public")));
+    config.table = rs_folded(ctx.params.value("table", std::string()));
     config.bucket = ctx.params.value("s3_bucket", std::string());
     config.iam_role = ctx.params.value("iam_role", std::string());
     if (config.table.empty() || config.bucket.empty() || config.iam_role.empty()) {
