@@ -1,4 +1,4 @@
-#!/ usr / bin / env python3
+#!/usr/bin/env python3
 """A Redshift emulator for tests: Amazon Redshift's PostgreSQL wire protocol, served by a real PostgreSQL server.
 
 Usage: redshift_emulator.py --upstream-port PORT --s3-endpoint URL --port-file FILE [--drop-commit-every N]
@@ -96,8 +96,8 @@ class Session:
                     self.server.sendall(msg)
                     return
                 else:
-#The extended protocol(Parse, Bind, Describe, Execute) is answered at Sync, which ends in
-#ReadyForQuery.(libpq sends Flush only in pipeline mode, which the sink does not use.)
+                    # The extended protocol (Parse, Bind, Describe, Execute) is answered at Sync, which ends in
+                    # ReadyForQuery. (libpq sends Flush only in pipeline mode, which the sink does not use.)
                     self.server.sendall(msg)
                     if kind == b"S":
                         self.relay_until_ready()
@@ -124,7 +124,7 @@ class Session:
             self.server = socket.create_connection(("127.0.0.1", self.args.upstream_port))
             self.server.sendall(struct.pack("!I", length) + body)
             break
-#Authentication goes back and forth until the server's first ReadyForQuery.
+        # Authentication goes back and forth until the server's first ReadyForQuery.
         while True:
             kind, msg = read_message(self.server)
             self.client.sendall(msg)
@@ -183,7 +183,7 @@ class Session:
         fmt = FORMAT_AS.search(options)
         if not fmt or fmt.group("format").upper() != "CSV":
             return self.fail_in_server("this emulator loads FORMAT AS CSV only")
-#Redshift reads the object as the role; here, with the credentials of the emulator's environment.
+        # Redshift reads the object as the role; here, with the credentials of the emulator's environment.
         try:
             data = S3.get_object(Bucket=copy.group("bucket"), Key=copy.group("key"))["Body"].read()
         except botocore.exceptions.ClientError as e:

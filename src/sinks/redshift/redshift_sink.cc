@@ -16,6 +16,9 @@
 #include "formats/compression.h"
 #include "formats/object_encoding.h"
 #include "sinks/batch_ledger.h"
+#include "sinks/change_fields.h"
+#include "sinks/merge_sql.h"
+#include "sinks/redshift/redshift_merge.h"
 
 namespace skippr {
 namespace {
@@ -60,7 +63,22 @@ struct RedshiftConfig {
   std::string prefix;  // the staging folder: <s3_prefix><schema>.<table>/
   std::string iam_role;
   AwsService s3;
+  std::vector<std::string> primary_key;  // folded; merge_by_key when not empty
 };
+
+constexpr std::string_view kStageTable = "_skippr_stage";
+constexpr std::string_view kLatestTable = "_skippr_latest";
+
+// The staged form of a merged batch: its rows numbered (the derived order token and the tie breaker need them).
+Batch with_row_numbers(const Batch& batch) {
+  Batch out = batch;
+  Column numbers(Type::kInt64);
+  numbers.reserve(batch.rows);
+  for (size_t row = 0; row < batch.rows; ++row) numbers.append_int(static_cast<int64_t>(row));
+  out.schema.fields.push_back({std::string(kRowNumberColumn), Type::kInt64});
+  out.columns.push_back(std::move(numbers));
+  return out;
+}
 
 class RedshiftSink final : public GroupLandingSink {
  public:
@@ -79,6 +97,12 @@ class RedshiftSink final : public GroupLandingSink {
  private:
   std::string target() const { return rs_name(config_.schema) + "." + rs_name(config_.table); }
   std::string where() const { return fmt::format("{}: Redshift table {}", what_, target()); }
+  bool merging() const { return !config_.primary_key.empty(); }
+  std::string tombstones_name() const { return rs_name(config_.table + std::string(kTombstoneSuffix)); }
+  // The batch has every key field, no null key, and readable change fields.
+  Status check_merge_rows(const Batch& batch) const;
+  RedshiftMerge merge_names(const Batch& batch) const;
+  Status apply_merge(const BatchToLand& item, const std::string& copy_options);
   LedgerDialect ledger() const {
     return {rs_name(config_.schema) + ".", "table_schema = " + rs_literal(config_.schema), rs_literal, "VARCHAR(65535)",
             "BIGINT"};
@@ -161,18 +185,81 @@ Status RedshiftSink::prepare_table(const Batch& batch) {
   if (columns_.empty()) {
     std::string definition;
     for (const Field& field : batch.schema.fields) {
+      if (merging() && is_change_field(field.name)) continue;
       if (!definition.empty()) definition += ", ";
       definition += fmt::format("{} {}", rs_name(field.name), rs_type(field.type));
     }
+    if (merging()) definition += fmt::format(", {} {}", rs_name(kOrderColumn), kRedshiftTokenType);
     SKIPPR_TRY(conn_->execute(fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", target(), definition)));
   } else {
     for (const Field& field : batch.schema.fields) {
-      if (columns_.contains(rs_folded(field.name))) continue;
+      if (columns_.contains(rs_folded(field.name)) || (merging() && is_change_field(field.name))) continue;
       SKIPPR_TRY(conn_->execute(
           fmt::format("ALTER TABLE {} ADD COLUMN {} {}", target(), rs_name(field.name), rs_type(field.type))));
     }
+    // A table appended to before: its rows have no order token, so any change replaces them.
+    if (merging() && !columns_.contains(std::string(kOrderColumn))) {
+      SKIPPR_TRY(conn_->execute(
+          fmt::format("ALTER TABLE {} ADD COLUMN {} {}", target(), rs_name(kOrderColumn), kRedshiftTokenType)));
+    }
   }
   for (const Field& field : batch.schema.fields) columns_.insert(rs_folded(field.name));
+  if (merging()) columns_.insert(std::string(kOrderColumn));
+  return ok();
+}
+
+Status RedshiftSink::check_merge_rows(const Batch& batch) const {
+  std::vector<size_t> key_fields;
+  for (const auto& key : config_.primary_key) {
+    auto field = std::ranges::find_if(batch.schema.fields, [&](const Field& f) { return rs_folded(f.name) == key; });
+    if (field == batch.schema.fields.end()) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("{}: the batch has no field {} named in the pipeline's primary_key; fix primary_key",
+                              where(), rs_name(key)));
+    }
+    key_fields.push_back(static_cast<size_t>(field - batch.schema.fields.begin()));
+  }
+  return check_change_fields(batch, key_fields, where());
+}
+
+RedshiftMerge RedshiftSink::merge_names(const Batch& batch) const {
+  RedshiftMerge m;
+  m.table = target();
+  m.table_name = rs_name(config_.table);
+  m.tombstones = rs_name(config_.schema) + "." + tombstones_name();
+  m.tombstones_name = tombstones_name();
+  m.stage = rs_name(kStageTable);
+  m.latest = rs_name(kLatestTable);
+  for (const auto& key : config_.primary_key) {
+    m.keys.push_back(rs_name(key));
+    auto field = std::ranges::find_if(batch.schema.fields, [&](const Field& f) { return rs_folded(f.name) == key; });
+    m.key_types.push_back(rs_type(field->type));
+  }
+  for (const Field& field : batch.schema.fields) {
+    if (!is_change_field(field.name)) m.data.push_back(rs_name(field.name));
+  }
+  m.order = rs_name(kOrderColumn);
+  m.row = rs_name(kRowNumberColumn);
+  m.op = rs_name(kOpField);
+  return m;
+}
+
+// The batch is copied into a temp stage (dropped first: Redshift keeps a temp table until the session ends, and a
+// group stages one batch after another), then merged into the target.
+Status RedshiftSink::apply_merge(const BatchToLand& item, const std::string& copy_options) {
+  const Batch staged = with_row_numbers(item.batch);
+  std::string definition, columns;
+  for (const Field& field : staged.schema.fields) {
+    definition += fmt::format("{}{} {}", definition.empty() ? "" : ", ", rs_name(field.name),
+                              field.name == kRowNumberColumn ? "BIGINT" : rs_type(field.type));
+    columns += (columns.empty() ? "" : ", ") + rs_name(field.name);
+  }
+  SKIPPR_TRY(conn_->execute(fmt::format("DROP TABLE IF EXISTS {}", rs_name(kStageTable))));
+  SKIPPR_TRY(conn_->execute(fmt::format("CREATE TEMP TABLE {} ({})", rs_name(kStageTable), definition)));
+  SKIPPR_TRY(conn_->execute(fmt::format("COPY {} ({}) FROM {}", rs_name(kStageTable), columns, copy_options)));
+  for (const auto& sql : redshift_merge_sql(merge_names(item.batch), item.batch, item.id)) {
+    SKIPPR_TRY(conn_->execute(sql));
+  }
   return ok();
 }
 
@@ -183,15 +270,20 @@ Result<uint64_t> RedshiftSink::land_batch(const BatchToLand& item) {
   };
   if (item.batch.rows > 0) {
     if (auto st = prepare_table(item.batch); !st) return failed(st.error());
-    std::string columns;
-    for (const Field& field : item.batch.schema.fields) {
-      columns += (columns.empty() ? "" : ", ") + rs_name(field.name);
+    const std::string copy_options = fmt::format(
+        "{} IAM_ROLE {} FORMAT AS CSV GZIP IGNOREHEADER 1 TIMEFORMAT 'auto' DATEFORMAT 'auto'",
+        rs_literal(fmt::format("s3://{}/{}", config_.bucket, staged_key(id))), rs_literal(config_.iam_role));
+    if (merging()) {
+      if (auto st = apply_merge(item, copy_options); !st) return failed(st.error());
+    } else {
+      std::string columns;
+      for (const Field& field : item.batch.schema.fields) {
+        columns += (columns.empty() ? "" : ", ") + rs_name(field.name);
+      }
+      if (auto st = conn_->execute(fmt::format("COPY {} ({}) FROM {}", target(), columns, copy_options)); !st) {
+        return failed(st.error());
+      }
     }
-    const std::string copy = fmt::format(
-        "COPY {} ({}) FROM {} IAM_ROLE {} FORMAT AS CSV GZIP IGNOREHEADER 1 TIMEFORMAT 'auto' DATEFORMAT 'auto'",
-        target(), columns, rs_literal(fmt::format("s3://{}/{}", config_.bucket, staged_key(id))),
-        rs_literal(config_.iam_role));
-    if (auto st = conn_->execute(copy); !st) return failed(st.error());
   }
   failpoint::hit(failpoint::kSinkInTransaction);
   if (auto st = conn_->execute(ledger_insert_sql(ledger(), target(), id, item.batch.rows, item.position_after)); !st) {
@@ -225,13 +317,16 @@ Result<std::vector<BatchLanded>> RedshiftSink::write_in_transaction(std::span<co
 }
 
 Result<std::vector<BatchLanded>> RedshiftSink::write_group(std::span<const BatchToLand> group) {
-  for (const auto& item : group) SKIPPR_TRY(item.batch.check_shape());
+  for (const auto& item : group) {
+    SKIPPR_TRY(item.batch.check_shape());
+    if (merging()) SKIPPR_TRY(check_merge_rows(item.batch));
+  }
   SKIPPR_TRY(open());
   // Staged first, outside the transaction: a name from the BatchId, so staging again after a failure rewrites the
   // same object with the same bytes.
   for (const auto& item : group) {
     if (item.batch.rows == 0) continue;
-    auto body = compress_buffer(encode_csv(item.batch), Compression::kGzip);
+    auto body = compress_buffer(encode_csv(merging() ? with_row_numbers(item.batch) : item.batch), Compression::kGzip);
     if (!body) return std::unexpected(body.error());
     if (auto st = s3_.put_object(config_.bucket, staged_key(item.id), *body, "application/gzip"); !st) {
       return fail(st.error().kind == ErrorKind::kUnknownOutcome ? ErrorKind::kUnavailable : st.error().kind,
@@ -281,11 +376,14 @@ ConnectorSpec redshift_sink_spec() {
   }
   spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
     const std::string where = fmt::format("sink '{}'", ctx.name);
-    if (ctx.landing != Landing::kAppend) {
+    if (ctx.landing != Landing::kAppend && ctx.landing != Landing::kMergeByKey) {
       return fail(ErrorKind::kConfig,
-                  fmt::format("{}: landing {} is not in this build of the Redshift sink (append only); use landing: "
-                              "append",
+                  fmt::format("{}: landing {} is not in this build of the Redshift sink (append and merge_by_key "
+                              "only); use one of those",
                               where, to_string(ctx.landing)));
+    }
+    if (ctx.landing == Landing::kMergeByKey && ctx.primary_key.empty()) {
+      return fail(ErrorKind::kConfig, fmt::format("{}: merge_by_key needs the pipeline's primary_key; add it", where));
     }
     RedshiftConfig config;
     // Folded once: the catalog lookups, the ledger's scope and the staging prefix then all use Redshift's names.
@@ -293,6 +391,9 @@ ConnectorSpec redshift_sink_spec() {
     config.table = rs_folded(ctx.params.value("table", std::string()));
     config.bucket = ctx.params.value("s3_bucket", std::string());
     config.iam_role = ctx.params.value("iam_role", std::string());
+    if (ctx.landing == Landing::kMergeByKey) {
+      for (const auto& key : ctx.primary_key) config.primary_key.push_back(rs_folded(key));
+    }
     if (config.table.empty() || config.bucket.empty() || config.iam_role.empty()) {
       return fail(ErrorKind::kConfig, fmt::format("{}: Redshift needs table, s3_bucket and iam_role", where));
     }

@@ -5,6 +5,10 @@
 // transaction committed; what a crash leaves behind is swept when the sink next opens (every object under the
 // pipeline's staging prefix is either landed or staged again by the landing that needs it).
 //
+// merge_by_key stages the batch with its row numbers, copies it into a temp table inside the same transaction, and
+// merges it with DELETE ... USING and INSERT ... SELECT (sinks/redshift/redshift_merge.h). replace_partition and
+// replace_table are not built for Redshift yet: exit 2 at load.
+//
 // libpq rather than the Redshift Data API: the PRODUCT contract names dsn / host / port / user / password /
 // database, one connection keeps the transaction open across the group's statements (the Data API needs a batch of
 // statements sent whole, and a separate status poll), and the Postgres sink's libpq layer is reused.
