@@ -17,6 +17,7 @@
 #include "sinks/skippr_lake/skippr_lake_sink.h"
 #include "sinks/snowflake/snowflake_sink.h"
 #include "sinks/stdout/stdout_sink.h"
+#include "sinks/synapse/synapse_sink.h"
 #include "sources/file/file_source.h"
 #include "sources/google_analytics/google_analytics_source.h"
 #include "sources/http_client/http_client_source.h"
@@ -35,7 +36,7 @@ const std::vector<ConnectorSpec>& connector_registry() {
       file_sink_spec(),          s3_sink_spec(),          azure_blob_sink_spec(),         gcs_sink_spec(),
       sftp_sink_spec(),          skippr_lake_sink_spec(), athena_iceberg_sink_spec(),     athena_sink_spec(),
       clickhouse_sink_spec(),    amqp_sink_spec(),        snowflake_sink_spec(),          bigquery_sink_spec(),
-      databricks_sink_spec(),
+      databricks_sink_spec(),    synapse_sink_spec(),
   };
   return registry;
 }

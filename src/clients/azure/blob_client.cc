@@ -147,6 +147,17 @@ Result<std::string> BlobClient::get_blob(const std::string& container, const std
   return std::unexpected(error_of(*response, w));
 }
 
+Status BlobClient::delete_blob(const std::string& container, const std::string& name) {
+  AzureRequest r;
+  r.method = "DELETE";
+  r.path = blob_path(container, name);
+  const std::string w = what("Delete Blob", container, name);
+  auto response = send(r, w, /*is_write=*/true);
+  if (!response) return std::unexpected(response.error());
+  if (response->status == 202 || response->status == 404) return ok();
+  return std::unexpected(error_of(*response, w));
+}
+
 Result<std::vector<std::string>> BlobClient::list_blobs(const std::string& container, const std::string& prefix,
                                                         bool uncommitted) {
   auto items = list_blob_items(container, prefix, uncommitted);

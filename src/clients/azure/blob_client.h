@@ -43,6 +43,8 @@ class BlobClient {
                                               std::string_view body, size_t block_bytes, const char* content_type);
   Result<bool> blob_exists(const std::string& container, const std::string& name);
   Result<std::string> get_blob(const std::string& container, const std::string& name);
+  // Delete Blob; a blob already gone is ok (a retry after an unknown outcome, or a sweep of what was deleted).
+  Status delete_blob(const std::string& container, const std::string& name);
   // Every committed blob whose name starts with `prefix`, in name order (all pages); with `uncommitted`, also the
   // names that hold only staged blocks (an upload that was never committed).
   Result<std::vector<std::string>> list_blobs(const std::string& container, const std::string& prefix = "",

@@ -1,0 +1,53 @@
+// A thin RAII layer over ODBC (unixODBC's driver manager) for the sinks that speak to SQL Server's family over TDS
+// (Synapse): connect with a connection string, run statements, read rows as text, and classify diagnostics once.
+// The connection string holds a password: it is never put in a message, and neither is a statement the caller marks
+// secret (a COPY INTO with a storage key).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+
+namespace skippr {
+
+using OdbcRows = std::vector<std::vector<std::optional<std::string>>>;
+
+class OdbcConnection {
+ public:
+  // `what` names the connector in messages. A login failure (SQLSTATE 28000) or an unknown database (42000 at
+  // login) is kConfig; a server that cannot be reached is kUnavailable.
+  static Result<OdbcConnection> connect(const std::string& connection_string, std::string_view what);
+
+  OdbcConnection(OdbcConnection&&) noexcept;
+  OdbcConnection& operator=(OdbcConnection&&) noexcept;
+  ~OdbcConnection();
+
+  Status execute(std::string_view sql);
+  // Every row of the statement's first result set, each value as text (NULL as nullopt).
+  Result<OdbcRows> query(std::string_view sql);
+
+  // True once the link is gone (a communication-link SQLSTATE, class 08): every further call fails, the owner
+  // reconnects, and a statement that was in flight has an unknown outcome.
+  bool broken() const { return broken_; }
+  const std::string& last_sqlstate() const { return last_sqlstate_; }
+
+ private:
+  struct Handles;
+  explicit OdbcConnection(std::unique_ptr<Handles> handles);
+  Result<OdbcRows> run(std::string_view sql, bool want_rows);
+
+  std::unique_ptr<Handles> handles_;
+  bool broken_ = false;
+  std::string last_sqlstate_;
+};
+
+// {value}: ODBC's quoting of a connection-string attribute, so a password may hold ';' or '='. A '}' inside cannot
+// be quoted for FreeTDS (it keeps the doubled "}}" ODBC specifies as is), so callers refuse one (odbc_quotable).
+std::string odbc_braced(std::string_view value);
+bool odbc_quotable(std::string_view value);
+
+}  // namespace skippr

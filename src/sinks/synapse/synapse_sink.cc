@@ -1,0 +1,382 @@
+#include "sinks/synapse/synapse_sink.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+#include <set>
+
+#include "clients/azure/azure_credentials.h"
+#include "clients/azure/azure_params.h"
+#include "clients/azure/blob_client.h"
+#include "clients/odbc/odbc_client.h"
+#include "core/failpoint.h"
+#include "core/redact.h"
+#include "formats/batch_encoders.h"
+#include "formats/compression.h"
+#include "formats/object_encoding.h"
+#include "sinks/batch_ledger.h"
+
+namespace skippr {
+namespace {
+
+constexpr const char* kFreeTdsDriver = "/usr/lib/x86_64-linux-gnu/odbc/libtdsodbc.so";
+
+// T-SQL quoting: [name] with ']' doubled, N'text' with quotes doubled (NVARCHAR literals keep any character).
+std::string ts_name(std::string_view name) {
+  std::string out = "[";
+  for (char c : name) {
+    out += c;
+    if (c == ']') out += ']';
+  }
+  return out + "]";
+}
+std::string ts_literal(std::string_view text) {
+  std::string out = "N'";
+  for (char c : text) {
+    out += c;
+    if (c == '\'') out += '\'';
+  }
+  return out + "'";
+}
+// A plain 'text' literal: what COPY INTO takes for its URL and its credential.
+std::string ts_plain_literal(std::string_view text) { return ts_literal(text).substr(1); }
+
+std::string folded(std::string_view name) {
+  std::string out(name);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+const char* ts_type(Type type) {
+  switch (type) {
+    case Type::kBool:
+      return "BIT";
+    case Type::kInt64:
+      return "BIGINT";
+    case Type::kDouble:
+      return "FLOAT";
+    case Type::kTimestamp:
+      return "DATETIME2";
+    case Type::kDate:
+      return "DATE";
+    case Type::kString:
+    case Type::kJson:
+    case Type::kBinary:
+      return "NVARCHAR(4000)";  // JSON as text; binary as its base64 (the CSV encoder's)
+  }
+  return "NVARCHAR(4000)";
+}
+
+struct SynapseConfig {
+  std::string connection_string;  // holds the password: never in a message
+  std::vector<std::string> secrets;
+  std::string schema;
+  std::string table;
+  std::string container;
+  std::string prefix;  // the staging folder: <storage_prefix><schema>.<table>/
+  AzureAccount storage;
+};
+
+class SynapseSink final : public GroupLandingSink {
+ public:
+  SynapseSink(const ConnectorContext& ctx, SynapseConfig config)
+      : what_(fmt::format("sink '{}'", ctx.name)),
+        pipeline_(ctx.pipeline),
+        config_(std::move(config)),
+        blobs_(config_.storage) {}
+
+  Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
+  Status open() override;
+  Result<std::optional<LedgerTip>> ledger_tip() override;
+  Result<std::vector<BatchLanded>> write_group(std::span<const BatchToLand> group) override;
+
+ private:
+  std::string target() const { return ts_name(config_.schema) + "." + ts_name(config_.table); }
+  std::string where() const { return fmt::format("{}: Synapse table {}", what_, target()); }
+  LedgerDialect ledger() const {
+    return {ts_name(config_.schema) + ".", "", ts_literal, "NVARCHAR(400)", "BIGINT", ts_name};
+  }
+  std::string ledger_table() const { return ts_name(config_.schema) + "." + ts_name(kLedgerTable); }
+  std::string staged_name(const BatchId& id) const {
+    return config_.prefix + batch_object_name(id, ObjectEncoding{OutputFormat::kCsv, Compression::kGzip});
+  }
+  std::string staged_url(const BatchId& id) const {
+    return fmt::format("{}/{}/{}", config_.storage.endpoint, config_.container, staged_name(id));
+  }
+  // COPY INTO's CREDENTIAL clause: the account key or the SAS the sink itself stages with.
+  std::string credential() const {
+    if (!config_.storage.key.empty()) {
+      return fmt::format("IDENTITY = 'Storage Account Key', SECRET = {}",
+                         ts_plain_literal(azure_base64(config_.storage.key)));
+    }
+    return fmt::format("IDENTITY = 'Shared Access Signature', SECRET = {}", ts_plain_literal(config_.storage.sas));
+  }
+  // Every message the sink passes on: no password, key or SAS in it, whatever a driver or server echoed.
+  Error redacted(const Error& e) const { return {e.kind, redact(e.message, config_.secrets)}; }
+  Status sweep_staged_blobs();
+  Result<std::set<std::string>> columns();
+  Status prepare_table(const Batch& batch);
+  Result<uint64_t> land_batch(const BatchToLand& item);
+  Result<std::vector<BatchLanded>> write_in_transaction(std::span<const BatchToLand> group);
+
+  std::string what_;
+  std::string pipeline_;
+  SynapseConfig config_;
+  BlobClient blobs_;
+  std::optional<OdbcConnection> conn_;
+  std::set<std::string> columns_;  // the target's, lower-cased (SQL Server's names are case-insensitive)
+};
+
+Status SynapseSink::open() {
+  if (conn_ && !conn_->broken()) return ok();
+  conn_.reset();
+  auto conn = OdbcConnection::connect(config_.connection_string, what_);
+  if (!conn) return std::unexpected(redacted(conn.error()));
+  auto prefixed = [&](const Error& e) {
+    return fail(e.kind, redact(fmt::format("{}: {}", where(), e.message), config_.secrets));
+  };
+  // Any error inside a transaction rolls all of it back, so no half-landed batch can be committed after a failure.
+  for (const std::string& sql : {
+           std::string("SET XACT_ABORT ON"),
+           fmt::format("IF SCHEMA_ID({}) IS NULL EXEC({})", ts_literal(config_.schema),
+                       ts_literal(fmt::format("CREATE SCHEMA {}", ts_name(config_.schema)))),
+           fmt::format("IF OBJECT_ID({}, N'U') IS NULL CREATE TABLE {} (target_table NVARCHAR(400) NOT NULL, batch_id "
+                       "NVARCHAR(400) NOT NULL, pipeline NVARCHAR(400), lineage NVARCHAR(64), epoch BIGINT, seq "
+                       "BIGINT, [rows] BIGINT, position_after NVARCHAR(4000), landed_at DATETIME2 DEFAULT "
+                       "SYSUTCDATETIME())",
+                       ts_literal(ledger_table()), ledger_table()),
+       }) {
+    if (auto st = conn->execute(sql); !st) return prefixed(st.error());
+  }
+  conn_ = std::move(*conn);
+  columns_.clear();
+  return sweep_staged_blobs();
+}
+
+Status SynapseSink::sweep_staged_blobs() {
+  auto names = blobs_.list_blobs(config_.container, config_.prefix + pipeline_ + "-");
+  if (!names) {
+    return fail(names.error().kind,
+                fmt::format("{}: staging in container {}: {}", where(), config_.container, names.error().message));
+  }
+  for (const std::string& name : *names) {
+    if (auto st = blobs_.delete_blob(config_.container, name); !st) {
+      spdlog::warn("{}: could not delete the staged blob {} (swept again at the next start): {}", where(), name,
+                   st.error().message);
+    }
+  }
+  return ok();
+}
+
+Result<std::optional<LedgerTip>> SynapseSink::ledger_tip() {
+  SKIPPR_TRY(open());
+  const std::string mine =
+      fmt::format("target_table = {} AND pipeline = {}", ts_literal(target()), ts_literal(pipeline_));
+  auto rows = conn_->query(fmt::format(
+      "SELECT TOP (1) batch_id, position_after, CAST((SELECT max(epoch) FROM {0} WHERE {1}) AS NVARCHAR(40)) FROM "
+      "{0} WHERE {1} ORDER BY epoch DESC, seq DESC",
+      ledger_table(), mine));
+  if (!rows) return std::unexpected(redacted(rows.error()));
+  return ledger_tip_of(*rows);
+}
+
+Result<std::set<std::string>> SynapseSink::columns() {
+  auto rows = conn_->query(
+      fmt::format("SELECT COLUMN_NAME FROM INFORMATION_SCHEMA.COLUMNS WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {}",
+                  ts_literal(config_.schema), ts_literal(config_.table)));
+  if (!rows) return std::unexpected(rows.error());
+  std::set<std::string> names;
+  for (const auto& row : *rows) names.insert(folded(row[0].value_or("")));
+  return names;
+}
+
+// Creates the table from the batch, or adds the batch's new fields as nullable columns.
+Status SynapseSink::prepare_table(const Batch& batch) {
+  if (columns_.empty()) {
+    auto names = columns();
+    if (!names) return std::unexpected(names.error());
+    columns_ = std::move(*names);
+  }
+  if (columns_.empty()) {
+    std::string definition;
+    for (const Field& field : batch.schema.fields) {
+      definition +=
+          fmt::format("{}{} {} NULL", definition.empty() ? "" : ", ", ts_name(field.name), ts_type(field.type));
+    }
+    SKIPPR_TRY(conn_->execute(fmt::format("IF OBJECT_ID({}, N'U') IS NULL CREATE TABLE {} ({})", ts_literal(target()),
+                                          target(), definition)));
+  } else {
+    for (const Field& field : batch.schema.fields) {
+      if (columns_.contains(folded(field.name))) continue;
+      SKIPPR_TRY(conn_->execute(
+          fmt::format("ALTER TABLE {} ADD {} {} NULL", target(), ts_name(field.name), ts_type(field.type))));
+    }
+  }
+  for (const Field& field : batch.schema.fields) columns_.insert(folded(field.name));
+  return ok();
+}
+
+Result<uint64_t> SynapseSink::land_batch(const BatchToLand& item) {
+  const BatchId& id = item.id;
+  auto failed = [&](const Error& e) {
+    return fail(e.kind, fmt::format("writing batch {} to {}: {}", id.str(), where(), e.message));
+  };
+  if (item.batch.rows > 0) {
+    if (auto st = prepare_table(item.batch); !st) return failed(st.error());
+    std::string columns;
+    for (const Field& field : item.batch.schema.fields) columns += (columns.empty() ? "" : ", ") + ts_name(field.name);
+    const std::string copy = fmt::format(
+        "COPY INTO {} ({}) FROM {} WITH (FILE_TYPE = 'CSV', CREDENTIAL = ({}), COMPRESSION = 'GZIP', FIRSTROW = 2, "
+        "FIELDQUOTE = '\"', FIELDTERMINATOR = ',', ENCODING = 'UTF8')",
+        target(), columns, ts_plain_literal(staged_url(id)), credential());
+    if (auto st = conn_->execute(copy); !st) return failed(st.error());
+  }
+  failpoint::hit(failpoint::kSinkInTransaction);
+  if (auto st = conn_->execute(ledger_insert_sql(ledger(), target(), id, item.batch.rows, item.position_after)); !st) {
+    return failed(st.error());
+  }
+  return uint64_t{0};
+}
+
+Result<std::vector<BatchLanded>> SynapseSink::write_in_transaction(std::span<const BatchToLand> group) {
+  // Before COMMIT a failure is definite (XACT_ABORT rolled the transaction back), except a lost link: an unknown
+  // outcome, which the engine retries with the same BatchIds, and the ledger decides.
+  auto failed = [&](const Error& e) {
+    return fail(conn_->broken() ? ErrorKind::kUnknownOutcome : e.kind, redact(e.message, config_.secrets));
+  };
+  if (auto st = conn_->execute("BEGIN TRANSACTION"); !st) return failed(st.error());
+  auto rollback = [&] {
+    if (!conn_->broken()) (void)conn_->execute("IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION");
+  };
+  auto has = [&](const BatchId& id) -> Result<bool> {
+    auto rows = conn_->query(ledger_has_sql(ledger(), target(), id));
+    if (!rows) return std::unexpected(rows.error());
+    return !rows->empty();
+  };
+  auto landed = land_new_batches(group, has, [&](const BatchToLand& item) { return land_batch(item); });
+  if (!landed || all_already_applied(*landed)) {
+    rollback();
+    if (!landed) return failed(landed.error());
+    return landed;
+  }
+  if (auto st = conn_->execute("COMMIT TRANSACTION"); !st) {
+    if (conn_->broken()) {
+      return fail(ErrorKind::kUnknownOutcome, fmt::format("committing {} to {}: {}", group_ids(group), where(),
+                                                          redact(st.error().message, config_.secrets)));
+    }
+    rollback();
+    return failed(st.error());
+  }
+  return landed;
+}
+
+Result<std::vector<BatchLanded>> SynapseSink::write_group(std::span<const BatchToLand> group) {
+  for (const auto& item : group) SKIPPR_TRY(item.batch.check_shape());
+  SKIPPR_TRY(open());
+  // Staged first, outside the transaction: a name from the BatchId, so staging again after a failure finds the same
+  // blob with the same bytes (written once, If-None-Match: *).
+  for (const auto& item : group) {
+    if (item.batch.rows == 0) continue;
+    auto body = compress_buffer(encode_csv(item.batch), Compression::kGzip);
+    if (!body) return std::unexpected(body.error());
+    auto put = blobs_.put_blob_if_absent(config_.container, staged_name(item.id), *body, "application/gzip");
+    if (!put) {
+      return fail(put.error().kind == ErrorKind::kUnknownOutcome ? ErrorKind::kUnavailable : put.error().kind,
+                  fmt::format("{}: staging batch {} in container {}: {}", where(), item.id.str(), config_.container,
+                              put.error().message));
+    }
+  }
+  auto landed = write_in_transaction(group);
+  if (!landed) {
+    if (conn_->broken()) conn_.reset();  // the next attempt reconnects
+    return landed;
+  }
+  for (const auto& item : group) {
+    if (item.batch.rows == 0) continue;
+    if (auto st = blobs_.delete_blob(config_.container, staged_name(item.id)); !st) {
+      spdlog::warn("{}: could not delete the staged blob of batch {} (swept at the next start): {}", where(),
+                   item.id.str(), st.error().message);
+    }
+  }
+  return landed;
+}
+
+}  // namespace
+
+ConnectorSpec synapse_sink_spec() {
+  ConnectorSpec spec;
+  spec.type_name = "Synapse";
+  spec.is_source = false;
+  spec.summary = "an Azure Synapse dedicated SQL pool table, loaded by COPY INTO from Blob Storage (staged per batch)";
+  spec.guarantee = Guarantee::kExactlyOnce;
+  spec.params = {
+      {"server", ParamType::kString, true, nullptr, "the SQL endpoint, e.g. myworkspace.sql.azuresynapse.net"},
+      {"port", ParamType::kInt, false, 1433, "the SQL endpoint's TCP port"},
+      {"database", ParamType::kString, true, nullptr, "the dedicated SQL pool"},
+      {"user", ParamType::kString, true, nullptr, "a SQL login"},
+      {"password", ParamType::kString, true, nullptr, "secret: the login's password; use ${VAR}"},
+      {"schema", ParamType::kString, false, "dbo", "the target's schema; created when absent"},
+      {"table", ParamType::kString, true, nullptr, "the target table; created from the first batch's schema"},
+      {"storage_account", ParamType::kString, true, nullptr, "the storage account batches are staged in"},
+      {"container", ParamType::kString, true, nullptr, "the container batches are staged in"},
+      {"storage_prefix", ParamType::kString, false, "skippr-staging/", "the staging folder's prefix in container"},
+      {"storage_endpoint", ParamType::kString, false, nullptr,
+       "the account's blob endpoint (https://<storage_account>.blob.core.windows.net when absent)"},
+      {"encrypt", ParamType::kBool, false, true,
+       "TLS to the SQL endpoint (Azure requires it; off only for a local test "
+       "server)"},
+      {"driver", ParamType::kString, false, kFreeTdsDriver,
+       "the ODBC driver: FreeTDS's libtdsodbc.so (Debian's tdsodbc package) by default"},
+  };
+  for (ParamSpec p : azure_credential_params()) spec.params.push_back(std::move(p));
+  spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
+    const std::string where = fmt::format("sink '{}'", ctx.name);
+    if (ctx.landing != Landing::kAppend) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("{}: landing {} is not in this build of the Synapse sink (append only); use landing: "
+                              "append",
+                              where, to_string(ctx.landing)));
+    }
+    auto text = [&](const char* name, std::string fallback = "") { return ctx.params.value(name, fallback); };
+    SynapseConfig config;
+    config.schema = text("schema", "dbo");
+    config.table = text("table");
+    config.container = text("container");
+    if (config.table.empty() || config.schema.empty() || config.container.empty() || text("server").empty()) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("{}: Synapse needs server, table, container (and a non-empty schema)", where));
+    }
+    const std::string password = text("password");
+    for (const char* name : {"driver", "server", "database", "user", "password"}) {
+      if (!odbc_quotable(text(name))) {
+        return fail(ErrorKind::kConfig, fmt::format("{}: {} holds a '}}', which FreeTDS's ODBC driver cannot read in a "
+                                                    "connection string; choose one without it",
+                                                    where, name));
+      }
+    }
+    config.connection_string = fmt::format(
+        "DRIVER={};SERVER={};PORT={};DATABASE={};UID={};PWD={};TDS_Version=7.4;ClientCharset=UTF-8;Encryption={}",
+        odbc_braced(text("driver", kFreeTdsDriver)), odbc_braced(text("server")), ctx.params.value("port", 1433),
+        odbc_braced(text("database")), odbc_braced(text("user")), odbc_braced(password),
+        ctx.params.value("encrypt", true) ? "require" : "off");
+    AzureOptions storage = read_azure_options(ctx.params);
+    storage.account = text("storage_account");
+    storage.endpoint = text("storage_endpoint");
+    auto account = resolve_azure_account(storage, where);
+    if (!account) return std::unexpected(account.error());
+    config.storage = std::move(*account);
+    config.secrets = config.storage.secrets;
+    if (!password.empty()) config.secrets.push_back(password);
+    if (!config.storage.key.empty()) config.secrets.push_back(azure_base64(config.storage.key));
+    std::string prefix = text("storage_prefix", "skippr-staging/");
+    if (!prefix.empty() && prefix.back() != '/') prefix += '/';
+    config.prefix = fmt::format("{}{}.{}/", prefix, folded(config.schema), folded(config.table));
+    return std::make_unique<SynapseSink>(ctx, std::move(config));
+  };
+  return spec;
+}
+
+}  // namespace skippr
