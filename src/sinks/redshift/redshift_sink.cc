@@ -1,7 +1,6 @@
 #include "sinks/redshift/redshift_sink.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cctype>
@@ -12,13 +11,13 @@
 #include "clients/aws/s3_client.h"
 #include "clients/postgres/pg_client.h"
 #include "core/failpoint.h"
-#include "formats/batch_encoders.h"
 #include "formats/compression.h"
 #include "formats/object_encoding.h"
 #include "sinks/batch_ledger.h"
 #include "sinks/change_fields.h"
 #include "sinks/merge_sql.h"
 #include "sinks/redshift/redshift_merge.h"
+#include "sinks/staged_load.h"
 
 namespace skippr {
 namespace {
@@ -112,7 +111,21 @@ class RedshiftSink final : public GroupLandingSink {
     return config_.prefix + batch_object_name(id, ObjectEncoding{OutputFormat::kCsv, Compression::kGzip});
   }
   std::string pipeline_prefix() const { return config_.prefix + pipeline_ + "-"; }
-  Status sweep_staged_objects();
+  // The bucket's staging folder, for sinks/staged_load.
+  StagingArea staging() {
+    return {fmt::format("{}: staging in s3://{}", where(), config_.bucket),
+            [this](const std::string& name, const std::string& body) {
+              return s3_.put_object(config_.bucket, name, body, "application/gzip");
+            },
+            [this](const std::string& name) { return s3_.delete_object(config_.bucket, name); },
+            [this](const std::string& prefix) -> Result<std::vector<std::string>> {
+              auto objects = s3_.list_objects(config_.bucket, prefix);
+              if (!objects) return std::unexpected(objects.error());
+              std::vector<std::string> names;
+              for (const S3Object& o : *objects) names.push_back(o.key);
+              return names;
+            }};
+  }
   Result<std::set<std::string>> columns();
   Status prepare_table(const Batch& batch);
   Result<uint64_t> land_batch(const BatchToLand& item);
@@ -141,21 +154,7 @@ Status RedshiftSink::open() {
   }
   conn_ = std::move(*conn);
   columns_.clear();
-  return sweep_staged_objects();
-}
-
-Status RedshiftSink::sweep_staged_objects() {
-  auto objects = s3_.list_objects(config_.bucket, pipeline_prefix());
-  if (!objects)
-    return fail(objects.error().kind, fmt::format("{}: staging in s3://{}/{}: {}", where(), config_.bucket,
-                                                  config_.prefix, objects.error().message));
-  for (const S3Object& o : *objects) {
-    if (auto st = s3_.delete_object(config_.bucket, o.key); !st) {
-      spdlog::warn("{}: could not delete the staged object s3://{}/{} (swept again at the next start): {}", where(),
-                   config_.bucket, o.key, st.error().message);
-    }
-  }
-  return ok();
+  return sweep_staged(staging(), pipeline_prefix());
 }
 
 Result<std::optional<LedgerTip>> RedshiftSink::ledger_tip() {
@@ -322,30 +321,13 @@ Result<std::vector<BatchLanded>> RedshiftSink::write_group(std::span<const Batch
     if (merging()) SKIPPR_TRY(check_merge_rows(item.batch));
   }
   SKIPPR_TRY(open());
-  // Staged first, outside the transaction: a name from the BatchId, so staging again after a failure rewrites the
-  // same object with the same bytes.
-  for (const auto& item : group) {
-    if (item.batch.rows == 0) continue;
-    auto body = compress_buffer(encode_csv(merging() ? with_row_numbers(item.batch) : item.batch), Compression::kGzip);
-    if (!body) return std::unexpected(body.error());
-    if (auto st = s3_.put_object(config_.bucket, staged_key(item.id), *body, "application/gzip"); !st) {
-      return fail(st.error().kind == ErrorKind::kUnknownOutcome ? ErrorKind::kUnavailable : st.error().kind,
-                  fmt::format("{}: staging batch {} in s3://{}/{}: {}", where(), item.id.str(), config_.bucket,
-                              staged_key(item.id), st.error().message));
-    }
-  }
-  auto landed = write_in_transaction(group);
-  if (!landed) {
-    if (conn_->broken()) conn_.reset();  // the next attempt reconnects
-    return landed;
-  }
-  for (const auto& item : group) {
-    if (item.batch.rows == 0) continue;
-    if (auto st = s3_.delete_object(config_.bucket, staged_key(item.id)); !st) {
-      spdlog::warn("{}: could not delete the staged object of batch {} (swept at the next start): {}", where(),
-                   item.id.str(), st.error().message);
-    }
-  }
+  auto landed = land_through_stage(
+      group, staging(), [this](const BatchId& id) { return staged_key(id); },
+      [this](const BatchToLand& item) {
+        return staged_csv_gzip(merging() ? with_row_numbers(item.batch) : item.batch);
+      },
+      [&] { return write_in_transaction(group); });
+  if (!landed && conn_ && conn_->broken()) conn_.reset();  // the next attempt reconnects
   return landed;
 }
 

@@ -1,7 +1,6 @@
 #include "sinks/synapse/synapse_sink.h"
 
 #include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cctype>
@@ -14,10 +13,10 @@
 #include "clients/odbc/odbc_client.h"
 #include "core/failpoint.h"
 #include "core/redact.h"
-#include "formats/batch_encoders.h"
 #include "formats/compression.h"
 #include "formats/object_encoding.h"
 #include "sinks/batch_ledger.h"
+#include "sinks/staged_load.h"
 
 namespace skippr {
 namespace {
@@ -116,7 +115,17 @@ class SynapseSink final : public GroupLandingSink {
   }
   // Every message the sink passes on: no password, key or SAS in it, whatever a driver or server echoed.
   Error redacted(const Error& e) const { return {e.kind, redact(e.message, config_.secrets)}; }
-  Status sweep_staged_blobs();
+  // The container's staging folder, for sinks/staged_load.
+  StagingArea staging() {
+    return {fmt::format("{}: staging in container {}", where(), config_.container),
+            [this](const std::string& name, const std::string& body) -> Status {
+              auto put = blobs_.put_blob_if_absent(config_.container, name, body, "application/gzip");
+              if (!put) return std::unexpected(put.error());
+              return ok();  // created, or already there from an earlier attempt: the same bytes either way
+            },
+            [this](const std::string& name) { return blobs_.delete_blob(config_.container, name); },
+            [this](const std::string& prefix) { return blobs_.list_blobs(config_.container, prefix); }};
+  }
   Result<std::set<std::string>> columns();
   Status prepare_table(const Batch& batch);
   Result<uint64_t> land_batch(const BatchToLand& item);
@@ -153,22 +162,7 @@ Status SynapseSink::open() {
   }
   conn_ = std::move(*conn);
   columns_.clear();
-  return sweep_staged_blobs();
-}
-
-Status SynapseSink::sweep_staged_blobs() {
-  auto names = blobs_.list_blobs(config_.container, config_.prefix + pipeline_ + "-");
-  if (!names) {
-    return fail(names.error().kind,
-                fmt::format("{}: staging in container {}: {}", where(), config_.container, names.error().message));
-  }
-  for (const std::string& name : *names) {
-    if (auto st = blobs_.delete_blob(config_.container, name); !st) {
-      spdlog::warn("{}: could not delete the staged blob {} (swept again at the next start): {}", where(), name,
-                   st.error().message);
-    }
-  }
-  return ok();
+  return sweep_staged(staging(), config_.prefix + pipeline_ + "-");
 }
 
 Result<std::optional<LedgerTip>> SynapseSink::ledger_tip() {
@@ -276,31 +270,10 @@ Result<std::vector<BatchLanded>> SynapseSink::write_in_transaction(std::span<con
 Result<std::vector<BatchLanded>> SynapseSink::write_group(std::span<const BatchToLand> group) {
   for (const auto& item : group) SKIPPR_TRY(item.batch.check_shape());
   SKIPPR_TRY(open());
-  // Staged first, outside the transaction: a name from the BatchId, so staging again after a failure finds the same
-  // blob with the same bytes (written once, If-None-Match: *).
-  for (const auto& item : group) {
-    if (item.batch.rows == 0) continue;
-    auto body = compress_buffer(encode_csv(item.batch), Compression::kGzip);
-    if (!body) return std::unexpected(body.error());
-    auto put = blobs_.put_blob_if_absent(config_.container, staged_name(item.id), *body, "application/gzip");
-    if (!put) {
-      return fail(put.error().kind == ErrorKind::kUnknownOutcome ? ErrorKind::kUnavailable : put.error().kind,
-                  fmt::format("{}: staging batch {} in container {}: {}", where(), item.id.str(), config_.container,
-                              put.error().message));
-    }
-  }
-  auto landed = write_in_transaction(group);
-  if (!landed) {
-    if (conn_->broken()) conn_.reset();  // the next attempt reconnects
-    return landed;
-  }
-  for (const auto& item : group) {
-    if (item.batch.rows == 0) continue;
-    if (auto st = blobs_.delete_blob(config_.container, staged_name(item.id)); !st) {
-      spdlog::warn("{}: could not delete the staged blob of batch {} (swept at the next start): {}", where(),
-                   item.id.str(), st.error().message);
-    }
-  }
+  auto landed = land_through_stage(
+      group, staging(), [this](const BatchId& id) { return staged_name(id); },
+      [](const BatchToLand& item) { return staged_csv_gzip(item.batch); }, [&] { return write_in_transaction(group); });
+  if (!landed && conn_ && conn_->broken()) conn_.reset();  // the next attempt reconnects
   return landed;
 }
 
