@@ -221,6 +221,33 @@ TEST(Redshift, MergeByKeyWithoutChangeFieldsKeepsEachTripOnceAcrossAReset) {
       << "a row kept the older epoch's token";
 }
 
+// An upsert from a batch without some of the table's fields leaves those columns as they were; a later delete of a
+// key, then an older insert of it, leaves it deleted.
+TEST(Redshift, MergeByKeyKeepsColumnsABatchDoesNotCarry) {
+  auto& pg = SharedPostgres();
+  const RedshiftEmulator emulator(pg, SharedMoto().env());
+  const auto db = pg.create_database("rsmergesparse");
+  PipelineFixture f("");
+  write_text(f.path("log/part-000.jsonl"),
+             "{\"id\": 1, \"_skippr_order\": 10, \"v\": \"a\", \"n\": 100}\n"
+             "{\"id\": 2, \"_skippr_order\": 11, \"v\": \"b\", \"n\": 200}\n");
+  write_text(f.path("skippr.yml"), merge_config(f.path("log"), SharedMoto().create_bucket("mergesparse")));
+  const auto env = redshift_env(emulator, db);
+  auto run = f.skipprd({"sync", "--pipeline", "changes", "--once"}, env);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  write_text(f.path("log/part-001.jsonl"),
+             "{\"id\": 1, \"_skippr_order\": 20, \"v\": \"a2\"}\n"
+             "{\"id\": 2, \"_skippr_op\": \"delete\", \"_skippr_order\": 30}\n");
+  run = f.skipprd({"sync", "--pipeline", "changes", "--once"}, env);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  write_text(f.path("log/part-002.jsonl"),
+             "{\"id\": 2, \"_skippr_op\": \"insert\", \"_skippr_order\": 25, "
+             "\"v\": \"late\", \"n\": 1}\n");
+  run = f.skipprd({"sync", "--pipeline", "changes", "--once"}, env);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(merged_table(pg, db), "1:a2:100:20");
+}
+
 TEST(Redshift, ABadRoleOrAnUnbuiltLandingStopsBeforeAnythingIsRead) {
   auto& pg = SharedPostgres();
   const RedshiftEmulator emulator(pg, SharedMoto().env());

@@ -15,7 +15,8 @@ class SynapseEmulator {
   static constexpr const char* kUser = "skippr_loader";
   static constexpr const char* kPassword = "Synapse;pw=1";  // a ';' and a '=' the connection string must quote
   // `drop_commit_every` = n > 0: every n-th COMMIT runs, and its answer is lost (the connection closes).
-  explicit SynapseEmulator(const PostgresServer& server, int drop_commit_every = 0);
+  // `late_commit_every` = m > 0: every m-th COMMIT loses its answer first and commits 1.5 s later.
+  explicit SynapseEmulator(const PostgresServer& server, int drop_commit_every = 0, int late_commit_every = 0);
   ~SynapseEmulator();
   SynapseEmulator(const SynapseEmulator&) = delete;
   SynapseEmulator& operator=(const SynapseEmulator&) = delete;
@@ -23,6 +24,8 @@ class SynapseEmulator {
   int port() const { return port_; }
   // COMMITs whose answer the emulator dropped so far.
   int dropped_commits() const;
+  // COMMITs the emulator ran after their answer was lost.
+  int late_commits() const;
   // What the emulator wrote to its stderr (unsupported requests, dropped answers).
   std::string log() const;
 

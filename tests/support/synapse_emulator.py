@@ -34,8 +34,16 @@ Not covered: TLS, MARS, RPC requests and prepared statements, the transaction ma
 transactions as SQL), other types than NVARCHAR in results, Synapse's distributions and column store, T-SQL's
 statement-level (non-XACT_ABORT) error semantics, and SQL Server's own parsing of CSV values (PostgreSQL's is used).
 
+Also emulated, as a dedicated SQL pool does them: DDL inside a user transaction is refused ("Operation cannot be
+performed within a transaction."), a DEFAULT must be a constant, PostgreSQL's errors carry SQL Server's numbers
+(208 invalid object, 207 invalid column, 102 syntax, 8152 truncation, 1205 deadlock; 50000 otherwise), and
+SESSION_ID(), SUSER_SNAME(), sys.dm_pdw_exec_sessions and sys.dm_pdw_exec_requests answer from this emulator's
+sessions (each connection's last request, Running while it works), filled into temp tables before the query runs.
+
 Faults: with --drop-commit-every N, every Nth COMMIT is run by PostgreSQL and then the client's connection is closed
-before the answer: the client cannot know whether its transaction committed (an unknown outcome).
+before the answer: the client cannot know whether its transaction committed (an unknown outcome). With
+--late-commit-every N, every Nth COMMIT is answered by closing the connection first and committing 1.5 s later,
+its request Running meanwhile: a client that reconnects and reads the ledger at once sees the batch not landed.
 """
 
 import argparse
@@ -87,11 +95,15 @@ def ucs2(text):
 
 
 def b_varchar(text):
-    return bytes([len(text)]) + ucs2(text)
+    data = ucs2(text)
+    if len(data) // 2 > 255:
+        raise ValueError("a name of more than 255 UTF-16 units does not fit a B_VARCHAR")
+    return bytes([len(data) // 2]) + data
 
 
 def us_varchar(text):
-    return struct.pack("<H", len(text)) + ucs2(text)
+    data = ucs2(text)[:2 * 65535]
+    return struct.pack("<H", len(data) // 2) + data
 
 
 def done(status=0, count=0):
@@ -216,6 +228,16 @@ CREDENTIAL = re.compile(r"\bCREDENTIAL\s*=\s*\(\s*IDENTITY\s*=\s*'(?P<identity>[
                         r"'(?P<secret>(?:[^']|'')*)'\s*\)", re.I)
 
 
+# SQL Server's error numbers for the PostgreSQL errors the sink can meet, so a client classifies them as it would
+# Synapse's (a wrong name is not an outage).
+ERROR_NUMBERS = {"42P01": (208, "Invalid object name"), "42703": (207, "Invalid column name"),
+                 "42601": (102, "Incorrect syntax"), "42501": (229, "The permission was denied"),
+                 "22001": (8152, "String or binary data would be truncated"), "40001": (1205, "Deadlock"),
+                 "40P01": (1205, "Deadlock")}
+DDL = re.compile(r"^\s*(CREATE|ALTER|DROP)\s+(TABLE|SCHEMA)\b", re.I)
+NON_CONSTANT_DEFAULT = re.compile(r"\bDEFAULT\s+\(?\s*[A-Za-z_]\w*\s*\(", re.I)
+
+
 class SqlFailure(Exception):
     def __init__(self, number, message):
         super().__init__(message)
@@ -249,14 +271,36 @@ def account_of(url):
 
 
 class Session:
+    """One TDS connection. Its entry in `sessions` backs sys.dm_pdw_exec_sessions and sys.dm_pdw_exec_requests (the
+    session's last request, with status Running while the server works on it), which other sessions may query."""
     commits = 0
     commits_lock = threading.Lock()
+    sessions = {}  # session_id -> {"login": ..., "status": ..., "command": ..., "request_status": ...}
+    sessions_lock = threading.Lock()
+    next_id = 0
 
     def __init__(self, client, args):
         self.client = client
         self.args = args
         self.packet_size = 4096
         self.pg = None
+        with Session.sessions_lock:
+            Session.next_id += 1
+            self.session_id = "SID{}".format(Session.next_id)
+        self.login_name = ""
+
+    def set_request(self, command, status):
+        with Session.sessions_lock:
+            entry = Session.sessions.setdefault(self.session_id, {"login": self.login_name})
+            entry.update(status="Active", command=command, request_status=status)
+
+    def end_session(self):
+        with Session.sessions_lock:
+            entry = Session.sessions.get(self.session_id)
+            if entry is not None:
+                entry["status"] = "Closed"
+                if entry.get("request_status") == "Running":
+                    entry["request_status"] = "Failed"  # its client is gone: the server rolls it back
 
     # ---- packets --------------------------------------------------------------------------------------------
     def read_exact(self, n):
@@ -309,6 +353,7 @@ class Session:
         except (ConnectionError, OSError):
             pass
         finally:
+            self.end_session()
             for closable in (self.client, self.pg):
                 if closable is not None:
                     try:
@@ -348,6 +393,7 @@ class Session:
         user = field(1).decode("utf-16-le")
         password = bytes((((b ^ 0xA5) & 0x0F) << 4) | ((b ^ 0xA5) >> 4) for b in field(2)).decode("utf-16-le")
         database = field(8).decode("utf-16-le") or "postgres"
+        self.login_name = user
         if user != self.args.user or password != self.args.password:
             self.send_message(TABULAR_RESULT, error_token(18456, "Login failed for user '{}'.".format(user), 14) +
                               done(DONE_ERROR))
@@ -370,11 +416,50 @@ class Session:
         answer += envchange(4, b_varchar(str(self.packet_size)), b_varchar("4096"))
         answer += struct.pack("<BH", LOGINACK, len(ack)) + ack + done()
         self.send_message(TABULAR_RESULT, answer)
+        self.set_request("", "Completed")
         return True
+
+    def with_catalog_views(self, statement):
+        """SESSION_ID(), SUSER_SNAME() and the two DMVs the sink reads, over this emulator's sessions: the views are
+        filled into temp tables of this PostgreSQL session just before the statement runs."""
+        statement = re.sub(r"\bSESSION_ID\s*\(\s*\)", "'{}'".format(self.session_id), statement, flags=re.I)
+        statement = re.sub(r"\bSUSER_SNAME\s*\(\s*\)", "'{}'".format(self.login_name.replace("'", "''")),
+                           statement, flags=re.I)
+        if not re.search(r"\bsys\.dm_pdw_exec_(requests|sessions)\b", statement, re.I):
+            return statement
+        with Session.sessions_lock:
+            entries = [(sid, dict(e)) for sid, e in Session.sessions.items()]
+        with self.pg.cursor() as cursor:
+            cursor.execute("CREATE TEMP TABLE IF NOT EXISTS dm_pdw_exec_sessions (session_id VARCHAR, login_name VARCHAR,"
+                           " status VARCHAR); CREATE TEMP TABLE IF NOT EXISTS dm_pdw_exec_requests (request_id VARCHAR,"
+                           " session_id VARCHAR, status VARCHAR, command TEXT); TRUNCATE dm_pdw_exec_sessions, "
+                           "dm_pdw_exec_requests")
+            for sid, e in entries:
+                cursor.execute("INSERT INTO dm_pdw_exec_sessions VALUES (%s, %s, %s)", (sid, e.get("login"),
+                                                                                         e.get("status")))
+                if e.get("command"):
+                    cursor.execute("INSERT INTO dm_pdw_exec_requests VALUES (%s, %s, %s, %s)",
+                                   ("QID" + sid[3:], sid, e.get("request_status"), e.get("command")))
+        return re.sub(r"\bsys\.dm_pdw_exec_(requests|sessions)\b", r"pg_temp.dm_pdw_exec_\1", statement,
+                      flags=re.I)
+
+    def late_commit(self):
+        """The client's connection is closed while the COMMIT still runs: another session that looks meanwhile sees
+        the transaction's rows uncommitted, and the request Running in sys.dm_pdw_exec_requests."""
+        self.set_request("COMMIT TRANSACTION", "Running")
+        self.client.close()
+        import time
+        time.sleep(1.5)
+        with self.pg.cursor() as cursor:
+            cursor.execute("COMMIT")
+        self.set_request("COMMIT TRANSACTION", "Completed")
+        print("committed late, after the answer was lost, COMMIT #{}".format(Session.commits), file=sys.stderr,
+              flush=True)
 
     def batch(self, sql):
         """Runs one batch (one statement, as the sink sends them); False when the connection is to be dropped."""
-        drop = False
+        drop = late = False
+        self.set_request(sql.strip()[:4000], "Running")
         try:
             copy = COPY_INTO.match(sql)
             if copy:
@@ -384,11 +469,24 @@ class Session:
                 if statement is None:
                     answer = done()
                 else:
+                    in_transaction = self.pg.get_transaction_status() != \
+                        psycopg2.extensions.TRANSACTION_STATUS_IDLE
+                    if in_transaction and DDL.match(statement):
+                        raise SqlFailure(111237, "Operation cannot be performed within a transaction.")
+                    if NON_CONSTANT_DEFAULT.search(sql):
+                        raise SqlFailure(104385, "A DEFAULT constraint in a dedicated SQL pool takes a constant "
+                                         "expression only.")
+                    statement = self.with_catalog_views(statement)
                     if statement == "COMMIT":
                         with Session.commits_lock:
                             Session.commits += 1
-                            drop = self.args.drop_commit_every > 0 and \
+                            late = self.args.late_commit_every > 0 and \
+                                Session.commits % self.args.late_commit_every == 0
+                            drop = not late and self.args.drop_commit_every > 0 and \
                                 Session.commits % self.args.drop_commit_every == 0
+                    if late:
+                        self.late_commit()
+                        return False
                     if statement == "ROLLBACK" and \
                             self.pg.get_transaction_status() == psycopg2.extensions.TRANSACTION_STATUS_IDLE:
                         answer = done()  # IF @@TRANCOUNT > 0: no transaction, nothing to do
@@ -398,9 +496,11 @@ class Session:
             self.abort_transaction()
             answer = error_token(e.number, str(e)) + done(DONE_ERROR)
         except (psycopg2.Error, ValueError) as e:
-            message = getattr(e, "pgerror", None) or str(e)
+            message = (getattr(e, "pgerror", None) or str(e)).strip().replace("ERROR:  ", "")
+            number, prefix = ERROR_NUMBERS.get(getattr(e, "pgcode", None) or "", (50000, ""))
             self.abort_transaction()
-            answer = error_token(50000, message.strip().replace("ERROR:  ", "")) + done(DONE_ERROR)
+            answer = error_token(number, "{}: {}".format(prefix, message) if prefix else message) + done(DONE_ERROR)
+        self.set_request(sql.strip()[:4000], "Completed")
         if drop:
             print("dropped the answer to COMMIT #{}".format(Session.commits), file=sys.stderr, flush=True)
             return False
@@ -469,6 +569,7 @@ def main():
     parser.add_argument("--password", required=True)
     parser.add_argument("--port-file", required=True)
     parser.add_argument("--drop-commit-every", type=int, default=0)
+    parser.add_argument("--late-commit-every", type=int, default=0)
     args = parser.parse_args()
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -57,7 +57,7 @@ std::map<std::string, std::string> synapse_env(const SynapseEmulator& emulator, 
 TEST(Synapse, KilledAndDroppedCommitsEndExactlyOnceAsUnkilled) {
   constexpr uint64_t kRows = 400000;
   auto& pg = SharedPostgres();
-  const SynapseEmulator emulator(pg, /*drop_commit_every=*/4);
+  const SynapseEmulator emulator(pg, /*drop_commit_every=*/4, /*late_commit_every=*/15);
   const auto db = pg.create_database("syn");
   const std::string container = SharedAzurite().create_container("stage");
   PipelineFixture f(synapse_config(kRows, 31, container));
@@ -68,10 +68,12 @@ TEST(Synapse, KilledAndDroppedCommitsEndExactlyOnceAsUnkilled) {
       f, "bikehire", env, /*seed_base=*/7500,
       {.max_runs = 300, .lose_data_dir_every = 4, .each_failpoint_in_turn = true, .min_kills = 15});
   ASSERT_TRUE(runs.finished) << runs.summary() << "\n" << runs.failure << "\n" << emulator.log();
-  std::cout << "synapse: " << runs.summary() << ", " << emulator.dropped_commits() << " COMMIT answers dropped\n";
+  std::cout << "synapse: " << runs.summary() << ", " << emulator.dropped_commits() << " COMMIT answers dropped, "
+            << emulator.late_commits() << " commits finished after their answer was lost\n";
   EXPECT_GE(runs.kills, 15);
   EXPECT_GE(runs.data_dirs_lost, 3);
   EXPECT_GT(emulator.dropped_commits(), 0);
+  EXPECT_GT(emulator.late_commits(), 0);
 
   const PgTripsDigest got = pg_trips_digest(pg, db);
   EXPECT_EQ(got.rows, std::to_string(kRows));
@@ -108,7 +110,7 @@ TEST(Synapse, AWrongPasswordOrStorageKeyStopsWithAClearMessageAndNoSecret) {
   env = synapse_env(emulator, db);
   env["STORAGE_KEY"] = "c2tpcHByLXRlc3Qtbm90LXRoZS1rZXktYXQtYWxsLTEyMzQ1Njc4OTA=";
   r = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
-  EXPECT_NE(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(r.err.find(env["STORAGE_KEY"]), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("the credentials from account_key are refused"), std::string::npos) << r.err;
   EXPECT_EQ(pg.value(db, "SELECT count(*) FROM bike._skippr_batches"), "0");

@@ -21,6 +21,7 @@ namespace {
 
 struct Diagnostic {
   std::string sqlstate;
+  int native = 0;       // the server's error number (SQL Server's: 18456, 208, ...), 0 when the driver raised it
   std::string message;  // every record, the driver's "[vendor][component]" prefixes dropped
 };
 
@@ -39,7 +40,10 @@ Diagnostic diagnostic_of(SQLSMALLINT type, SQLHANDLE handle) {
       if (end == std::string::npos) break;
       message.erase(0, end + 1);
     }
-    if (d.sqlstate.empty()) d.sqlstate = reinterpret_cast<const char*>(state);
+    if (d.sqlstate.empty()) {
+      d.sqlstate = reinterpret_cast<const char*>(state);
+      d.native = static_cast<int>(native);
+    }
     if (!message.empty() && d.message.find(message) == std::string::npos) {
       d.message += (d.message.empty() ? "" : "; ") + message;
     }
@@ -50,11 +54,31 @@ Diagnostic diagnostic_of(SQLSMALLINT type, SQLHANDLE handle) {
 
 bool is_link_failure(std::string_view sqlstate) { return sqlstate.starts_with("08") || sqlstate == "HYT00"; }
 
-// The engine's retry policy for a statement the server refused, by SQLSTATE class.
-ErrorKind statement_error_kind(std::string_view sqlstate) {
-  if (sqlstate.starts_with("22")) return ErrorKind::kBadInput;  // a value the column cannot hold
-  if (sqlstate.starts_with("28") || sqlstate.starts_with("42")) return ErrorKind::kConfig;  // login, names, rights
-  return ErrorKind::kUnavailable;  // deadlocks (40001), resources, timeouts, a server going down: retried
+// The engine's retry policy for what the server refused, by SQL Server's error number: FreeTDS gives SQLSTATE 42000
+// to every server error it has no mapping for (a paused pool, a busy service, a lock timeout alike), so the SQLSTATE
+// cannot tell a wrong name from a passing outage.
+ErrorKind server_error_kind(const Diagnostic& d) {
+  switch (d.native) {
+    case 18456:  // login failed
+    case 4060:   // cannot open the database
+    case 102:    // syntax
+    case 207:    // invalid column name
+    case 208:    // invalid object name
+    case 229:    // permission denied
+    case 262:    // permission denied in the database
+    case 2760:   // the schema does not exist or may not be used
+      return ErrorKind::kConfig;
+    case 241:   // date/time conversion
+    case 245:   // conversion
+    case 8114:  // conversion
+    case 8115:  // arithmetic overflow
+    case 8152:  // string would be truncated
+      return ErrorKind::kBadInput;
+    default:
+      break;
+  }
+  if (d.native == 0 && (d.sqlstate.starts_with("IM") || d.sqlstate == "28000")) return ErrorKind::kConfig;
+  return ErrorKind::kUnavailable;  // paused or scaling pools, busy service, deadlocks, storage reads: retried
 }
 
 }  // namespace
@@ -84,10 +108,8 @@ Result<OdbcConnection> OdbcConnection::connect(const std::string& connection_str
                        SQL_NTS, out, sizeof(out), &out_length, SQL_DRIVER_NOPROMPT);
   if (!SQL_SUCCEEDED(rc)) {
     const Diagnostic d = diagnostic_of(SQL_HANDLE_DBC, handles->dbc);
-    // 28000: the login was refused; IM0xx: the driver manager could not load the driver; 42000 at login: the
-    // database does not exist or this login may not open it. Waiting fixes none of them.
-    const bool config = d.sqlstate == "28000" || d.sqlstate.starts_with("IM") || d.sqlstate == "42000";
-    return fail(config ? ErrorKind::kConfig : ErrorKind::kUnavailable,
+    // A refused login, an unknown database or a driver that cannot be loaded is kConfig: waiting fixes none of them.
+    return fail(server_error_kind(d),
                 fmt::format("{}: could not connect (SQLSTATE {}): {}", what, d.sqlstate, d.message));
   }
   handles->connected = true;
@@ -114,21 +136,25 @@ Result<OdbcRows> OdbcConnection::run(std::string_view sql, bool want_rows) {
     SQLHSTMT s;
     ~StatementCloser() { SQLFreeHandle(SQL_HANDLE_STMT, s); }
   } closer{stmt};
+  // A statement on a link that went silent fails after this instead of hanging; its outcome is then unknown.
+  if (statement_timeout_seconds_ > 0) {
+    SQLSetStmtAttr(stmt, SQL_ATTR_QUERY_TIMEOUT,
+                   reinterpret_cast<SQLPOINTER>(static_cast<SQLULEN>(statement_timeout_seconds_)), 0);
+  }
   auto failed = [&]() -> Result<OdbcRows> {
     const Diagnostic d = diagnostic_of(SQL_HANDLE_STMT, stmt);
     last_sqlstate_ = d.sqlstate;
     broken_ = is_link_failure(d.sqlstate);
     // A statement the server answered with an error is a definite failure; a lost link leaves it unknown.
-    return fail(broken_ ? ErrorKind::kUnknownOutcome : statement_error_kind(d.sqlstate),
+    return fail(broken_ ? ErrorKind::kUnknownOutcome : server_error_kind(d),
                 fmt::format("{} (SQLSTATE {})", d.message, d.sqlstate));
   };
   SQLRETURN rc = SQLExecDirect(stmt, reinterpret_cast<SQLCHAR*>(const_cast<char*>(sql.data())),
                                static_cast<SQLINTEGER>(sql.size()));
-  if (rc == SQL_NO_DATA) return OdbcRows{};
-  if (!SQL_SUCCEEDED(rc)) return failed();
+  if (!SQL_SUCCEEDED(rc) && rc != SQL_NO_DATA) return failed();
   OdbcRows rows;
   SQLSMALLINT columns = 0;
-  if (want_rows && SQL_SUCCEEDED(SQLNumResultCols(stmt, &columns)) && columns > 0) {
+  if (rc != SQL_NO_DATA && want_rows && SQL_SUCCEEDED(SQLNumResultCols(stmt, &columns)) && columns > 0) {
     while ((rc = SQLFetch(stmt)) != SQL_NO_DATA) {
       if (!SQL_SUCCEEDED(rc)) return failed();
       auto& row = rows.emplace_back();

@@ -18,8 +18,8 @@ using OdbcRows = std::vector<std::vector<std::optional<std::string>>>;
 
 class OdbcConnection {
  public:
-  // `what` names the connector in messages. A login failure (SQLSTATE 28000) or an unknown database (42000 at
-  // login) is kConfig; a server that cannot be reached is kUnavailable.
+  // `what` names the connector in messages. A refused login (18456) or an unknown database (4060) is kConfig; a
+  // server that cannot be reached, or a pool that is paused, is kUnavailable.
   static Result<OdbcConnection> connect(const std::string& connection_string, std::string_view what);
 
   OdbcConnection(OdbcConnection&&) noexcept;
@@ -33,6 +33,8 @@ class OdbcConnection {
   // True once the link is gone (a communication-link SQLSTATE, class 08): every further call fails, the owner
   // reconnects, and a statement that was in flight has an unknown outcome.
   bool broken() const { return broken_; }
+  // Every later statement fails with an unknown outcome after this many seconds without an answer (0: never).
+  void set_statement_timeout(int seconds) { statement_timeout_seconds_ = seconds; }
   const std::string& last_sqlstate() const { return last_sqlstate_; }
 
  private:
@@ -42,6 +44,7 @@ class OdbcConnection {
 
   std::unique_ptr<Handles> handles_;
   bool broken_ = false;
+  int statement_timeout_seconds_ = 0;
   std::string last_sqlstate_;
 };
 

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "sinks/change_fields.h"
 
 namespace skippr {
@@ -69,17 +71,29 @@ std::vector<std::string> redshift_merge_sql(const RedshiftMerge& m, const Batch&
   for (size_t k = 0; k < m.keys.size(); ++k) tomb_columns.push_back(m.keys[k] + " " + m.key_types[k]);
   statements.push_back(fmt::format("CREATE TABLE IF NOT EXISTS {} ({}, {} {} NOT NULL)", m.tombstones,
                                    joined(tomb_columns), m.order, kRedshiftTokenType));
-  // A key's older row goes, whatever its newest change is: an upsert replaces it, a delete removes it, and an upsert
-  // older than the key's tombstone finds no older row (the tombstone's delete removed it).
-  statements.push_back(fmt::format("DELETE FROM {} USING {} l WHERE {} AND ({}.{} IS NULL OR {}.{} < l._skippr_token)",
-                                   m.table, m.latest, keys_match(m, m.table_name, "l"), m.table_name, m.order,
-                                   m.table_name, m.order));
-  // Upserts land where no row is left (so none as new or newer) and no tombstone is as new or newer.
+  const std::string older_row = fmt::format("({0}.{1} IS NULL OR {0}.{1} < l._skippr_token)", m.table_name, m.order);
+  const std::string no_newer_tombstone =
+      fmt::format("NOT EXISTS (SELECT 1 FROM {} d WHERE {} AND d.{} >= l._skippr_token)", m.tombstones,
+                  keys_match(m, "d", "l"), m.order);
+  // An upsert updates an older row in place: the columns this batch does not carry keep their values, as in every
+  // merging sink.
+  std::vector<std::string> updates;
+  for (const auto& name : m.data) {
+    if (std::find(m.keys.begin(), m.keys.end(), name) == m.keys.end()) updates.push_back(name + " = l." + name);
+  }
+  updates.push_back(m.order + " = l._skippr_token");
+  statements.push_back(fmt::format("UPDATE {} SET {} FROM {} l WHERE NOT l._skippr_delete AND {} AND {} AND {}",
+                                   m.table, joined(updates), m.latest, keys_match(m, m.table_name, "l"), older_row,
+                                   no_newer_tombstone));
+  // A delete removes an older row.
+  statements.push_back(fmt::format("DELETE FROM {} USING {} l WHERE l._skippr_delete AND {} AND {}", m.table, m.latest,
+                                   keys_match(m, m.table_name, "l"), older_row));
+  // An upsert of a key without a row is inserted, unless a tombstone as new or newer says the key was deleted later.
   statements.push_back(fmt::format(
       "INSERT INTO {0} ({1}, {2}) SELECT {3}, l._skippr_token FROM {4} l WHERE NOT l._skippr_delete AND NOT EXISTS "
-      "(SELECT 1 FROM {0} t WHERE {5}) AND NOT EXISTS (SELECT 1 FROM {6} d WHERE {7} AND d.{2} >= l._skippr_token)",
-      m.table, joined(m.data), m.order, joined(prefixed(m.data, "l")), m.latest, keys_match(m, "t", "l"), m.tombstones,
-      keys_match(m, "d", "l")));
+      "(SELECT 1 FROM {0} t WHERE {5}) AND {6}",
+      m.table, joined(m.data), m.order, joined(prefixed(m.data, "l")), m.latest, keys_match(m, "t", "l"),
+      no_newer_tombstone));
   if (has_op) {
     // Each delete is remembered, so an older insert arriving late stays deleted.
     statements.push_back(

@@ -327,7 +327,10 @@ Result<std::vector<BatchLanded>> RedshiftSink::write_group(std::span<const Batch
         return staged_csv_gzip(merging() ? with_row_numbers(item.batch) : item.batch);
       },
       [&] { return write_in_transaction(group); });
-  if (!landed && conn_ && conn_->broken()) conn_.reset();  // the next attempt reconnects
+  if (!landed) {
+    columns_.clear();  // DDL of the rolled-back transaction is gone too: look at the table again
+    if (conn_ && conn_->broken()) conn_.reset();  // the next attempt reconnects
+  }
   return landed;
 }
 

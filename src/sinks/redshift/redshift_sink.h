@@ -6,8 +6,8 @@
 // pipeline's staging prefix is either landed or staged again by the landing that needs it).
 //
 // merge_by_key stages the batch with its row numbers, copies it into a temp table inside the same transaction, and
-// merges it with DELETE ... USING and INSERT ... SELECT (sinks/redshift/redshift_merge.h). replace_partition and
-// replace_table are not built for Redshift yet: exit 2 at load.
+// merges it with UPDATE ... FROM, DELETE ... USING and INSERT ... SELECT (sinks/redshift/redshift_merge.h).
+// replace_partition and replace_table are not built for Redshift yet: exit 2 at load.
 //
 // libpq rather than the Redshift Data API: the PRODUCT contract names dsn / host / port / user / password /
 // database, one connection keeps the transaction open across the group's statements (the Data API needs a batch of

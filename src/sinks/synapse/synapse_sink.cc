@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "clients/azure/azure_credentials.h"
 #include "clients/azure/azure_params.h"
@@ -72,6 +74,7 @@ const char* ts_type(Type type) {
 struct SynapseConfig {
   std::string connection_string;  // holds the password: never in a message
   std::vector<std::string> secrets;
+  int statement_timeout_seconds = 900;
   std::string schema;
   std::string table;
   std::string container;
@@ -126,6 +129,7 @@ class SynapseSink final : public GroupLandingSink {
             [this](const std::string& name) { return blobs_.delete_blob(config_.container, name); },
             [this](const std::string& prefix) { return blobs_.list_blobs(config_.container, prefix); }};
   }
+  Status wait_for_commits_of_earlier_sessions();
   Result<std::set<std::string>> columns();
   Status prepare_table(const Batch& batch);
   Result<uint64_t> land_batch(const BatchToLand& item);
@@ -152,17 +156,42 @@ Status SynapseSink::open() {
            std::string("SET XACT_ABORT ON"),
            fmt::format("IF SCHEMA_ID({}) IS NULL EXEC({})", ts_literal(config_.schema),
                        ts_literal(fmt::format("CREATE SCHEMA {}", ts_name(config_.schema)))),
+           // A DEFAULT takes constants only in a dedicated SQL pool: landed_at is written by the INSERT.
            fmt::format("IF OBJECT_ID({}, N'U') IS NULL CREATE TABLE {} (target_table NVARCHAR(400) NOT NULL, batch_id "
                        "NVARCHAR(400) NOT NULL, pipeline NVARCHAR(400), lineage NVARCHAR(64), epoch BIGINT, seq "
-                       "BIGINT, [rows] BIGINT, position_after NVARCHAR(4000), landed_at DATETIME2 DEFAULT "
-                       "SYSUTCDATETIME())",
+                       "BIGINT, [rows] BIGINT, position_after NVARCHAR(4000), landed_at DATETIME2)",
                        ts_literal(ledger_table()), ledger_table()),
        }) {
     if (auto st = conn->execute(sql); !st) return prefixed(st.error());
   }
+  conn->set_statement_timeout(config_.statement_timeout_seconds);
   conn_ = std::move(*conn);
   columns_.clear();
+  if (auto st = wait_for_commits_of_earlier_sessions(); !st) return prefixed(st.error());
   return sweep_staged(staging(), config_.prefix + pipeline_ + "-");
+}
+
+// Synapse reads READ UNCOMMITTED (or, with READ_COMMITTED_SNAPSHOT, the last committed state) and enforces no key,
+// so nothing makes a ledger check wait for a transaction still committing in another session. After a lost answer
+// or a killed process, the COMMIT of the earlier session may still run on the server: the ledger would show its
+// batch (not committed yet) or not show it (committed a moment later), and either reading could lose or repeat the
+// batch. So before the first ledger check, a new connection waits until no COMMIT of another session of this login
+// still runs.
+Status SynapseSink::wait_for_commits_of_earlier_sessions() {
+  const std::string sql =
+      "SELECT COUNT(*) FROM sys.dm_pdw_exec_requests r JOIN sys.dm_pdw_exec_sessions s ON r.session_id = s.session_id "
+      "WHERE s.login_name = SUSER_SNAME() AND r.session_id <> SESSION_ID() AND r.status IN ('Running', 'Suspended') "
+      "AND r.command LIKE 'COMMIT%'";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(config_.statement_timeout_seconds);
+  while (true) {
+    auto rows = conn_->query(sql);
+    if (!rows) return std::unexpected(rows.error());
+    if (rows->empty() || rows->front().front().value_or("0") == "0") return ok();
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return fail(ErrorKind::kUnavailable, "a COMMIT of an earlier session of this login is still running; retried");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
 }
 
 Result<std::optional<LedgerTip>> SynapseSink::ledger_tip() {
@@ -219,7 +248,6 @@ Result<uint64_t> SynapseSink::land_batch(const BatchToLand& item) {
     return fail(e.kind, fmt::format("writing batch {} to {}: {}", id.str(), where(), e.message));
   };
   if (item.batch.rows > 0) {
-    if (auto st = prepare_table(item.batch); !st) return failed(st.error());
     std::string columns;
     for (const Field& field : item.batch.schema.fields) columns += (columns.empty() ? "" : ", ") + ts_name(field.name);
     const std::string copy = fmt::format(
@@ -229,9 +257,14 @@ Result<uint64_t> SynapseSink::land_batch(const BatchToLand& item) {
     if (auto st = conn_->execute(copy); !st) return failed(st.error());
   }
   failpoint::hit(failpoint::kSinkInTransaction);
-  if (auto st = conn_->execute(ledger_insert_sql(ledger(), target(), id, item.batch.rows, item.position_after)); !st) {
-    return failed(st.error());
-  }
+  const std::string ledger_row = fmt::format(
+      "INSERT INTO {} (target_table, batch_id, pipeline, lineage, epoch, seq, [rows], position_after, landed_at) "
+      "VALUES "
+      "({}, {}, {}, {}, {}, {}, {}, {}, SYSUTCDATETIME())",
+      ledger_table(), ts_literal(target()), ts_literal(id.str()), ts_literal(id.pipeline),
+      id.lineage.empty() ? "NULL" : ts_literal(id.lineage), id.epoch, id.seq, item.batch.rows,
+      item.position_after.empty() ? "NULL" : ts_literal(item.position_after.token));
+  if (auto st = conn_->execute(ledger_row); !st) return failed(st.error());
   return uint64_t{0};
 }
 
@@ -241,6 +274,15 @@ Result<std::vector<BatchLanded>> SynapseSink::write_in_transaction(std::span<con
   auto failed = [&](const Error& e) {
     return fail(conn_->broken() ? ErrorKind::kUnknownOutcome : e.kind, redact(e.message, config_.secrets));
   };
+  // A dedicated SQL pool runs no DDL inside a user transaction: the table is made or widened first, autocommitted
+  // (creating a table or adding a nullable column twice is harmless, and a batch already landed needs no more).
+  for (const auto& item : group) {
+    if (item.batch.rows == 0) continue;
+    if (auto st = prepare_table(item.batch); !st) {
+      return failed(
+          {st.error().kind, fmt::format("preparing {} for batch {}: {}", where(), item.id.str(), st.error().message)});
+    }
+  }
   if (auto st = conn_->execute("BEGIN TRANSACTION"); !st) return failed(st.error());
   auto rollback = [&] {
     if (!conn_->broken()) (void)conn_->execute("IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION");
@@ -301,6 +343,8 @@ ConnectorSpec synapse_sink_spec() {
       {"encrypt", ParamType::kBool, false, true,
        "TLS to the SQL endpoint (Azure requires it; off only for a local test "
        "server)"},
+      {"statement_timeout_seconds", ParamType::kInt, false, 900,
+       "a statement unanswered this long fails as an unknown outcome (the ledger decides its retry)"},
       {"driver", ParamType::kString, false, kFreeTdsDriver,
        "the ODBC driver: FreeTDS's libtdsodbc.so (Debian's tdsodbc package) by default"},
   };
@@ -318,6 +362,7 @@ ConnectorSpec synapse_sink_spec() {
     config.schema = text("schema", "dbo");
     config.table = text("table");
     config.container = text("container");
+    config.statement_timeout_seconds = ctx.params.value("statement_timeout_seconds", 900);
     if (config.table.empty() || config.schema.empty() || config.container.empty() || text("server").empty()) {
       return fail(ErrorKind::kConfig,
                   fmt::format("{}: Synapse needs server, table, container (and a non-empty schema)", where));
