@@ -37,6 +37,24 @@ if ((${#missing[@]})); then
   }
 fi
 
+# promtool (Debian's prometheus package) checks the /metrics exposition in the tests. Installed without its
+# recommends (node-exporter) and without starting the Prometheus service its package would start.
+if ! command -v promtool >/dev/null; then
+  echo "install-deps: installing prometheus (for promtool)"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  policy=/usr/sbin/policy-rc.d
+  placed=""
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null && $SUDO chmod +x "$policy" && placed=yes
+  fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1 || {
+    $SUDO apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends prometheus
+  }
+  [ -z "$placed" ] || $SUDO rm -f "$policy"
+  # A system without policy-rc.d support (systemd) may have started it: it is not needed.
+  $SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true
+fi
 # DuckDB: libduckdb.so from the prebuilt node bindings, duckdb.h from the duckdb package of the same version.
 DUCKDB_VERSION=1.4.4
 DUCKDB_BINDINGS=1.4.4-r.4

@@ -13,6 +13,7 @@
 #include "core/connector.h"
 #include "engine/command_setup.h"
 #include "engine/control.h"
+#include "engine/metrics_endpoint.h"
 #include "engine/pipeline_storage.h"
 #include "engine/replica_server.h"
 #include "engine/sync.h"
@@ -56,6 +57,14 @@ int run_sync_command(const SyncArgs& args) {
   if (args.output == "progress") mode = OutputMode::kProgress;
   // Events go to stdout unless the sink itself writes there.
   auto reporter = make_reporter(mode, sink_writes_stdout(setup->config, args.pipeline) ? stderr : stdout);
+
+  // Served before anything is read, so a scrape sees the whole run; a bad address stops here (exit 2).
+  std::unique_ptr<MetricsEndpoint> metrics;
+  if (!setup->settings.metrics_address.empty()) {
+    auto started = MetricsEndpoint::start(setup->settings.metrics_address);
+    if (!started) return report(started.error());
+    metrics = std::move(*started);
+  }
 
   install_stop_handlers();
   SyncOptions options;

@@ -80,6 +80,7 @@ struct Settings {
   std::string state_store = "local";  // or "dynamodb"
   std::string state_dynamodb_table;   // SKIPPR_STATE_DYNAMODB_TABLE
   double lease_seconds = 30;          // SKIPPR_LEASE_SECONDS
+  std::string metrics_address;        // SKIPPR_METRICS_ADDRESS: host:port of /metrics; empty: not served
   // WAL_STORAGE=clustered: the peer that keeps the synchronous copy (SKIPPR_PEERS), the replica's own address
   // (SKIPPR_CLUSTER_LISTEN, for `skipprd replica`), TLS files, and how long a commit waits for the peer.
   std::string cluster_peer;

@@ -116,6 +116,7 @@ Result<Settings> settings_from_env(const std::filesystem::path& relative_to) {
                     s.wal_storage, s.state_store));
   }
 
+  s.metrics_address = env.get("SKIPPR_METRICS_ADDRESS").value_or("");
   s.cluster_peer = env.get("SKIPPR_PEERS").value_or("");
   s.cluster_listen = env.get("SKIPPR_CLUSTER_LISTEN").value_or("");
   s.cluster_tls_cert = env.get("SKIPPR_CLUSTER_TLS_CERT").value_or("");

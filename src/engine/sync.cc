@@ -14,6 +14,7 @@
 #include "engine/bounded_queue.h"
 #include "engine/chaos.h"
 #include "engine/dead_letters.h"
+#include "engine/metrics.h"
 #include "engine/pipeline_storage.h"
 #include "engine/sync_passes.h"
 #include "state/state_store.h"
@@ -74,6 +75,7 @@ class SyncRun {
   // The WAL, the sink, the source and the dead-letter file are closed while the pipeline is still held; only then
   // does the lease go (a second copy must not open them half-closed). Its callback is cleared first.
   ~SyncRun() {
+    if (metrics_) metrics_->detach(snapshot());
     if (lease_) lease_->on_lost({});
     wal_.reset();
     sink_.reset();
@@ -84,6 +86,7 @@ class SyncRun {
 
   SyncResult run() {
     started_ = Clock::now();
+    metrics_ = process_metrics().add(options_.pipeline, [this] { return snapshot(); });
     Status st = prepare();
     if (!st) return finish_with(st.error());
     save_run_stats(snapshot(), /*exit_code=*/-1);  // a run killed at once still counts in SHOW STATS
@@ -412,7 +415,9 @@ class SyncRun {
         to_commit_.close_and_clear();
         break;
       }
+      const auto commit_started = Clock::now();
       auto id = wal_->commit(item->encoded, item->position_after);
+      if (id) metrics_->observe_commit(Clock::now() - commit_started);
       item->encoded = {};  // not needed any more; free it before waiting on the land queue
       if (!id) {
         record_error(id.error());
@@ -506,7 +511,10 @@ class SyncRun {
         if (items.size() > 1 && spdlog::should_log(spdlog::level::debug)) {
           spdlog::debug("landing {} in one transaction", group_ids(items));
         }
+        const auto write_started = Clock::now();
         landed = sink_->write_group(items);
+        if (landed) metrics_->observe_landing(Clock::now() - write_started);
+        count_attempts(landed, items.size());
       }
       if (landed && landed->size() != group.size()) {
         record_error({ErrorKind::kInternal,
@@ -547,6 +555,19 @@ class SyncRun {
     }
   }
 
+  void count_attempts(const Result<std::vector<BatchLanded>>& landed, size_t batches) {
+    if (!landed) {
+      metrics_->count_attempt(
+          landed.error().kind == ErrorKind::kUnknownOutcome ? SinkAttempt::kUnknownOutcome : SinkAttempt::kFailed,
+          batches);
+      return;
+    }
+    for (const auto& b : *landed) {
+      metrics_->count_attempt(
+          b.outcome == WriteOutcome::kAlreadyApplied ? SinkAttempt::kAlreadyApplied : SinkAttempt::kApplied, 1);
+    }
+  }
+
   bool give_up_retrying(Clock::time_point failing_since) {
     if (stopping_) return true;  // the run is over (a stage failed, or the lease was lost)
     if (options_.stop_requested && options_.stop_requested->load()) {
@@ -583,6 +604,7 @@ class SyncRun {
       }
       std::optional<double> lag;
       if (b.oldest_record_time_micros) lag = static_cast<double>(now_micros() - *b.oldest_record_time_micros) / 1e6;
+      metrics_->landed(lag);
       reporter_.batch_landed(b.id, b.batch.rows, b.replayed, already, lag, snapshot());
     }
     return true;
@@ -702,6 +724,7 @@ class SyncRun {
   const Settings& settings_;
   const SyncOptions& options_;
   Reporter& reporter_;
+  std::shared_ptr<PipelineMetrics> metrics_;  // scraped while the run lives (SKIPPR_METRICS_ADDRESS)
   const PipelineConfig* pipe_ = nullptr;
   std::unique_ptr<PipelineStorage> storage_;
   PipelinePaths paths_;

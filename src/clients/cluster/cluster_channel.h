@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "clients/cluster/cluster_frame.h"
+#include "core/host_port.h"
 #include "core/result.h"
 
 typedef struct ssl_ctx_st SSL_CTX;
@@ -15,13 +16,10 @@ typedef struct ssl_st SSL;
 
 namespace skippr::cluster {
 
-struct PeerAddress {
-  std::string host;
-  int port = 0;
-  std::string str() const;
-};
-// "host:port" or "[v6]:port"; kConfig naming `what` (the variable or flag it came from) when malformed.
-Result<PeerAddress> parse_peer_address(std::string_view text, std::string_view what);
+using PeerAddress = HostPort;
+inline Result<PeerAddress> parse_peer_address(std::string_view text, std::string_view what) {
+  return parse_host_port(text, what);
+}
 
 // SKIPPR_CLUSTER_TLS_CERT / _KEY / _CA: this machine's certificate and key, and the CA that signed its peers'.
 struct TlsFiles {

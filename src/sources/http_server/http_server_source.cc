@@ -10,7 +10,7 @@
 
 #include "formats/json_columns.h"
 #include "sources/http_server/http_server_options.h"
-#include "sources/http_server/mhd_server.h"
+#include "clients/http/mhd_server.h"
 
 namespace skippr {
 namespace {

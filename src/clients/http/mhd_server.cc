@@ -1,4 +1,4 @@
-#include "sources/http_server/mhd_server.h"
+#include "clients/http/mhd_server.h"
 
 #include <fmt/format.h>
 #include <microhttpd.h>
@@ -55,7 +55,7 @@ MHD_Result send_reply(MHD_Connection* connection, const Reply& reply) {
   MHD_Response* response =
       MHD_create_response_from_buffer(reply.body.size(), const_cast<char*>(reply.body.data()), MHD_RESPMEM_MUST_COPY);
   if (response == nullptr) return MHD_NO;
-  MHD_add_response_header(response, "Content-Type", "application/json");
+  MHD_add_response_header(response, "Content-Type", reply.content_type.c_str());
   for (const auto& [name, value] : reply.headers) MHD_add_response_header(response, name.c_str(), value.c_str());
   const MHD_Result queued = MHD_queue_response(connection, static_cast<unsigned>(reply.status), response);
   MHD_destroy_response(response);

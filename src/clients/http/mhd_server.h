@@ -1,7 +1,7 @@
-// A small event-driven HTTP/1.1 server on GNU libmicrohttpd, for the HttpServer source. Every connection is a socket
-// in epoll, not a thread: a client that sends its request 1 byte a second, or a request that waits for its commit
-// (suspended, see hold()), costs one socket and no thread, so neither can starve other clients. Connections beyond
-// max_connections are closed at once; a connection idle for client_timeout_seconds is closed.
+// A small event-driven HTTP/1.1 server on GNU libmicrohttpd, for the HttpServer source and the metrics endpoint. Every
+// connection is a socket in epoll, not a thread: a client that sends its request 1 byte a second, or a request that
+// waits for its commit (suspended, see hold()), costs one socket and no thread, so neither can starve other clients.
+// Connections beyond max_connections are closed at once; a connection idle for client_timeout_seconds is closed.
 #pragma once
 
 #include <atomic>
@@ -23,8 +23,9 @@ namespace skippr::http_server {
 
 struct Reply {
   int status = 200;
-  std::string body;  // always JSON
+  std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
+  std::string content_type = "application/json";
 };
 
 // {"error": message} with `status`.

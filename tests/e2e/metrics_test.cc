@@ -1,0 +1,150 @@
+// /metrics on SKIPPR_METRICS_ADDRESS through the real binary: scraped while a sync runs, every answer passes
+// Prometheus' own checker (`promtool check metrics`, Debian's prometheus package), counters never go down between
+// scrapes, and at the end they equal SHOW STATS; the latency histograms count every commit and landing. A malformed
+// or taken address stops the sync before anything is read (exit 2).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "clients/http/http_request.h"
+#include "support/pipeline_fixture.h"
+
+namespace skippr::test {
+namespace {
+
+constexpr uint64_t kRows = 400000;
+
+std::string sample_config() {
+  return fmt::format(R"(data_sources:
+  sample:
+    Sample: {{ rows: {}, seed: 8 }}
+data_sinks:
+  warehouse:
+    DuckDB: {{ path: out.duckdb, table: trips }}
+pipelines:
+  bikehire:
+    data_source: data_sources.sample
+    data_sink: data_sinks.warehouse
+)",
+                     kRows);
+}
+
+// Every sample of the exposition as "name{labels}" -> value.
+std::map<std::string, double> samples(const std::string& text) {
+  std::map<std::string, double> out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line.front() == '#') continue;
+    const size_t space = line.rfind(' ');
+    out[line.substr(0, space)] = std::stod(line.substr(space + 1));
+  }
+  return out;
+}
+
+// promtool's verdict on one scrape ("" when it passes).
+std::string promtool_problems(const PipelineFixture& f, const std::string& text, int n) {
+  const auto file = f.path(fmt::format("scrape-{}.txt", n));
+  write_text(file, text);
+  auto r = run_process({"/bin/sh", "-c", fmt::format("promtool check metrics < '{}'", file.string())}, f.root());
+  return r.exit_code == 0 ? "" : r.out + r.err;
+}
+
+TEST(Metrics, ScrapesDuringASyncParseAndEndEqualToShowStats) {
+  PipelineFixture f(sample_config());
+  const int port = free_loopback_port();
+  const std::string url = fmt::format("http://127.0.0.1:{}/metrics", port);
+  std::map<std::string, std::string> env = {{"SKIPPR_METRICS_ADDRESS", fmt::format("127.0.0.1:{}", port)},
+                                            {"BUFFER_THRESHOLD_BYTES", "256KiB"},
+                                            {"DATA_DIR", f.path("data").string()},
+                                            {"SKIPPR_CONFIG_FILE", ""}};
+  // Without --once: the sync keeps serving /metrics after the sample is read, until it is stopped.
+  const int pid = spawn_process({SKIPPRD_BINARY, "sync", "--pipeline", "bikehire"}, f.root(), env);
+  const std::string landed = R"(skippr_rows_landed_total{pipeline="bikehire"})";
+  std::map<std::string, double> last;
+  int scrapes = 0, during = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline) {
+    HttpRequest scrape;
+    scrape.url = url;
+    auto got = http_send(scrape);
+    if (!got || got->status != 200) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      continue;
+    }
+    EXPECT_EQ(got->headers["content-type"], "text/plain; version=0.0.4; charset=utf-8");
+    const std::string problems = promtool_problems(f, got->body, scrapes);
+    EXPECT_EQ(problems, "") << got->body;
+    auto now = samples(got->body);
+    for (const auto& [name, value] : last) {
+      if (name.find("_total{") != std::string::npos || name.find("_count{") != std::string::npos) {
+        EXPECT_GE(now[name], value) << name << " went down between scrapes";
+      }
+    }
+    last = now;
+    ++scrapes;
+    if (now.count(landed) && now[landed] > 0 && now[landed] < kRows) ++during;
+    if (now.count(landed) && now[landed] == kRows) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  }
+  kill(pid, SIGTERM);
+  wait_process(pid);
+  ASSERT_EQ(last[landed], kRows) << "the sync did not land every row within 2 minutes";
+  EXPECT_GE(during, 1) << "no scrape caught the sync mid-way";
+
+  auto stats = f.skipprd({"query", "--sql", "SHOW STATS FOR bikehire", "--output", "json"});
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  std::map<std::string, std::string> shown;
+  std::istringstream rows(stats.out);
+  for (std::string line; std::getline(rows, line);) {
+    if (line.empty()) continue;
+    const auto row = nlohmann::json::parse(line);
+    shown[row.at("stat").get<std::string>()] = row.at("value").get<std::string>();
+  }
+  for (const char* counter : {"rows_read", "rows_committed", "rows_landed", "batches_committed", "batches_landed",
+                              "batches_replayed", "already_applied", "dead_letters", "rows_rejected"}) {
+    const std::string name = fmt::format("skippr_{}_total{{pipeline=\"bikehire\"}}", counter);
+    ASSERT_TRUE(last.count(name)) << name;
+    EXPECT_EQ(fmt::format("{}", static_cast<uint64_t>(last[name])), shown[counter]) << counter;
+  }
+  EXPECT_GT(std::stoi(shown["batches_committed"]), 5);
+  EXPECT_EQ(last[R"(skippr_wal_commit_seconds_count{pipeline="bikehire"})"], std::stod(shown["batches_committed"]));
+  EXPECT_EQ(last[R"(skippr_sink_attempts_total{pipeline="bikehire",outcome="applied"})"],
+            std::stod(shown["batches_landed"]));
+  EXPECT_EQ(last[R"(skippr_batches_waiting{pipeline="bikehire"})"], 0);
+  EXPECT_TRUE(last.count(R"(skippr_seconds_since_last_landed_batch{pipeline="bikehire"})"));
+}
+
+TEST(Metrics, AMalformedOrTakenAddressStopsBeforeAnythingIsRead) {
+  PipelineFixture f(sample_config());
+  auto r = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"SKIPPR_METRICS_ADDRESS", "localhost"}});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("SKIPPR_METRICS_ADDRESS='localhost' is not an address"), std::string::npos) << r.err;
+
+  // The port is taken by another listener: exit 2 naming the address, nothing committed.
+  const int port = free_loopback_port();
+  const int holder = spawn_process({"/usr/bin/python3", "-c",
+                                    fmt::format("import socket,time\ns=socket.socket()\ns.bind(('127.0.0.1',{}))\n"
+                                                "s.listen()\nopen('bound','w').close()\ntime.sleep(60)",
+                                                port)},
+                                   f.root());
+  for (int i = 0; i < 200 && !std::filesystem::exists(f.path("bound")); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  r = f.skipprd({"sync", "--pipeline", "bikehire", "--once"},
+                {{"SKIPPR_METRICS_ADDRESS", fmt::format("127.0.0.1:{}", port)}});
+  kill(holder, SIGKILL);
+  wait_process(holder);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(fmt::format("SKIPPR_METRICS_ADDRESS=127.0.0.1:{}", port)), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(f.path("out.duckdb"))) << "the sync wrote before it stopped";
+}
+
+}  // namespace
+}  // namespace skippr::test
