@@ -85,6 +85,12 @@ int run(int argc, char** argv) {
   replica->add_flag("--insecure", insecure,
                     "Plaintext without authentication (a test on one machine); TLS needs SKIPPR_CLUSTER_TLS_*");
 
+  std::string serve_listen = "127.0.0.1:8484";
+  auto* serve = app.add_subcommand(
+      "serve", "Run every pipeline of skippr.yml in this process, with a status page (and /metrics) on --listen");
+  serve->add_option("--listen", serve_listen, "HOST:PORT of the status page (default 127.0.0.1:8484)");
+  serve->add_option("--config", config_file, "The configuration file");
+
   std::string promote_pipeline;
   auto* promote = app.add_subcommand(
       "promote", "Fail over: make this machine's replica copy of a pipeline its WAL, fencing the old primary");
@@ -104,10 +110,11 @@ int run(int argc, char** argv) {
     app.exit(e);
     // An unknown or missing command: say which there are.
     if (app.get_subcommands().empty()) {
-      fmt::print(stderr,
-                 "the commands are: sync, query, validate, connectors, wal inspect, replica, promote, help (skipprd "
-                 "help COMMAND "
-                 "for one)\n");
+      fmt::print(
+          stderr,
+          "the commands are: sync, serve, query, validate, connectors, wal inspect, replica, promote, help (skipprd "
+          "help COMMAND "
+          "for one)\n");
     }
     return exit_code::kUsage;  // usage errors are exit 2 whatever CLI11 would choose
   }
@@ -137,6 +144,7 @@ int run(int argc, char** argv) {
     return run_sync_command(sync_args);
   }
   if (query->parsed()) return run_query_command(sql, config, output);
+  if (serve->parsed()) return run_serve_command(serve_listen, config);
   if (validate->parsed()) return run_validate_command(config);
   if (app.got_subcommand("connectors")) return run_connectors_command();
   if (inspect->parsed()) return run_wal_inspect_command(wal_pipeline, output);

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include "cli/table.h"
 #include "config/config.h"
@@ -16,6 +18,8 @@
 #include "engine/metrics_endpoint.h"
 #include "engine/pipeline_storage.h"
 #include "engine/replica_server.h"
+#include "engine/serve_endpoint.h"
+#include "engine/supervisor.h"
 #include "engine/sync.h"
 #include "state/pipeline_state.h"
 #include "wal/wal.h"
@@ -181,6 +185,41 @@ std::filesystem::path data_dir_without_loading_the_config() {
 }
 
 }  // namespace
+
+int run_serve_command(const std::string& listen, const std::optional<std::filesystem::path>& config_path) {
+  auto setup = prepare_serve(config_path);
+  if (!setup) return report(setup.error());
+  const char* token = std::getenv("SKIPPR_SERVE_TOKEN");
+  double sample_seconds = 10;
+  if (const char* v = std::getenv("SKIPPR_SERVE_SAMPLE_SECONDS"); v != nullptr && *v != '\0') {
+    auto parsed = config_detail::parse_double(v);
+    if (!parsed || *parsed <= 0) {
+      return report(
+          Error{ErrorKind::kConfig,
+                fmt::format("SKIPPR_SERVE_SAMPLE_SECONDS='{}' is not valid; it must be a number of seconds", v)});
+    }
+    sample_seconds = *parsed;
+  }
+  std::unique_ptr<MetricsEndpoint> metrics;
+  if (!setup->settings.metrics_address.empty()) {
+    auto started = MetricsEndpoint::start(setup->settings.metrics_address);
+    if (!started) return report(started.error());
+    metrics = std::move(*started);
+  }
+  Supervisor supervisor(setup->config, setup->settings,
+                        std::chrono::milliseconds(static_cast<int64_t>(sample_seconds * 1000)));
+  auto endpoint = ServeEndpoint::start(listen, supervisor, token != nullptr ? token : "");
+  if (!endpoint) return report(endpoint.error());
+  install_stop_handlers();
+  supervisor.start();
+  fmt::print(stderr, "serving {} pipeline{} on http://{}/ (actions {})\n", setup->config.pipelines.size(),
+             setup->config.pipelines.size() == 1 ? "" : "s", listen,
+             token != nullptr && *token != '\0' ? "need the SKIPPR_SERVE_TOKEN bearer token" : "off");
+  while (!g_stop_requested.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Every run lands what it committed before the page goes away.
+  supervisor.stop();
+  return 0;
+}
 
 int run_replica_command(const std::string& listen_flag, bool insecure_flag) {
   auto env = [](const char* name) {

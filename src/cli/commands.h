@@ -22,6 +22,8 @@ int run_connectors_command();
 int run_wal_inspect_command(const std::string& pipeline, const std::string& output);
 // `skipprd replica --listen ADDR [--insecure]`: keeps synchronous WAL copies for clustered primaries until stopped.
 int run_replica_command(const std::string& listen, bool insecure);
+// `skipprd serve --listen ADDR`: every pipeline of skippr.yml in this process, and the status page, until stopped.
+int run_serve_command(const std::string& listen, const std::optional<std::filesystem::path>& config);
 // `skipprd promote --pipeline NAME`: the replica's copy here becomes the pipeline's WAL (a failover).
 int run_promote_command(const std::string& pipeline);
 

@@ -77,6 +77,18 @@ Result<SyncSetup> prepare_sync(const std::optional<std::filesystem::path>& expli
   return SyncSetup{std::move(*config), std::move(*settings)};
 }
 
+Result<SyncSetup> prepare_serve(const std::optional<std::filesystem::path>& explicit_path) {
+  auto config = discover_and_load_config(explicit_path);
+  if (!config) return std::unexpected(config.error());
+  auto settings = settings_from_env(config->file.parent_path());
+  if (!settings) return std::unexpected(settings.error());
+  for (const auto& [name, pipeline] : config->pipelines) {
+    SKIPPR_TRY(refuse_sink_clustered_mode_cannot_protect(*config, name));
+    SKIPPR_TRY(refuse_state_left_in_the_working_folder(*settings, name));
+  }
+  return SyncSetup{std::move(*config), std::move(*settings)};
+}
+
 bool sink_writes_stdout(const Config& config, const std::string& pipeline) {
   auto it = config.pipelines.find(pipeline);
   return it != config.pipelines.end() && config.sinks.at(it->second.data_sink).type == "Stdout";

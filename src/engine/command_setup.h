@@ -27,6 +27,9 @@ struct SyncSetup {
 // The config, the settings, and a check that `pipeline` exists in the config.
 Result<SyncSetup> prepare_sync(const std::optional<std::filesystem::path>& explicit_path, const std::string& pipeline);
 
+// The config and the settings for `serve`: every pipeline checked as prepare_sync checks one.
+Result<SyncSetup> prepare_serve(const std::optional<std::filesystem::path>& explicit_path);
+
 // True when the pipeline's sink writes to stdout itself, so run events must go elsewhere.
 bool sink_writes_stdout(const Config& config, const std::string& pipeline);
 

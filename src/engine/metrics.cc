@@ -85,6 +85,27 @@ RunTotals PipelineMetrics::totals() const {
   return totals_();
 }
 
+void PipelineMetrics::note_error(const std::string& message) {
+  std::lock_guard lock(mu_);
+  last_error_ = message;
+}
+
+std::optional<std::string> PipelineMetrics::last_error() const {
+  std::lock_guard lock(mu_);
+  return last_error_;
+}
+
+std::optional<double> PipelineMetrics::source_lag_seconds() const {
+  std::lock_guard lock(mu_);
+  return source_lag_seconds_;
+}
+
+std::optional<double> PipelineMetrics::seconds_since_last_landing() const {
+  std::lock_guard lock(mu_);
+  if (!last_landed_) return std::nullopt;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - *last_landed_).count();
+}
+
 void PipelineMetrics::observe_commit(std::chrono::steady_clock::duration took) {
   std::lock_guard lock(mu_);
   commit_.observe(std::chrono::duration<double>(took).count());
@@ -103,6 +124,7 @@ void PipelineMetrics::count_attempt(SinkAttempt outcome, uint64_t batches) {
 void PipelineMetrics::landed(std::optional<double> source_lag_seconds) {
   std::lock_guard lock(mu_);
   last_landed_ = std::chrono::steady_clock::now();
+  last_error_.reset();
   if (source_lag_seconds) source_lag_seconds_ = source_lag_seconds;
 }
 
@@ -169,6 +191,14 @@ std::string MetricsRegistry::render() const {
   }
   for (const Family& f : kOwnFamilies) family(f.name, f.type, f.help);
   return out;
+}
+
+std::shared_ptr<PipelineMetrics> MetricsRegistry::find(const std::string& pipeline) const {
+  std::lock_guard lock(mu_);
+  for (auto it = pipelines_.rbegin(); it != pipelines_.rend(); ++it) {
+    if (auto held = it->lock(); held && held->pipeline() == pipeline) return held;
+  }
+  return nullptr;
 }
 
 MetricsRegistry& process_metrics() {

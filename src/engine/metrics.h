@@ -52,6 +52,13 @@ class PipelineMetrics {
   // A batch landed now; `source_lag_seconds` when the source told its records' time.
   void landed(std::optional<double> source_lag_seconds);
 
+  // The run's latest failure while it retries (a sink that cannot be reached), cleared when a landing succeeds.
+  void note_error(const std::string& message);
+  std::optional<std::string> last_error() const;
+  RunTotals totals() const;
+  std::optional<double> source_lag_seconds() const;
+  std::optional<double> seconds_since_last_landing() const;
+
   const std::string& pipeline() const { return pipeline_; }
   // The run's samples for the metric family `family` (see metrics.cc), appended to `out`.
   void render(std::string& out, const std::string& family) const;
@@ -61,8 +68,8 @@ class PipelineMetrics {
   std::string labels_;            // pipeline="<name>", escaped
   mutable std::mutex totals_mu_;  // held while totals_ runs, so detach() waits for a scrape that is reading the run
   std::function<RunTotals()> totals_;
-  RunTotals totals() const;
   mutable std::mutex mu_;
+  std::optional<std::string> last_error_;
   LatencyHistogram commit_;
   LatencyHistogram landing_;
   std::array<uint64_t, 4> attempts_{};
@@ -76,6 +83,8 @@ class MetricsRegistry {
   std::shared_ptr<PipelineMetrics> add(std::string pipeline, std::function<RunTotals()> totals);
   // Every family, with its HELP and TYPE, and every registered pipeline's samples.
   std::string render() const;
+  // The registered run of `pipeline`, or null.
+  std::shared_ptr<PipelineMetrics> find(const std::string& pipeline) const;
 
  private:
   mutable std::mutex mu_;

@@ -272,6 +272,7 @@ class SyncRun {
                                 "reachable: {}",
                                 pipe_->name, st.error().message));
       }
+      metrics_->note_error(st.error().message);
       sleep_before_retry(backoff, started);
       backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
     }
@@ -542,6 +543,7 @@ class SyncRun {
         return false;
       }
       for (auto& item : items) item.maybe_landed = true;  // the failed attempt may have landed it
+      metrics_->note_error(e.message);
       if (!failing_since) {
         failing_since = Clock::now();
         spdlog::warn("writing {} failed, retrying with backoff: {}", group_ids(items), e.message);

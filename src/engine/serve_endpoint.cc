@@ -1,0 +1,91 @@
+#include "engine/serve_endpoint.h"
+
+#include <fmt/format.h>
+#include <openssl/crypto.h>
+
+#include <nlohmann/json.hpp>
+
+#include "clients/http/mhd_server.h"
+#include "core/host_port.h"
+#include "engine/metrics.h"
+#include "engine/status_page.h"
+
+namespace skippr {
+namespace {
+
+using http_server::Reply;
+using http_server::Request;
+
+Reply text_reply(std::string body, const char* content_type) {
+  Reply r;
+  r.body = std::move(body);
+  r.content_type = content_type;
+  r.headers.emplace_back("Cache-Control", "no-store");
+  return r;
+}
+
+// Compared in constant time, so the answer's timing says nothing of how much of a guess was right.
+bool token_matches(const std::string& authorization, const std::string& token) {
+  const std::string expected = "Bearer " + token;
+  return authorization.size() == expected.size() &&
+         CRYPTO_memcmp(authorization.data(), expected.data(), expected.size()) == 0;
+}
+
+Reply act(Supervisor& supervisor, const std::string& token, const Request& request) {
+  if (token.empty()) {
+    return http_server::error_reply(403, "actions are off: start serve with SKIPPR_SERVE_TOKEN set to enable them");
+  }
+  if (!token_matches(request.authorization, token)) {
+    return http_server::error_reply(401, "a valid 'Authorization: Bearer <SKIPPR_SERVE_TOKEN>' header is needed");
+  }
+  // /api/pipelines/<name>/<action>
+  const std::string rest = request.path.substr(std::string("/api/pipelines/").size());
+  const size_t slash = rest.find('/');
+  if (slash == std::string::npos) return http_server::error_reply(404, "use /api/pipelines/<name>/<action>");
+  auto done = supervisor.act(rest.substr(0, slash), rest.substr(slash + 1));
+  if (!done) return http_server::error_reply(done.error().kind == ErrorKind::kConfig ? 404 : 500, done.error().message);
+  Reply r;
+  r.body = nlohmann::json{{"message", *done}}.dump();
+  return r;
+}
+
+}  // namespace
+
+ServeEndpoint::ServeEndpoint(std::unique_ptr<http_server::Server> server) : server_(std::move(server)) {}
+
+ServeEndpoint::~ServeEndpoint() {
+  if (server_) server_->stop();
+}
+
+Result<std::unique_ptr<ServeEndpoint>> ServeEndpoint::start(const std::string& address, Supervisor& supervisor,
+                                                            std::string token) {
+  auto where = parse_host_port(address, "--listen");
+  if (!where) return std::unexpected(where.error());
+  const http_server::Limits limits{.max_body_bytes = 4096, .max_connections = 64, .client_timeout_seconds = 30};
+  auto server = std::make_unique<http_server::Server>(
+      "serve", limits, [](const Request&) { return std::optional<Reply>(); },
+      [&supervisor, token = std::move(token)](const Request& request, http_server::Pending*) -> std::optional<Reply> {
+        const bool get = request.method == "GET" || request.method == "HEAD";
+        if (get && request.path == "/") {
+          return text_reply(status_page_html(supervisor.status(), !token.empty()), "text/html; charset=utf-8");
+        }
+        if (get && request.path == "/api/status") {
+          return text_reply(status_json(supervisor.status()), "application/json");
+        }
+        if (get && request.path == "/metrics") {
+          return text_reply(process_metrics().render(), "text/plain; version=0.0.4; charset=utf-8");
+        }
+        if (request.method == "POST" && request.path.starts_with("/api/pipelines/")) {
+          return act(supervisor, token, request);
+        }
+        return http_server::error_reply(404,
+                                        "there is /, /api/status, /metrics and POST /api/pipelines/<name>/<action>");
+      });
+  if (auto st = server->listen(where->host, where->port); !st) {
+    return fail(ErrorKind::kConfig, fmt::format("--listen {}: {}", address, st.error().message));
+  }
+  SKIPPR_TRY(server->start());
+  return std::unique_ptr<ServeEndpoint>(new ServeEndpoint(std::move(server)));
+}
+
+}  // namespace skippr

@@ -1,0 +1,274 @@
+#include "engine/supervisor.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "engine/control.h"
+#include "engine/metrics.h"
+#include "engine/sync.h"
+
+namespace skippr {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kHistory = std::chrono::hours(1);
+constexpr auto kMaxBackoff = std::chrono::seconds(60);
+
+// serve shows progress on its page and in /metrics: a run's events are not printed, its errors are logged.
+class QuietReporter final : public Reporter {
+ public:
+  explicit QuietReporter(std::string pipeline) : pipeline_(std::move(pipeline)) {}
+  void sync_start(const std::string&, uint64_t, uint64_t) override {}
+  void batch_committed(const BatchId&, uint64_t, const RunTotals&) override {}
+  void batch_landed(const BatchId&, uint64_t, bool, bool, std::optional<double>, const RunTotals&) override {}
+  void rows_read(const RunTotals&) override {}
+  void sync_complete(const RunTotals&, int) override {}
+  void error(const std::string& message) override { spdlog::error("pipeline '{}': {}", pipeline_, message); }
+
+ private:
+  std::string pipeline_;
+};
+
+}  // namespace
+
+const char* to_string(PipelineRunState state) {
+  switch (state) {
+    case PipelineRunState::kStarting:
+      return "starting";
+    case PipelineRunState::kRunning:
+      return "running";
+    case PipelineRunState::kRetrying:
+      return "retrying";
+    case PipelineRunState::kFailed:
+      return "failed";
+    case PipelineRunState::kDisabled:
+      return "disabled";
+    case PipelineRunState::kStopped:
+      return "stopped";
+  }
+  return "unknown";
+}
+
+struct Supervisor::Slot {
+  std::string name;
+  std::string source;
+  std::string sink;
+  std::thread thread;
+  std::atomic<bool> stop_run = false;  // the run's SyncOptions::stop_requested
+
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  PipelineRunState state = PipelineRunState::kStarting;
+  bool enabled = true;
+  bool in_run = false;  // inside run_sync
+  bool held = false;    // an action is being carried out: do not start a run
+  bool wake = false;    // end a wait (backoff, failed, disabled) now
+  std::string last_error;
+  int restarts = 0;
+  RunTotals last_totals;  // of the last run that ended (shown until the next one registers)
+  struct Point {
+    Clock::time_point at;
+    uint64_t rows_landed;
+    uint64_t batches_waiting;
+  };
+  std::deque<Point> points;
+  uint64_t landed_before_run = 0;  // rows landed by earlier runs of this serve (the history is cumulative)
+};
+
+Supervisor::Supervisor(Config config, Settings settings, std::chrono::milliseconds sample_every)
+    : config_(std::move(config)), settings_(std::move(settings)), sample_every_(sample_every) {
+  std::map<std::string, bool> enabled;
+  if (auto shown = execute_statement({StatementKind::kShowPipelines, ""}, &config_, settings_)) {
+    for (const auto& row : shown->rows) enabled[row.at(0)] = row.at(3) != "no";
+  }
+  for (const auto& [name, pipeline] : config_.pipelines) {
+    auto slot = std::make_unique<Slot>();
+    slot->name = name;
+    slot->source = config_.sources.at(pipeline.data_source).type;
+    slot->sink = config_.sinks.at(pipeline.data_sink).type;
+    slot->enabled = !enabled.contains(name) || enabled[name];
+    slots_.push_back(std::move(slot));
+  }
+}
+
+Supervisor::~Supervisor() { stop(); }
+
+void Supervisor::start() {
+  for (auto& slot : slots_) {
+    Slot* s = slot.get();
+    s->thread = std::thread([this, s] { run_slot(*s); });
+  }
+  sampler_ = std::thread([this] {
+    std::unique_lock lock(sampler_mu_);
+    while (!stopping_) {
+      lock.unlock();
+      sample();
+      lock.lock();
+      sampler_cv_.wait_for(lock, sample_every_, [this] { return stopping_.load(); });
+    }
+  });
+}
+
+void Supervisor::stop() {
+  if (stopping_.exchange(true)) return;
+  for (auto& slot : slots_) {
+    std::lock_guard lock(slot->mu);
+    slot->stop_run = true;
+    slot->wake = true;
+    slot->cv.notify_all();
+  }
+  sampler_cv_.notify_all();
+  for (auto& slot : slots_) {
+    if (slot->thread.joinable()) slot->thread.join();
+  }
+  if (sampler_.joinable()) sampler_.join();
+}
+
+void Supervisor::run_slot(Slot& slot) {
+  auto backoff = std::chrono::milliseconds(1000);
+  std::unique_lock lock(slot.mu);
+  while (!stopping_) {
+    if (!slot.enabled || slot.held) {
+      if (!slot.enabled) slot.state = PipelineRunState::kDisabled;
+      slot.cv.wait(lock, [&] { return stopping_ || slot.wake; });
+      slot.wake = false;
+      continue;
+    }
+    slot.state = PipelineRunState::kRunning;
+    slot.in_run = true;
+    slot.stop_run = false;
+    lock.unlock();
+    QuietReporter reporter(slot.name);
+    SyncOptions options;
+    options.pipeline = slot.name;
+    options.stop_requested = &slot.stop_run;
+    const auto began = Clock::now();
+    const SyncResult result = run_sync(config_, settings_, options, reporter);
+    lock.lock();
+    slot.in_run = false;
+    slot.last_totals = result.totals;
+    slot.landed_before_run += result.totals.rows_landed;
+    slot.cv.notify_all();  // an action waits for the run to end
+    if (stopping_ || slot.held) {
+      slot.state = PipelineRunState::kStopped;
+      continue;
+    }
+    slot.last_error = result.message;
+    if (result.exit_code == 2 || result.exit_code == 70) {
+      // A configuration error or a WAL that failed a check: running it again would fail the same way.
+      slot.state = PipelineRunState::kFailed;
+      spdlog::error("pipeline '{}' stopped (exit {}), waiting for an action or a restart: {}", slot.name,
+                    result.exit_code, result.message);
+      slot.cv.wait(lock, [&] { return stopping_ || slot.wake; });
+      slot.wake = false;
+      continue;
+    }
+    // Retry later (75), a lease held elsewhere (3), anything else: again after a backoff, longer each time unless
+    // the run lasted a while.
+    if (Clock::now() - began > kMaxBackoff) backoff = std::chrono::milliseconds(1000);
+    slot.state = PipelineRunState::kRetrying;
+    ++slot.restarts;
+    spdlog::warn("pipeline '{}' ended with exit {}; starting it again in {} ms: {}", slot.name, result.exit_code,
+                 backoff.count(), result.message);
+    slot.cv.wait_for(lock, backoff, [&] { return stopping_ || slot.wake; });
+    slot.wake = false;
+    backoff = std::min<std::chrono::milliseconds>(backoff * 2, kMaxBackoff);
+  }
+  slot.state = PipelineRunState::kStopped;
+}
+
+Supervisor::Slot* Supervisor::find(const std::string& name) const {
+  for (const auto& slot : slots_) {
+    if (slot->name == name) return slot.get();
+  }
+  return nullptr;
+}
+
+Result<std::string> Supervisor::act(const std::string& pipeline, const std::string& action) {
+  Slot* slot = find(pipeline);
+  if (slot == nullptr) return fail(ErrorKind::kConfig, fmt::format("there is no pipeline '{}' here", pipeline));
+  StatementKind kind;
+  if (action == "enable") {
+    kind = StatementKind::kEnablePipeline;
+  } else if (action == "disable") {
+    kind = StatementKind::kDisablePipeline;
+  } else if (action == "reset") {
+    kind = StatementKind::kResetPipeline;
+  } else {
+    return fail(ErrorKind::kConfig, fmt::format("'{}' is not an action; use enable, disable or reset", action));
+  }
+  std::unique_lock lock(slot->mu);
+  slot->held = true;
+  slot->stop_run = true;  // the run lands what it committed, then returns
+  slot->wake = true;
+  slot->cv.notify_all();
+  slot->cv.wait(lock, [&] { return !slot->in_run; });
+  lock.unlock();
+  auto done = execute_statement({kind, pipeline}, &config_, settings_);
+  lock.lock();
+  if (done) {
+    if (kind == StatementKind::kEnablePipeline) slot->enabled = true;
+    if (kind == StatementKind::kDisablePipeline) slot->enabled = false;
+    slot->last_error.clear();
+  }
+  slot->held = false;
+  slot->wake = true;
+  slot->cv.notify_all();
+  if (!done) return std::unexpected(done.error());
+  return done->message;
+}
+
+void Supervisor::sample() {
+  const auto now = Clock::now();
+  for (auto& slot : slots_) {
+    auto metrics = process_metrics().find(slot->name);
+    std::lock_guard lock(slot->mu);
+    const RunTotals totals = metrics && slot->in_run ? metrics->totals() : slot->last_totals;
+    const uint64_t landed = slot->landed_before_run + (metrics && slot->in_run ? totals.rows_landed : 0);
+    slot->points.push_back({now, landed, totals.batches_waiting});
+    while (!slot->points.empty() && now - slot->points.front().at > kHistory) slot->points.pop_front();
+  }
+}
+
+std::vector<PipelineStatus> Supervisor::status() const {
+  std::vector<PipelineStatus> out;
+  const auto now = Clock::now();
+  for (const auto& slot : slots_) {
+    auto metrics = process_metrics().find(slot->name);
+    std::lock_guard lock(slot->mu);
+    PipelineStatus s;
+    s.name = slot->name;
+    s.source = slot->source;
+    s.sink = slot->sink;
+    s.state = slot->state;
+    s.restarts = slot->restarts;
+    s.last_error = slot->last_error;
+    if (metrics && slot->in_run) {
+      s.totals = metrics->totals();
+      s.source_lag_seconds = metrics->source_lag_seconds();
+      s.seconds_since_last_landing = metrics->seconds_since_last_landing();
+      if (auto retrying = metrics->last_error()) {  // the run retries its destination: say so, and why
+        s.state = PipelineRunState::kRetrying;
+        s.last_error = *retrying;
+      }
+    } else {
+      s.totals = slot->last_totals;
+    }
+    for (size_t i = 1; i < slot->points.size(); ++i) {
+      const auto& a = slot->points[i - 1];
+      const auto& b = slot->points[i];
+      const double seconds = std::chrono::duration<double>(b.at - a.at).count();
+      s.history.push_back(
+          {std::chrono::duration<double>(now - b.at).count(),
+           seconds > 0 && b.rows_landed >= a.rows_landed ? (b.rows_landed - a.rows_landed) / seconds : 0,
+           b.batches_waiting});
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace skippr

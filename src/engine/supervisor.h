@@ -1,0 +1,78 @@
+// `skipprd serve`: every pipeline of skippr.yml in one long-running process, each in a thread of its own running the
+// same sync as `skipprd sync` (its own lease, WAL and sink). One failing pipeline never stops the others: a run that
+// ends with "retry later" (75), a held lease (3) or anything unexpected starts again after a backoff (1 s doubling to
+// 60 s); a configuration error (2) or a WAL that failed a check (70) waits for a person (an action, or a restart of
+// serve). Every run's counters come from the metrics registry; a sampler keeps an hour of history for the page.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/config.h"
+#include "engine/reporter.h"
+
+namespace skippr {
+
+enum class PipelineRunState { kStarting, kRunning, kRetrying, kFailed, kDisabled, kStopped };
+const char* to_string(PipelineRunState state);
+
+struct HistorySample {
+  double seconds_ago = 0;
+  double rows_per_second = 0;  // landed since the sample before
+  uint64_t batches_waiting = 0;
+};
+
+// What the status page and /api/status show of one pipeline.
+struct PipelineStatus {
+  std::string name;
+  std::string source;  // connector types, e.g. "Sample", "DuckDB"
+  std::string sink;
+  PipelineRunState state = PipelineRunState::kStarting;
+  std::string last_error;  // "" when none
+  int restarts = 0;
+  RunTotals totals;
+  std::optional<double> source_lag_seconds;
+  std::optional<double> seconds_since_last_landing;
+  std::vector<HistorySample> history;  // oldest first, at most an hour
+};
+
+class Supervisor {
+ public:
+  // `sample_every`: the history's step (10 s; tests use less).
+  Supervisor(Config config, Settings settings, std::chrono::milliseconds sample_every);
+  ~Supervisor();
+
+  void start();
+  // Stops every run (each lands what it committed within its grace period) and joins them.
+  void stop();
+  std::vector<PipelineStatus> status() const;
+  // "enable", "disable" or "reset": the run is stopped, the control statement executed, the run started again when
+  // the pipeline is enabled. Returns the statement's message; kConfig for an unknown pipeline or action.
+  Result<std::string> act(const std::string& pipeline, const std::string& action);
+
+ private:
+  struct Slot;
+  void run_slot(Slot& slot);
+  void sample();
+  Slot* find(const std::string& name) const;
+
+  Config config_;
+  Settings settings_;
+  std::chrono::milliseconds sample_every_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::atomic<bool> stopping_ = false;
+  std::thread sampler_;
+  std::mutex sampler_mu_;
+  std::condition_variable sampler_cv_;
+};
+
+}  // namespace skippr

@@ -1,0 +1,198 @@
+// `skipprd serve` through the real binary: three pipelines in one process, one of them pointing at a destination
+// nobody listens on. The other two land every row; the status page, loaded in headless Chromium (Debian's chromium),
+// shows all three with the dead one retrying and its error, with their charts; screenshots (desktop and phone width)
+// are kept in <build>/test-artifacts. Actions need the token; a disabled pipeline stops and starts again when enabled.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "clients/http/http_request.h"
+#include "support/duckdb_probe.h"
+#include "support/pipeline_fixture.h"
+
+namespace skippr::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string serve_config(int dead_port) {
+  return fmt::format(R"(data_sources:
+  small:
+    Sample: {{ rows: 20000, seed: 1 }}
+  large:
+    Sample: {{ rows: 50000, seed: 2 }}
+data_sinks:
+  a:
+    DuckDB: {{ path: a.duckdb, table: trips }}
+  b:
+    DuckDB: {{ path: b.duckdb, table: trips }}
+  dead:
+    Postgres: {{ host: 127.0.0.1, port: {}, user: loader, password: "${{DEAD_PASSWORD}}", database: x, table: trips }}
+pipelines:
+  alpha:
+    data_source: data_sources.small
+    data_sink: data_sinks.a
+  beta:
+    data_source: data_sources.large
+    data_sink: data_sinks.b
+  gamma:
+    data_source: data_sources.small
+    data_sink: data_sinks.dead
+)",
+                     dead_port);
+}
+
+Result<HttpResponse> call(const std::string& method, const std::string& url, const std::string& authorization = "") {
+  HttpRequest r;
+  r.method = method;
+  r.url = url;
+  if (!authorization.empty()) r.headers.push_back("Authorization: " + authorization);
+  return http_send(r);
+}
+
+nlohmann::json status(const std::string& base) {
+  auto got = call("GET", base + "/api/status");
+  if (!got || got->status != 200) return nlohmann::json::array();
+  return nlohmann::json::parse(got->body);
+}
+
+nlohmann::json pipeline(const nlohmann::json& all, const std::string& name) {
+  for (const auto& p : all) {
+    if (p.at("pipeline") == name) return p;
+  }
+  return nlohmann::json::object();
+}
+
+// Polls /api/status until `ready` holds (or 90 s pass); returns the last status.
+template <class F>
+nlohmann::json wait_for(const std::string& base, F ready) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
+  nlohmann::json all;
+  while (std::chrono::steady_clock::now() < deadline) {
+    all = status(base);
+    if (!all.empty() && ready(all)) return all;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return all;
+}
+
+ProcessResult chromium(const fs::path& cwd, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"/usr/bin/chromium", "--headless",
+                                   "--no-sandbox",      "--disable-gpu",
+                                   "--hide-scrollbars", "--user-data-dir=" + (cwd / "chromium-profile").string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_process(argv, cwd, {}, 120);
+}
+
+// The serve process, stopped when the test ends however it ends.
+struct Served {
+  int pid;
+  ~Served() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      wait_process(pid);
+    }
+  }
+  int stop() {
+    kill(pid, SIGTERM);
+    const int code = wait_process(pid);
+    pid = 0;
+    return code;
+  }
+};
+
+bool is_png(const fs::path& file) { return fs::exists(file) && read_text(file).starts_with("\x89PNG\r\n\x1a\n"); }
+
+TEST(Serve, ThreePipelinesOneDeadThePageShowsThemAllAndActionsNeedTheToken) {
+  const int dead_port = free_loopback_port();  // nothing listens there
+  PipelineFixture f(serve_config(dead_port));
+  const int port = free_loopback_port();
+  const std::string base = fmt::format("http://127.0.0.1:{}", port);
+  const std::map<std::string, std::string> env = {
+      {"DATA_DIR", f.path("data").string()},      {"SKIPPR_CONFIG_FILE", ""},
+      {"SKIPPR_SERVE_TOKEN", "serve-test-token"}, {"SKIPPR_SERVE_SAMPLE_SECONDS", "0.5"},
+      {"DEAD_PASSWORD", "never-shown-pw"},        {"BUFFER_THRESHOLD_BYTES", "256KiB"}};
+  Served served{spawn_process({SKIPPRD_BINARY, "serve", "--listen", fmt::format("127.0.0.1:{}", port)}, f.root(), env)};
+
+  auto all = wait_for(base, [](const nlohmann::json& s) {
+    return pipeline(s, "alpha").value("rows_landed", 0) == 20000 &&
+           pipeline(s, "beta").value("rows_landed", 0) == 50000 &&
+           pipeline(s, "gamma").value("last_error", std::string()).find("Connection refused") != std::string::npos;
+  });
+  ASSERT_EQ(pipeline(all, "alpha").value("rows_landed", 0), 20000) << all.dump(2);
+  ASSERT_EQ(pipeline(all, "beta").value("rows_landed", 0), 50000) << all.dump(2);
+  EXPECT_EQ(pipeline(all, "alpha").value("state", ""), "running");
+  EXPECT_EQ(pipeline(all, "gamma").value("state", ""), "retrying");
+  EXPECT_EQ(all.dump().find("never-shown-pw"), std::string::npos);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // a few history samples for the charts
+
+  // The page as a browser renders it.
+  const auto dom = chromium(f.root(), {"--dump-dom", base + "/"});
+  ASSERT_EQ(dom.exit_code, 0) << dom.err;
+  for (const char* row :
+       {R"(data-pipeline="alpha" data-state="running")", R"(data-pipeline="beta" data-state="running")",
+        R"(data-pipeline="gamma" data-state="retrying")"}) {
+    EXPECT_NE(dom.out.find(row), std::string::npos) << row << " not in:\n" << dom.out;
+  }
+  EXPECT_NE(dom.out.find("Connection refused"), std::string::npos) << "the dead pipeline's error is not shown";
+  size_t charts = 0;
+  for (size_t at = dom.out.find("<svg class=\"chart\""); at != std::string::npos;
+       at = dom.out.find("<svg class=\"chart\"", at + 1)) {
+    ++charts;
+  }
+  EXPECT_EQ(charts, 6u) << "a throughput and a backlog chart per pipeline";
+  EXPECT_TRUE(std::regex_search(dom.out, std::regex(R"(<polyline points="[0-9.]+,[0-9.]+ [0-9.]+,[0-9.]+)")))
+      << "no chart has two points";
+  EXPECT_NE(dom.out.find("http-equiv=\"refresh\""), std::string::npos);
+  EXPECT_EQ(dom.out.find("never-shown-pw"), std::string::npos);
+  EXPECT_EQ(dom.out.find("https://"), std::string::npos) << "the page loads something from elsewhere";
+
+  const fs::path artifacts = fs::path(SKIPPRD_BINARY).parent_path() / "test-artifacts";
+  fs::create_directories(artifacts);
+  for (const auto& [file, size] :
+       {std::pair{"serve-status.png", "1280,900"}, std::pair{"serve-status-phone.png", "390,1400"}}) {
+    const auto shot = chromium(
+        f.root(), {"--window-size=" + std::string(size), "--screenshot=" + (artifacts / file).string(), base + "/"});
+    EXPECT_EQ(shot.exit_code, 0) << shot.err;
+    EXPECT_TRUE(is_png(artifacts / file)) << file;
+  }
+
+  // Actions: refused without the token, done with it.
+  auto refused = call("POST", base + "/api/pipelines/alpha/disable");
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->status, 401);
+  refused = call("POST", base + "/api/pipelines/alpha/disable", "Bearer wrong-token");
+  EXPECT_EQ(refused->status, 401);
+  auto disabled = call("POST", base + "/api/pipelines/alpha/disable", "Bearer serve-test-token");
+  ASSERT_TRUE(disabled.has_value());
+  EXPECT_EQ(disabled->status, 200) << disabled->body;
+  all = wait_for(base, [](const nlohmann::json& s) { return pipeline(s, "alpha").value("state", "") == "disabled"; });
+  EXPECT_EQ(pipeline(all, "alpha").value("state", ""), "disabled");
+  auto enabled = call("POST", base + "/api/pipelines/alpha/enable", "Bearer serve-test-token");
+  EXPECT_EQ(enabled->status, 200) << enabled->body;
+  all = wait_for(base, [](const nlohmann::json& s) { return pipeline(s, "alpha").value("state", "") == "running"; });
+  EXPECT_EQ(pipeline(all, "alpha").value("state", ""), "running");
+  auto unknown = call("POST", base + "/api/pipelines/nosuch/disable", "Bearer serve-test-token");
+  EXPECT_EQ(unknown->status, 404);
+
+  auto metrics = call("GET", base + "/metrics");
+  ASSERT_TRUE(metrics.has_value());
+  EXPECT_NE(metrics->body.find(R"(skippr_rows_landed_total{pipeline="beta"} 50000)"), std::string::npos)
+      << metrics->body;
+
+  EXPECT_EQ(served.stop(), 0);
+  // Every row of the two live pipelines once, after serve let go of the files.
+  EXPECT_EQ(duckdb_value(f.path("a.duckdb"), "SELECT count(*) || ' ' || count(DISTINCT trip_id) FROM trips"),
+            "20000 20000");
+  EXPECT_EQ(duckdb_value(f.path("b.duckdb"), "SELECT count(*) || ' ' || count(DISTINCT trip_id) FROM trips"),
+            "50000 50000");
+}
+
+}  // namespace
+}  // namespace skippr::test
