@@ -14,7 +14,7 @@ _skipprd_pipelines() {
 
 _skipprd() {
   local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD - 1]}"
-  local commands="sync query validate connectors wal replica promote help"
+  local commands="sync serve query validate connectors wal replica promote help"
   local command="" i
   for ((i = 1; i < COMP_CWORD; i++)); do
     case "${COMP_WORDS[i]}" in
@@ -38,6 +38,7 @@ _skipprd() {
     validate) COMPREPLY=($(compgen -W "--config" -- "$cur")) ;;
     wal) COMPREPLY=($(compgen -W "inspect --pipeline --output" -- "$cur")) ;;
     replica) COMPREPLY=($(compgen -W "--listen --insecure" -- "$cur")) ;;
+    serve) COMPREPLY=($(compgen -W "--listen --config" -- "$cur")) ;;
     promote) COMPREPLY=($(compgen -W "--pipeline" -- "$cur")) ;;
     help) COMPREPLY=($(compgen -W "$commands" -- "$cur")) ;;
   esac

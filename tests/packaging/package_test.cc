@@ -50,9 +50,9 @@ TEST_F(Package, HoldsTheBinaryItsLibraryTheUnitAndCompletionAndDependsOnTheShare
     EXPECT_NE(info.out.find(needed), std::string::npos) << needed << " missing in:\n" << info.out;
   }
   const auto files = sh(fmt::format("dpkg-deb -c '{}'", deb_->string()), dir_->path());
-  for (const char* file :
-       {"./usr/bin/skipprd", "./usr/lib/skipprd/libduckdb.so", "./usr/lib/systemd/system/skipprd@.service",
-        "./usr/share/bash-completion/completions/skipprd", "./usr/share/doc/skipprd/README.md"}) {
+  for (const char* file : {"./usr/bin/skipprd", "./usr/lib/skipprd/libduckdb.so",
+                           "./usr/lib/systemd/system/skipprd@.service", "./usr/lib/systemd/system/skipprd.service",
+                           "./usr/share/bash-completion/completions/skipprd", "./usr/share/doc/skipprd/README.md"}) {
     EXPECT_NE(files.out.find(file), std::string::npos) << file << " missing in:\n" << files.out;
   }
   // Unpacked anywhere, the binary finds its DuckDB through its RUNPATH ($ORIGIN/../lib/skipprd).
@@ -69,7 +69,10 @@ TEST_F(Package, InstallsAndItsUnitPassesSystemdAnalyzeVerify) {
   ASSERT_EQ(geteuid(), 0u) << "installing the package needs root (CI runs as root)";
   const auto installed = sh(fmt::format("dpkg -i '{}'", deb_->string()), dir_->path());
   ASSERT_EQ(installed.exit_code, 0) << installed.out << installed.err;
-  const auto verify = sh("systemd-analyze verify /usr/lib/systemd/system/skipprd@.service", dir_->path());
+  const auto verify =
+      sh("systemd-analyze verify /usr/lib/systemd/system/skipprd@.service "
+         "/usr/lib/systemd/system/skipprd.service",
+         dir_->path());
   EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
   EXPECT_EQ(verify.err, "") << "systemd-analyze had remarks";
   EXPECT_EQ(sh("getent passwd skipprd", dir_->path()).exit_code, 0) << "the service user was not created";
