@@ -48,12 +48,13 @@ if ! command -v promtool >/dev/null; then
   placed=""
   if [ ! -e "$policy" ]; then
     printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null && $SUDO chmod +x "$policy" && placed=yes
+    trap '$SUDO rm -f "$policy"' EXIT  # gone even when the install fails (set -e)
   fi
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends prometheus >/dev/null 2>&1 || {
     $SUDO apt-get update -q >/dev/null
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends prometheus
   }
-  [ -z "$placed" ] || $SUDO rm -f "$policy"
+  [ -z "$placed" ] || { $SUDO rm -f "$policy"; trap - EXIT; }
   # A system without policy-rc.d support (systemd) may have started it: it is not needed.
   $SUDO systemctl disable --now prometheus >/dev/null 2>&1 || true
 fi

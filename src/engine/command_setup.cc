@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <map>
 
 namespace skippr {
 
@@ -82,9 +84,32 @@ Result<SyncSetup> prepare_serve(const std::optional<std::filesystem::path>& expl
   if (!config) return std::unexpected(config.error());
   auto settings = settings_from_env(config->file.parent_path());
   if (!settings) return std::unexpected(settings.error());
+  bool chaos = settings->chaos_mode.value_or(false);
+  for (const auto& [name, pipeline] : config->pipelines) chaos = chaos || pipeline.chaos_mode;
+  if (chaos) {
+    return fail(ErrorKind::kConfig,
+                "SKIPPR_CHAOS_MODE kills the whole process, so serve refuses it (one pipeline's "
+                "chaos would stop them all): use it with skipprd sync");
+  }
+  // DuckDB locks its file against other processes only: two pipelines of one process on one file would both write
+  // it unguarded.
+  std::map<std::filesystem::path, std::string> duckdb_files;
   for (const auto& [name, pipeline] : config->pipelines) {
     SKIPPR_TRY(refuse_sink_clustered_mode_cannot_protect(*config, name));
     SKIPPR_TRY(refuse_state_left_in_the_working_folder(*settings, name));
+    for (const ConnectorConfig* c :
+         {&config->sources.at(pipeline.data_source), &config->sinks.at(pipeline.data_sink)}) {
+      if (c->type != "DuckDB" || !c->params.contains("path") || !c->params["path"].is_string()) continue;
+      const auto file = std::filesystem::weakly_canonical(c->params["path"].get<std::string>());
+      auto [it, inserted] = duckdb_files.emplace(file, name);
+      if (!inserted && it->second != name) {
+        return fail(ErrorKind::kConfig,
+                    fmt::format("pipelines '{}' and '{}' both use the DuckDB file {}; serve runs them in one process, "
+                                "where DuckDB cannot lock the file against itself. Give each pipeline its own file, "
+                                "or run one of them with skipprd sync",
+                                it->second, name, file.string()));
+      }
+    }
   }
   return SyncSetup{std::move(*config), std::move(*settings)};
 }

@@ -10,7 +10,14 @@
 
 namespace skippr {
 
-enum class StatementKind { kResetPipeline, kShowPipelines, kShowPipeline, kShowStats, kEnablePipeline, kDisablePipeline };
+enum class StatementKind {
+  kResetPipeline,
+  kShowPipelines,
+  kShowPipeline,
+  kShowStats,
+  kEnablePipeline,
+  kDisablePipeline
+};
 
 struct Statement {
   StatementKind kind;

@@ -90,6 +90,11 @@ void PipelineMetrics::note_error(const std::string& message) {
   last_error_ = message;
 }
 
+void PipelineMetrics::clear_error() {
+  std::lock_guard lock(mu_);
+  last_error_.reset();
+}
+
 std::optional<std::string> PipelineMetrics::last_error() const {
   std::lock_guard lock(mu_);
   return last_error_;

@@ -54,6 +54,7 @@ class PipelineMetrics {
 
   // The run's latest failure while it retries (a sink that cannot be reached), cleared when a landing succeeds.
   void note_error(const std::string& message);
+  void clear_error();
   std::optional<std::string> last_error() const;
   RunTotals totals() const;
   std::optional<double> source_lag_seconds() const;

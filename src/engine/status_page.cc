@@ -56,7 +56,11 @@ td[data-label]::before{content:attr(data-label) ": ";font-weight:600;color:#5b62
 )";
 
 constexpr const char* kScript = R"(
+document.querySelectorAll('button[data-action]').forEach(b =>
+  b.addEventListener('click', () => act(b.dataset.pipeline, b.dataset.action)));
 function act(name, action) {
+  if (action === 'reset' && !confirm('RESET ' + name + ': its WAL and source position are deleted, batches not ' +
+      'landed yet included, and the source is read again from the start. Go on?')) return;
   let token = localStorage.getItem('skipprd-token');
   if (!token) { token = prompt('Token (SKIPPR_SERVE_TOKEN) for ' + action + ' ' + name); if (!token) return;
     localStorage.setItem('skipprd-token', token); }
@@ -103,7 +107,7 @@ std::string status_page_html(const std::vector<PipelineStatus>& pipelines, bool 
     std::string actions;
     if (actions_enabled) {
       for (const char* action : {"enable", "disable", "reset"}) {
-        actions += fmt::format("<button onclick=\"act('{0}','{1}')\">{1}</button>", name, action);
+        actions += fmt::format("<button data-pipeline=\"{0}\" data-action=\"{1}\">{1}</button>", name, action);
       }
     }
     rows += fmt::format(
@@ -164,7 +168,8 @@ std::string status_json(const std::vector<PipelineStatus>& pipelines) {
                    {"source_lag_seconds", p.source_lag_seconds ? nlohmann::json(*p.source_lag_seconds) : nullptr},
                    {"history", history}});
   }
-  return out.dump();
+  // An error message from a destination may hold bytes that are not UTF-8: replaced, never thrown on.
+  return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace skippr

@@ -58,6 +58,7 @@ struct Supervisor::Slot {
   std::string sink;
   std::thread thread;
   std::atomic<bool> stop_run = false;  // the run's SyncOptions::stop_requested
+  std::mutex action_mu;                // one action at a time, so `held` means one thing
 
   mutable std::mutex mu;
   std::condition_variable cv;
@@ -120,7 +121,10 @@ void Supervisor::stop() {
     slot->wake = true;
     slot->cv.notify_all();
   }
-  sampler_cv_.notify_all();
+  {
+    std::lock_guard lock(sampler_mu_);  // the sampler checks stopping_ under it: the wakeup cannot fall between
+    sampler_cv_.notify_all();
+  }
   for (auto& slot : slots_) {
     if (slot->thread.joinable()) slot->thread.join();
   }
@@ -200,7 +204,9 @@ Result<std::string> Supervisor::act(const std::string& pipeline, const std::stri
   } else {
     return fail(ErrorKind::kConfig, fmt::format("'{}' is not an action; use enable, disable or reset", action));
   }
+  std::lock_guard one_action(slot->action_mu);
   std::unique_lock lock(slot->mu);
+  if (stopping_) return fail(ErrorKind::kUnavailable, "serve is stopping");
   slot->held = true;
   slot->stop_run = true;  // the run lands what it committed, then returns
   slot->wake = true;

@@ -55,8 +55,9 @@ class Supervisor {
   // Stops every run (each lands what it committed within its grace period) and joins them.
   void stop();
   std::vector<PipelineStatus> status() const;
-  // "enable", "disable" or "reset": the run is stopped, the control statement executed, the run started again when
-  // the pipeline is enabled. Returns the statement's message; kConfig for an unknown pipeline or action.
+  // "enable", "disable" or "reset" (one at a time per pipeline): the run is stopped, the control statement executed,
+  // the run started again when the pipeline is enabled. Returns the statement's message; kConfig for an unknown
+  // pipeline or action.
   Result<std::string> act(const std::string& pipeline, const std::string& action);
 
  private:

@@ -262,6 +262,7 @@ class SyncRun {
     while (true) {
       auto st = sink_->open();
       if (st) {
+        metrics_->clear_error();
         sink_open_ = true;
         return ok();
       }
@@ -436,6 +437,7 @@ class SyncRun {
         t.rows_committed += rows;
         t.dead_letters += item->dead_letters.size();
         t.batches_committed += 1;
+        t.batches_waiting += 1;  // until it lands (mark_landed); finish() counts the WAL's pending ones again
         t.wal_bytes = wal_->bytes_on_disk();
       });
       reporter_.batch_committed(*id, rows, snapshot());
@@ -451,6 +453,7 @@ class SyncRun {
   // Stage 3 (this thread): first the batches an earlier run committed but did not land, then the new ones; in
   // groups when several wait and the sink lands a group atomically (coalesced landing).
   void land_stage(const std::vector<WalBatchInfo>& pending) {
+    add([&](RunTotals& t) { t.batches_waiting += pending.size(); });  // an earlier run's, landed first
     std::vector<CommittedBatch> group;
     size_t group_bytes = 0;
     for (const auto& info : pending) {
@@ -595,6 +598,7 @@ class SyncRun {
         t.rows_landed += b.batch.rows - rejected;
         t.rows_rejected += rejected;
         t.batches_landed += 1;
+        if (t.batches_waiting > 0) t.batches_waiting -= 1;
         t.batches_replayed += b.replayed ? 1 : 0;
         t.already_applied += already ? 1 : 0;
         t.last_batch_landed = b.id.str();

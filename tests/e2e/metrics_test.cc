@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -68,7 +69,7 @@ TEST(Metrics, ScrapesDuringASyncParseAndEndEqualToShowStats) {
   const int pid = spawn_process({SKIPPRD_BINARY, "sync", "--pipeline", "bikehire"}, f.root(), env);
   const std::string landed = R"(skippr_rows_landed_total{pipeline="bikehire"})";
   std::map<std::string, double> last;
-  int scrapes = 0, during = 0;
+  int scrapes = 0, during = 0, waiting_seen = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (std::chrono::steady_clock::now() < deadline) {
     HttpRequest scrape;
@@ -87,6 +88,13 @@ TEST(Metrics, ScrapesDuringASyncParseAndEndEqualToShowStats) {
         EXPECT_GE(now[name], value) << name << " went down between scrapes";
       }
     }
+    // One snapshot: what is committed and not landed yet is what waits (a fresh run has no earlier batches).
+    const std::string label = R"({pipeline="bikehire"})";
+    if (now.count("skippr_batches_waiting" + label)) {
+      EXPECT_EQ(now["skippr_batches_waiting" + label],
+                now["skippr_batches_committed_total" + label] - now["skippr_batches_landed_total" + label]);
+      if (now["skippr_batches_waiting" + label] > 0) ++waiting_seen;
+    }
     last = now;
     ++scrapes;
     if (now.count(landed) && now[landed] > 0 && now[landed] < kRows) ++during;
@@ -97,6 +105,9 @@ TEST(Metrics, ScrapesDuringASyncParseAndEndEqualToShowStats) {
   wait_process(pid);
   ASSERT_EQ(last[landed], kRows) << "the sync did not land every row within 2 minutes";
   EXPECT_GE(during, 1) << "no scrape caught the sync mid-way";
+  EXPECT_GT(waiting_seen, 0) << "the backlog gauge never showed a batch waiting";
+  std::cout << "metrics: " << scrapes << " scrapes, " << during << " mid-way, " << waiting_seen
+            << " with batches waiting\n";
 
   auto stats = f.skipprd({"query", "--sql", "SHOW STATS FOR bikehire", "--output", "json"});
   ASSERT_EQ(stats.exit_code, 0) << stats.err;

@@ -48,6 +48,11 @@ pipelines:
                      dead_port);
 }
 
+std::string sample_to_duckdb_config_for_serve() {
+  return "data_sources:\n  s:\n    Sample: { rows: 10 }\ndata_sinks:\n  d:\n    DuckDB: { path: d.duckdb, table: t }\n"
+         "pipelines:\n  only:\n    data_source: data_sources.s\n    data_sink: data_sinks.d\n";
+}
+
 Result<HttpResponse> call(const std::string& method, const std::string& url, const std::string& authorization = "") {
   HttpRequest r;
   r.method = method;
@@ -192,6 +197,37 @@ TEST(Serve, ThreePipelinesOneDeadThePageShowsThemAllAndActionsNeedTheToken) {
             "20000 20000");
   EXPECT_EQ(duckdb_value(f.path("b.duckdb"), "SELECT count(*) || ' ' || count(DISTINCT trip_id) FROM trips"),
             "50000 50000");
+}
+
+// What serve cannot run safely in one process stops it before anything runs (exit 2): two pipelines on one DuckDB
+// file, and chaos mode (which kills the process, so every pipeline).
+TEST(Serve, RefusesPipelinesSharingADuckDbFileAndChaosMode) {
+  PipelineFixture f(R"(data_sources:
+  s:
+    Sample: { rows: 10 }
+data_sinks:
+  one:
+    DuckDB: { path: same.duckdb, table: a }
+  two:
+    DuckDB: { path: same.duckdb, table: b }
+pipelines:
+  first:
+    data_source: data_sources.s
+    data_sink: data_sinks.one
+  second:
+    data_source: data_sources.s
+    data_sink: data_sinks.two
+)");
+  auto r = f.skipprd({"serve", "--listen", fmt::format("127.0.0.1:{}", free_loopback_port())}, {}, 30);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("pipelines 'first' and 'second' both use the DuckDB file"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(f.path("same.duckdb")));
+
+  PipelineFixture chaos(sample_to_duckdb_config_for_serve());
+  r = chaos.skipprd({"serve", "--listen", fmt::format("127.0.0.1:{}", free_loopback_port())},
+                    {{"SKIPPR_CHAOS_MODE", "yes"}}, 30);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("SKIPPR_CHAOS_MODE kills the whole process"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -37,7 +37,8 @@ struct Pending {
 Reply error_reply(int status, const std::string& message) {
   Reply r;
   r.status = status;
-  r.body = R"({"error":)" + nlohmann::json(message).dump() + "}";
+  r.body =
+      R"({"error":)" + nlohmann::json(message).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}";
   return r;
 }
 
@@ -129,7 +130,13 @@ struct Server::Callbacks {
     if (p->reply) return send_reply(connection, *p->reply);  // resumed
     if (p->early) return send_reply(connection, *p->early);
 
-    std::optional<Reply> reply = s->handler_(p->request, p);
+    // An exception must not cross into libmicrohttpd's C code (it would end the process): the request gets a 500.
+    std::optional<Reply> reply;
+    try {
+      reply = s->handler_(p->request, p);
+    } catch (const std::exception& e) {
+      reply = error_reply(500, std::string("internal error: ") + e.what());
+    }
     if (reply) return send_reply(connection, *reply);
     std::lock_guard lock(s->mu_);
     if (p->reply) return send_reply(connection, *p->reply);  // answered before we got here
