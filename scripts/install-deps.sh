@@ -21,6 +21,7 @@ DEBIAN_PACKAGES+=(librabbitmq-dev amqp-tools rabbitmq-server)  # AMQP sink: rabb
 DEBIAN_PACKAGES+=(clickhouse-server clickhouse-client zookeeper)  # ClickHouse sink: the server (and ZooKeeper for replicated tables)
 DEBIAN_PACKAGES+=(libavro-dev)  # lakes: Iceberg manifests are Avro files (the C library encodes them)
 DEBIAN_PACKAGES+=(unixodbc-dev tdsodbc python3-psycopg2)  # Synapse sink: ODBC with FreeTDS's TDS driver; its emulator runs on PostgreSQL
+DEBIAN_PACKAGES+=(spin)  # model/: the Spin model checker for the protocol's Promela models
 DEBIAN_PACKAGES+=(chromium)  # skipprd serve's status page, loaded in headless Chromium by tests/serve
 DEBIAN_PACKAGES+=(systemd dpkg-dev)  # packaging tests: systemd-analyze verify, dpkg-shlibdeps for cpack's Depends
 DEBIAN_PACKAGES+=(openssl)  # clustered mode: the tests make a throwaway CA and certificates with the openssl command
