@@ -14,7 +14,7 @@ check() {
   shift 2
   local name="$model${1:+ $*}"
   rm -rf "$work/run" && mkdir -p "$work/run" && cp "$here/$model" "$work/run/"
-  (cd "$work/run" && spin -a "$@" "$model" >/dev/null && gcc -O2 -DSAFETY -o pan pan.c) || {
+  (cd "$work/run" && spin -a "$@" "$model" >/dev/null && gcc -O2 -DSAFETY -w -o pan pan.c) || {
     echo "FAIL $name: the model does not compile"
     status=1
     return
@@ -46,5 +46,5 @@ check local_wal.pml fails -DNEW_ID_ON_RETRY
 check local_wal.pml fails -DNO_LINEAGE
 check s3_lease.pml holds
 check s3_lease.pml fails -DCOMMIT_WITHOUT_TOKEN
-check s3_lease.pml fails -DNEW_KEY_ON_RETRY
+check s3_lease.pml fails -DNEW_SEQ_ON_RETRY
 exit $status
