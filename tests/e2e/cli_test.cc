@@ -154,7 +154,7 @@ TEST(Cli, ABadLogLevelAnUnknownCommandAndABadPipelineNameAreUsageErrors) {
   EXPECT_EQ(bogus.exit_code, 2) << bogus.err;
   auto unknown = f.skipprd({"synk"});
   EXPECT_EQ(unknown.exit_code, 2);
-  EXPECT_NE(unknown.err.find("the commands are: sync, query"), std::string::npos) << unknown.err;
+  EXPECT_NE(unknown.err.find("the commands are: sync, serve, query"), std::string::npos) << unknown.err;
   auto none = f.skipprd({});
   EXPECT_EQ(none.exit_code, 2);
   EXPECT_NE(none.err.find("the commands are"), std::string::npos) << none.err;
