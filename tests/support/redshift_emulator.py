@@ -33,6 +33,8 @@ import threading
 import boto3
 import botocore.exceptions
 
+from loopback_listener import serve_connections
+
 S3 = None  # the client the COPYs read with (main)
 SSL_REQUEST = 80877103
 GSSENC_REQUEST = 80877104
@@ -233,17 +235,7 @@ def main():
     args = parser.parse_args()
     global S3
     S3 = boto3.client("s3", endpoint_url=args.s3_endpoint, region_name=os.environ.get("AWS_REGION", "us-east-1"))
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(64)
-    tmp = args.port_file + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(str(listener.getsockname()[1]))
-    os.rename(tmp, args.port_file)
-    while True:
-        client, _ = listener.accept()
-        threading.Thread(target=Session(client, args).run, daemon=True).start()
+    serve_connections(args.port_file, lambda client: Session(client, args).run())
 
 
 if __name__ == "__main__":

@@ -53,9 +53,7 @@ import gzip
 import hashlib
 import hmac
 import io
-import os
 import re
-import socket
 import struct
 import sys
 import threading
@@ -65,6 +63,8 @@ import urllib.request
 
 import psycopg2
 import psycopg2.extensions
+
+from loopback_listener import serve_connections
 
 # Packet types ([MS-TDS] 2.2.3.1.1).
 SQL_BATCH = 0x01
@@ -571,17 +571,7 @@ def main():
     parser.add_argument("--drop-commit-every", type=int, default=0)
     parser.add_argument("--late-commit-every", type=int, default=0)
     args = parser.parse_args()
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(64)
-    tmp = args.port_file + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(str(listener.getsockname()[1]))
-    os.rename(tmp, args.port_file)
-    while True:
-        client, _ = listener.accept()
-        threading.Thread(target=Session(client, args).run, daemon=True).start()
+    serve_connections(args.port_file, lambda client: Session(client, args).run())
 
 
 if __name__ == "__main__":

@@ -3,13 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <optional>
 #include <set>
 
 #include "clients/aws/aws_params.h"
 #include "clients/aws/s3_client.h"
 #include "clients/postgres/pg_client.h"
+#include "core/ascii.h"
 #include "core/failpoint.h"
 #include "formats/compression.h"
 #include "formats/object_encoding.h"
@@ -24,11 +24,7 @@ namespace {
 
 // Redshift folds identifiers to lower case (quoted or not, unless enable_case_sensitive_identifier is on), so the
 // sink writes them lower-cased: what it creates is what it finds.
-std::string rs_folded(std::string_view name) {
-  std::string out(name);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
+std::string rs_folded(std::string_view name) { return ascii_lowercase(name); }
 std::string rs_name(std::string_view name) { return pg_quote_identifier(rs_folded(name)); }
 
 const char* rs_type(Type type) {

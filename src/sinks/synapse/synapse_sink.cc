@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <optional>
 #include <set>
@@ -13,6 +12,7 @@
 #include "clients/azure/azure_params.h"
 #include "clients/azure/blob_client.h"
 #include "clients/odbc/odbc_client.h"
+#include "core/ascii.h"
 #include "core/failpoint.h"
 #include "core/redact.h"
 #include "formats/compression.h"
@@ -45,11 +45,7 @@ std::string ts_literal(std::string_view text) {
 // A plain 'text' literal: what COPY INTO takes for its URL and its credential.
 std::string ts_plain_literal(std::string_view text) { return ts_literal(text).substr(1); }
 
-std::string folded(std::string_view name) {
-  std::string out(name);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
+std::string folded(std::string_view name) { return ascii_lowercase(name); }
 
 const char* ts_type(Type type) {
   switch (type) {
