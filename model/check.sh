@@ -31,7 +31,13 @@ check() {
     local why
     why="$(grep -m1 -E 'assertion violated|invalid end state|acceptance cycle' <<<"$out" || true)"
     echo "ok   $name: fails as it must ($why; $states states; trail:"
-    (cd "$work/run" && spin -t -p "$@" "$model" 2>/dev/null | grep -E '^ *[0-9]+:' | tail -6 | sed 's/^/       /')
+    # The trail's story: the steps that change what the model's "story:" line names (its durable state), then the
+    # step that failed.
+    local story
+    story="$(sed -n 's/^ *\* *story: *//p; s/^ *story: *//p' "$here/$model" | head -1)"
+    (cd "$work/run" && spin -t -p "$@" "$model" 2>/dev/null | grep -E '^ *[0-9]+:' >trail.txt || true
+     { if [ -n "$story" ]; then grep -E "\[($story)" trail.txt | tail -14; fi; grep -E 'assert' trail.txt | tail -1; } |
+       sed -E 's/^ *[0-9]+:\t?//; s/^/       /')
     echo "     )"
   else
     echo "FAIL $name: expected it to $expect, got $errors error(s)"
@@ -44,7 +50,12 @@ check local_wal.pml holds
 check local_wal.pml fails -DACK_BEFORE_FSYNC
 check local_wal.pml fails -DNEW_ID_ON_RETRY
 check local_wal.pml fails -DNO_LINEAGE
+check local_wal.pml fails -DDELETE_NEWEST
 check s3_lease.pml holds
 check s3_lease.pml fails -DCOMMIT_WITHOUT_TOKEN
 check s3_lease.pml fails -DNEW_SEQ_ON_RETRY
+check clustered.pml holds
+check clustered.pml fails -DACK_LOCAL_ONLY
+check clustered.pml fails -DNO_TERM_CHECK
+check clustered.pml fails -DPROMOTE_INCOMPLETE
 exit $status

@@ -6,11 +6,14 @@
  * Properties (checked by the asserts and at the end state):
  *  - at most once: no record lands twice in the destination, at any moment;
  *  - exactly once eventually: when the run ends every record is in the destination once;
- *  - the source is never acknowledged past what is durable in the WAL.
+ *  - the source is never acknowledged past what is durable in the WAL;
+ *  - the newest segment, which holds the resume point, is on disk whenever the WAL holds a batch.
  * Broken variants (each must fail, with a trail), chosen with -D:
  *  ACK_BEFORE_FSYNC: the source is acknowledged before the record's fdatasync;
  *  NEW_ID_ON_RETRY: a retry after an unknown outcome lands under a new batch id;
- *  NO_LINEAGE: the ledger keys batches by seq only, so a fresh DATA_DIR's new batches look landed. */
+ *  NO_LINEAGE: the ledger keys batches by seq only, so a fresh DATA_DIR's new batches look landed;
+ *  DELETE_NEWEST: a landed segment is deleted even when it is the newest, taking the resume point with it.
+ * story: wal_durable = |landed_mark = |lineage = |acked = |ledger\[.*\] = |lost_data_dir = |deleted = |crashes =  */
 
 #ifndef N
 #define N 3
@@ -22,6 +25,7 @@
 /* Durable in DATA_DIR (lost with it). */
 byte wal_durable = 0;   /* records 1..wal_durable are in the WAL, fsynced: DiskWal::commit after its fdatasync */
 byte landed_mark = 0;   /* the LANDED watermark record: DiskWal::mark_landed */
+byte deleted = 0;       /* batches 1..deleted were in segments deleted once landed: delete_landed_segments_locked */
 byte lineage = 0;       /* the WAL's lineage: a new one when DATA_DIR starts empty (PipelineStorage, sync fresh start) */
 /* The destination (never lost): rows per record, and the ledger of batch ids landed (Postgres/DuckDB sinks). */
 byte dest_rows[N + 1];
@@ -70,6 +74,8 @@ recover:
   /* Recovery (scan_wal): what is durable stays; the source resumes after the last durable record's position. With
    * DATA_DIR gone, a new lineage resumes from the destination's ledger tip (start_from_destination). */
   appended = wal_durable;
+  /* The newest segment alone restores the resume point: it is never deleted while it is the newest. */
+  assert(wal_durable == 0 || deleted < wal_durable);
   if
   :: wal_durable > 0 -> read_pos = seq_record[wal_durable]; next_seq = wal_durable + 1
   :: else -> read_pos = ledger_tip; next_seq = 1
@@ -122,9 +128,16 @@ recover:
      od;
      landed_mark = hi;                         /* one LANDED record for the group: mark_landed */
      MAYBE_CRASH
+#ifdef DELETE_NEWEST
+  :: deleted < landed_mark ->
+#else
+  :: deleted < landed_mark && deleted + 1 < wal_durable ->
+#endif
+     deleted++;                                /* a segment whose batches all landed, never the newest */
+     MAYBE_CRASH
   :: !lost_data_dir && rereadable ->
      /* DATA_DIR lost (the machine replaced): only a re-readable source can be resumed, from the destination. */
-     lost_data_dir = true; wal_durable = 0; landed_mark = 0; lineage = 1 - lineage; goto recover
+     lost_data_dir = true; wal_durable = 0; landed_mark = 0; deleted = 0; lineage = 1 - lineage; goto recover
   :: read_pos >= N && landed_mark == wal_durable -> break
   od;
   goto finished;

@@ -13,7 +13,8 @@
  * Properties: a writer whose token is no longer the lease's never commits; every record lands at most once at every
  * moment; when the runs end, every record is in the destination exactly once.
  * Broken variants: COMMIT_WITHOUT_TOKEN (the commit does not check the token); NEW_SEQ_ON_RETRY (a commit retried
- * after a lost answer takes the next seq, as a fresh id or key after a timeout would). */
+ * after a lost answer takes the next seq, as a fresh id or key after a timeout would).
+ * story: lease_token = |obj\[.*\] = |st_seq = |ledger\[.*\] = |takeovers =  */
 
 #ifndef N
 #define N 3
