@@ -34,6 +34,15 @@ struct DeadLetter {
   std::string raw;     // the record as read
 };
 
+// What a source still has to read, in the unit it counts in: a Kafka consumer's lag (messages between the read
+// position and each partition's high watermark), the files a File source has listed and not read to their end, the
+// bytes of WAL a CDC slot has past the position read. Reported as a gauge per unit (metrics.cc).
+struct SourceBacklog {
+  enum class Unit { kMessages, kFiles, kWalBytes };
+  Unit unit = Unit::kMessages;
+  uint64_t amount = 0;
+};
+
 struct Poll {
   Batch records;                         // may be empty
   std::vector<DeadLetter> dead_letters;  // records read since the last poll that could not be used
@@ -47,7 +56,11 @@ struct Poll {
   // since the Unix epoch; a CDC source's transaction commit). The engine reports each landed batch's source lag
   // from its oldest record, so the figure is the worst lag of any row in the batch.
   std::optional<int64_t> oldest_record_time_micros;
+  // When the source knows it: what is still waiting at the source past position_after (see SourceBacklog).
+  std::optional<SourceBacklog> backlog;
 };
+// "messages", "files", "wal_bytes": the unit's name in metrics (skippr_source_<unit>_waiting) and /api/status.
+const char* to_string(SourceBacklog::Unit unit);
 
 class Source {
  public:

@@ -25,6 +25,11 @@ constexpr Family kOwnFamilies[] = {
     {"skippr_seconds_since_last_landed_batch", "gauge", "Seconds since this run last landed a batch."},
     {"skippr_source_lag_seconds", "gauge",
      "From the source's commit of the last landed batch's oldest record to its landing (sources that tell it)."},
+    {"skippr_source_messages_waiting", "gauge",
+     "Kafka consumer lag: messages between the read position and the partitions' high watermarks."},
+    {"skippr_source_files_waiting", "gauge", "Files the File source has listed and not read to their end."},
+    {"skippr_source_wal_bytes_waiting", "gauge",
+     "CDC: bytes of the server's WAL past the position read (what the replication slot still holds)."},
     {"skippr_sink_attempts_total", "counter", "Batches handed to the sink, by how the call ended."},
     {"skippr_wal_commit_seconds", "histogram", "Time to commit a batch to the WAL (write and fsync)."},
     {"skippr_landing_seconds", "histogram", "Time of a successful sink call landing one group of batches."},
@@ -33,6 +38,10 @@ constexpr Family kOwnFamilies[] = {
 const char* attempt_label(size_t i) {
   static constexpr const char* kNames[] = {"applied", "already_applied", "failed", "unknown_outcome"};
   return kNames[i];
+}
+
+std::string backlog_family(SourceBacklog::Unit unit) {
+  return fmt::format("skippr_source_{}_waiting", to_string(unit));
 }
 
 std::string number(double v) {
@@ -105,6 +114,16 @@ std::optional<double> PipelineMetrics::source_lag_seconds() const {
   return source_lag_seconds_;
 }
 
+std::optional<SourceBacklog> PipelineMetrics::source_backlog() const {
+  std::lock_guard lock(mu_);
+  return source_backlog_;
+}
+
+void PipelineMetrics::source_backlog(SourceBacklog backlog) {
+  std::lock_guard lock(mu_);
+  source_backlog_ = backlog;
+}
+
 std::optional<double> PipelineMetrics::seconds_since_last_landing() const {
   std::lock_guard lock(mu_);
   if (!last_landed_) return std::nullopt;
@@ -156,6 +175,12 @@ void PipelineMetrics::render(std::string& out, const std::string& family) const 
     }
   } else if (family == "skippr_source_lag_seconds") {
     if (source_lag_seconds_) out += fmt::format("{}{{{}}} {}\n", family, labels_, number(*source_lag_seconds_));
+  } else if (family == backlog_family(SourceBacklog::Unit::kMessages) ||
+             family == backlog_family(SourceBacklog::Unit::kFiles) ||
+             family == backlog_family(SourceBacklog::Unit::kWalBytes)) {
+    if (source_backlog_ && family == backlog_family(source_backlog_->unit)) {
+      out += fmt::format("{}{{{}}} {}\n", family, labels_, source_backlog_->amount);
+    }
   } else if (family == "skippr_sink_attempts_total") {
     for (size_t i = 0; i < attempts_.size(); ++i) {
       out +=
@@ -176,12 +201,24 @@ std::shared_ptr<PipelineMetrics> MetricsRegistry::add(std::string pipeline, std:
   return metrics;
 }
 
+std::shared_ptr<const MetricsRegistry::Collector> MetricsRegistry::add_collector(Collector render) {
+  auto collector = std::make_shared<const Collector>(std::move(render));
+  std::lock_guard lock(mu_);
+  std::erase_if(collectors_, [](const auto& c) { return c.expired(); });
+  collectors_.push_back(collector);
+  return collector;
+}
+
 std::string MetricsRegistry::render() const {
   std::vector<std::shared_ptr<PipelineMetrics>> live;
+  std::vector<std::shared_ptr<const Collector>> collectors;
   {
     std::lock_guard lock(mu_);
     for (const auto& p : pipelines_) {
       if (auto held = p.lock()) live.push_back(std::move(held));
+    }
+    for (const auto& c : collectors_) {
+      if (auto held = c.lock()) collectors.push_back(std::move(held));
     }
   }
   std::ranges::sort(live, {}, [](const auto& p) { return p->pipeline(); });
@@ -195,6 +232,7 @@ std::string MetricsRegistry::render() const {
     family(counter_name(field), "counter", fmt::format("The run's {} (SHOW STATS counts every run).", field).c_str());
   }
   for (const Family& f : kOwnFamilies) family(f.name, f.type, f.help);
+  for (const auto& collector : collectors) (*collector)(out);
   return out;
 }
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/connector.h"
 #include "engine/reporter.h"
 
 namespace skippr {
@@ -51,6 +52,8 @@ class PipelineMetrics {
   void count_attempt(SinkAttempt outcome, uint64_t batches);
   // A batch landed now; `source_lag_seconds` when the source told its records' time.
   void landed(std::optional<double> source_lag_seconds);
+  // What the source said is still waiting after its latest poll (Kafka consumer lag, files, CDC WAL bytes).
+  void source_backlog(SourceBacklog backlog);
 
   // The run's latest failure while it retries (a sink that cannot be reached), cleared when a landing succeeds.
   void note_error(const std::string& message);
@@ -58,6 +61,7 @@ class PipelineMetrics {
   std::optional<std::string> last_error() const;
   RunTotals totals() const;
   std::optional<double> source_lag_seconds() const;
+  std::optional<SourceBacklog> source_backlog() const;
   std::optional<double> seconds_since_last_landing() const;
 
   const std::string& pipeline() const { return pipeline_; }
@@ -76,10 +80,17 @@ class PipelineMetrics {
   std::array<uint64_t, 4> attempts_{};
   std::optional<std::chrono::steady_clock::time_point> last_landed_;
   std::optional<double> source_lag_seconds_;
+  std::optional<SourceBacklog> source_backlog_;
 };
 
 class MetricsRegistry {
  public:
+  // Appends whole families (HELP, TYPE, samples) beside the runs': what a process knows of pipelines whether a run
+  // of them is registered or not (serve: each pipeline's state). Called without the registry's lock held.
+  using Collector = std::function<void(std::string& out)>;
+  // Rendered for as long as the returned handle lives.
+  std::shared_ptr<const Collector> add_collector(Collector render);
+
   // Registered until the returned handle is gone (a run's lifetime).
   std::shared_ptr<PipelineMetrics> add(std::string pipeline, std::function<RunTotals()> totals);
   // Every family, with its HELP and TYPE, and every registered pipeline's samples.
@@ -90,6 +101,7 @@ class MetricsRegistry {
  private:
   mutable std::mutex mu_;
   std::vector<std::weak_ptr<PipelineMetrics>> pipelines_;
+  std::vector<std::weak_ptr<const Collector>> collectors_;
 };
 
 // The process's registry (sync and serve register their runs there; the endpoint serves it).

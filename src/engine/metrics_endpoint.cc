@@ -32,7 +32,7 @@ Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::start(const std::strin
         return reply;
       });
   if (auto st = server->listen(where->host, where->port); !st) {
-    return fail(ErrorKind::kConfig, fmt::format("SKIPPR_METRICS_ADDRESS={}: {}", address, st.error().message));
+    return fail(st.error().kind, fmt::format("SKIPPR_METRICS_ADDRESS={}: {}", address, st.error().message));
   }
   SKIPPR_TRY(server->start());
   return std::unique_ptr<MetricsEndpoint>(new MetricsEndpoint(std::move(server)));

@@ -3,7 +3,13 @@
 #include <fmt/format.h>
 #include <openssl/crypto.h>
 
+#include <atomic>
+#include <functional>
+#include <list>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
+#include <utility>
 
 #include "clients/http/mhd_server.h"
 #include "core/host_port.h"
@@ -31,7 +37,58 @@ bool token_matches(const std::string& authorization, const std::string& token) {
          CRYPTO_memcmp(authorization.data(), expected.data(), expected.size()) == 0;
 }
 
-Reply act(Supervisor& supervisor, const std::string& token, const Request& request) {
+Reply action_reply(const Result<std::string>& done) {
+  if (!done) {
+    const ErrorKind kind = done.error().kind;
+    return http_server::error_reply(kind == ErrorKind::kConfig   ? 404
+                                    : kind == ErrorKind::kLocked ? 409
+                                                                 : 500,
+                                    done.error().message);
+  }
+  Reply r;
+  r.body = nlohmann::json{{"message", *done}}.dump();
+  return r;
+}
+
+}  // namespace
+
+// An action first stops the pipeline's run, which lands what it committed (up to its grace period): each one is
+// carried out on a thread of its own while its request is held, so a slow action takes no server thread and the
+// page and /metrics are still answered meanwhile.
+struct ServeEndpoint::Shared {
+  http_server::Server* server = nullptr;  // set once it exists; outlives every action thread (see ~ServeEndpoint)
+  std::mutex mu;
+  std::list<std::pair<std::thread, std::shared_ptr<std::atomic<bool>>>> actions;  // each with its "finished" flag
+
+  void carry_out(std::function<Reply()> action, http_server::Pending* pending) {
+    std::lock_guard lock(mu);
+    for (auto it = actions.begin(); it != actions.end();) {  // the finished ones are joined as new ones come
+      if (!*it->second) {
+        ++it;
+        continue;
+      }
+      it->first.join();
+      it = actions.erase(it);
+    }
+    auto finished = std::make_shared<std::atomic<bool>>(false);
+    actions.emplace_back(std::thread([this, action = std::move(action), pending, finished] {
+                           server->answer(pending, action());
+                           *finished = true;
+                         }),
+                         finished);
+  }
+
+  void join_all() {
+    std::lock_guard lock(mu);
+    for (auto& [thread, finished] : actions) thread.join();
+    actions.clear();
+  }
+};
+
+namespace {
+
+std::optional<Reply> act(Supervisor& supervisor, const std::string& token, const Request& request,
+                         ServeEndpoint::Shared& shared, http_server::Pending* pending) {
   if (token.empty()) {
     return http_server::error_reply(403, "actions are off: start serve with SKIPPR_SERVE_TOKEN set to enable them");
   }
@@ -42,19 +99,21 @@ Reply act(Supervisor& supervisor, const std::string& token, const Request& reque
   const std::string rest = request.path.substr(std::string("/api/pipelines/").size());
   const size_t slash = rest.find('/');
   if (slash == std::string::npos) return http_server::error_reply(404, "use /api/pipelines/<name>/<action>");
-  auto done = supervisor.act(rest.substr(0, slash), rest.substr(slash + 1));
-  if (!done) return http_server::error_reply(done.error().kind == ErrorKind::kConfig ? 404 : 500, done.error().message);
-  Reply r;
-  r.body = nlohmann::json{{"message", *done}}.dump();
-  return r;
+  shared.carry_out([&supervisor, pipeline = rest.substr(0, slash),
+                    action = rest.substr(slash + 1)] { return action_reply(supervisor.act(pipeline, action)); },
+                   pending);
+  return std::nullopt;  // answered by the action's thread
 }
 
 }  // namespace
 
-ServeEndpoint::ServeEndpoint(std::unique_ptr<http_server::Server> server) : server_(std::move(server)) {}
+ServeEndpoint::ServeEndpoint(std::unique_ptr<http_server::Server> server, std::shared_ptr<Shared> shared)
+    : server_(std::move(server)), shared_(std::move(shared)) {}
 
 ServeEndpoint::~ServeEndpoint() {
-  if (server_) server_->stop();
+  // The actions answer through the server: they end (serve is stopping, so soon) before it goes.
+  shared_->join_all();
+  server_->stop();
 }
 
 Result<std::unique_ptr<ServeEndpoint>> ServeEndpoint::start(const std::string& address, Supervisor& supervisor,
@@ -62,9 +121,11 @@ Result<std::unique_ptr<ServeEndpoint>> ServeEndpoint::start(const std::string& a
   auto where = parse_host_port(address, "--listen");
   if (!where) return std::unexpected(where.error());
   const http_server::Limits limits{.max_body_bytes = 4096, .max_connections = 64, .client_timeout_seconds = 30};
+  auto shared = std::make_shared<Shared>();
   auto server = std::make_unique<http_server::Server>(
       "serve", limits, [](const Request&) { return std::optional<Reply>(); },
-      [&supervisor, token = std::move(token)](const Request& request, http_server::Pending*) -> std::optional<Reply> {
+      [&supervisor, token = std::move(token), shared](const Request& request,
+                                                      http_server::Pending* pending) -> std::optional<Reply> {
         const bool get = request.method == "GET" || request.method == "HEAD";
         if (get && request.path == "/") {
           return text_reply(status_page_html(supervisor.status(), !token.empty()), "text/html; charset=utf-8");
@@ -76,16 +137,17 @@ Result<std::unique_ptr<ServeEndpoint>> ServeEndpoint::start(const std::string& a
           return text_reply(process_metrics().render(), "text/plain; version=0.0.4; charset=utf-8");
         }
         if (request.method == "POST" && request.path.starts_with("/api/pipelines/")) {
-          return act(supervisor, token, request);
+          return act(supervisor, token, request, *shared, pending);
         }
         return http_server::error_reply(404,
                                         "there is /, /api/status, /metrics and POST /api/pipelines/<name>/<action>");
       });
+  shared->server = server.get();
   if (auto st = server->listen(where->host, where->port); !st) {
-    return fail(ErrorKind::kConfig, fmt::format("--listen {}: {}", address, st.error().message));
+    return fail(st.error().kind, fmt::format("--listen {}: {}", address, st.error().message));
   }
   SKIPPR_TRY(server->start());
-  return std::unique_ptr<ServeEndpoint>(new ServeEndpoint(std::move(server)));
+  return std::unique_ptr<ServeEndpoint>(new ServeEndpoint(std::move(server), std::move(shared)));
 }
 
 }  // namespace skippr

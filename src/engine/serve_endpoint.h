@@ -17,14 +17,18 @@ class Server;
 
 class ServeEndpoint {
  public:
-  // Listening once this returns; kConfig for an address that is malformed or taken.
+  // Listening once this returns; kConfig for an address that is malformed or not this machine's,
+  // kUnavailable for a port another process holds.
   static Result<std::unique_ptr<ServeEndpoint>> start(const std::string& address, Supervisor& supervisor,
                                                       std::string token);
   ~ServeEndpoint();
 
+  struct Shared;  // what the server's handler and the action threads share
+
  private:
-  explicit ServeEndpoint(std::unique_ptr<http_server::Server> server);
+  ServeEndpoint(std::unique_ptr<http_server::Server> server, std::shared_ptr<Shared> shared);
   std::unique_ptr<http_server::Server> server_;
+  std::shared_ptr<Shared> shared_;
 };
 
 }  // namespace skippr

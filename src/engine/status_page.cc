@@ -1,9 +1,12 @@
 #include "engine/status_page.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 namespace skippr {
 namespace {
@@ -17,6 +20,22 @@ std::string bytes_text(uint64_t bytes) {
   if (bytes >= (1ull << 20)) return fmt::format("{:.1f} MiB", bytes / double(1ull << 20));
   if (bytes >= (1ull << 10)) return fmt::format("{:.1f} KiB", bytes / double(1ull << 10));
   return fmt::format("{} B", bytes);
+}
+
+// The lag column: the source's time lag and what it says is waiting, else when this run last landed.
+std::string lag_text(const PipelineStatus& p) {
+  std::vector<std::string> parts;
+  if (p.source_lag_seconds) parts.push_back(fmt::format("{:.1f} s", *p.source_lag_seconds));
+  if (p.source_backlog) {
+    parts.push_back(p.source_backlog->unit == SourceBacklog::Unit::kWalBytes
+                        ? fmt::format("{} of WAL waiting", bytes_text(p.source_backlog->amount))
+                        : fmt::format("{} {} waiting", p.source_backlog->amount, to_string(p.source_backlog->unit)));
+  }
+  if (parts.empty() && p.seconds_since_last_landing) {
+    parts.push_back(fmt::format("landed {:.0f} s ago", *p.seconds_since_last_landing));
+  }
+  if (parts.empty()) return "&ndash;";
+  return fmt::format("{}", fmt::join(parts, "<br>"));
 }
 
 // A line over the last hour (x: seconds ago, right = now), scaled to its own maximum, with that maximum as title.
@@ -128,11 +147,7 @@ std::string status_page_html(const std::vector<PipelineStatus>& pipelines, bool 
         chart(
             p.history, "backlog", [](const HistorySample& h) { return static_cast<double>(h.batches_waiting); },
             "batches"),
-        p.totals.batches_waiting, bytes_text(p.totals.wal_bytes),
-        p.source_lag_seconds           ? fmt::format("{:.1f} s", *p.source_lag_seconds)
-        : p.seconds_since_last_landing ? fmt::format("landed {:.0f} s ago", *p.seconds_since_last_landing)
-                                       : std::string("&ndash;"),
-        html_escape(p.last_error), actions);
+        p.totals.batches_waiting, bytes_text(p.totals.wal_bytes), lag_text(p), html_escape(p.last_error), actions);
   }
   return fmt::format(
       "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -166,6 +181,9 @@ std::string status_json(const std::vector<PipelineStatus>& pipelines) {
                    {"batches_waiting", p.totals.batches_waiting},
                    {"wal_bytes", p.totals.wal_bytes},
                    {"source_lag_seconds", p.source_lag_seconds ? nlohmann::json(*p.source_lag_seconds) : nullptr},
+                   {"source_backlog", p.source_backlog ? nlohmann::json{{"unit", to_string(p.source_backlog->unit)},
+                                                                        {"amount", p.source_backlog->amount}}
+                                                       : nlohmann::json(nullptr)},
                    {"history", history}});
   }
   // An error message from a destination may hold bytes that are not UTF-8: replaced, never thrown on.

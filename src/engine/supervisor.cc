@@ -97,7 +97,39 @@ Supervisor::Supervisor(Config config, Settings settings, std::chrono::millisecon
 
 Supervisor::~Supervisor() { stop(); }
 
+namespace {
+
+// The series a pipeline has whether a run of it exists or not, so a failed, disabled or backing-off pipeline is
+// seen (and alerted on) in Prometheus: skippr_pipeline_up, the state as a state set, and restarts.
+void render_pipeline_states(std::string& out, const std::vector<PipelineStatus>& pipelines) {
+  out +=
+      "# HELP skippr_pipeline_up 1 while the pipeline runs and lands, 0 while it retries its destination, backs "
+      "off, failed, is disabled or stopped (serve).\n# TYPE skippr_pipeline_up gauge\n";
+  for (const auto& p : pipelines) {
+    out += fmt::format("skippr_pipeline_up{{{}}} {}\n", prometheus_label("pipeline", p.name),
+                       p.state == PipelineRunState::kRunning ? 1 : 0);
+  }
+  out +=
+      "# HELP skippr_pipeline_state The pipeline's state in serve: 1 for the one it is in.\n"
+      "# TYPE skippr_pipeline_state gauge\n";
+  for (const auto& p : pipelines) {
+    for (PipelineRunState state : kAllRunStates) {
+      out += fmt::format("skippr_pipeline_state{{{},{}}} {}\n", prometheus_label("pipeline", p.name),
+                         prometheus_label("state", to_string(state)), p.state == state ? 1 : 0);
+    }
+  }
+  out +=
+      "# HELP skippr_pipeline_restarts_total Runs serve started again after one ended (exit 75, 3 or unexpected).\n"
+      "# TYPE skippr_pipeline_restarts_total counter\n";
+  for (const auto& p : pipelines) {
+    out += fmt::format("skippr_pipeline_restarts_total{{{}}} {}\n", prometheus_label("pipeline", p.name), p.restarts);
+  }
+}
+
+}  // namespace
+
 void Supervisor::start() {
+  state_series_ = process_metrics().add_collector([this](std::string& out) { render_pipeline_states(out, status()); });
   for (auto& slot : slots_) {
     Slot* s = slot.get();
     s->thread = std::thread([this, s] { run_slot(*s); });
@@ -115,6 +147,7 @@ void Supervisor::start() {
 
 void Supervisor::stop() {
   if (stopping_.exchange(true)) return;
+  state_series_.reset();
   for (auto& slot : slots_) {
     std::lock_guard lock(slot->mu);
     slot->stop_run = true;
@@ -204,7 +237,11 @@ Result<std::string> Supervisor::act(const std::string& pipeline, const std::stri
   } else {
     return fail(ErrorKind::kConfig, fmt::format("'{}' is not an action; use enable, disable or reset", action));
   }
-  std::lock_guard one_action(slot->action_mu);
+  std::unique_lock one_action(slot->action_mu, std::try_to_lock);
+  if (!one_action.owns_lock()) {
+    return fail(ErrorKind::kLocked,
+                fmt::format("an action on pipeline '{}' is being carried out; try again once it is done", pipeline));
+  }
   std::unique_lock lock(slot->mu);
   if (stopping_) return fail(ErrorKind::kUnavailable, "serve is stopping");
   slot->held = true;
@@ -255,6 +292,7 @@ std::vector<PipelineStatus> Supervisor::status() const {
     if (metrics && slot->in_run) {
       s.totals = metrics->totals();
       s.source_lag_seconds = metrics->source_lag_seconds();
+      s.source_backlog = metrics->source_backlog();
       s.seconds_since_last_landing = metrics->seconds_since_last_landing();
       if (auto retrying = metrics->last_error()) {  // the run retries its destination: say so, and why
         s.state = PipelineRunState::kRetrying;

@@ -18,11 +18,15 @@
 #include <vector>
 
 #include "config/config.h"
+#include "core/connector.h"
 #include "engine/reporter.h"
 
 namespace skippr {
 
 enum class PipelineRunState { kStarting, kRunning, kRetrying, kFailed, kDisabled, kStopped };
+constexpr PipelineRunState kAllRunStates[] = {PipelineRunState::kStarting, PipelineRunState::kRunning,
+                                              PipelineRunState::kRetrying, PipelineRunState::kFailed,
+                                              PipelineRunState::kDisabled, PipelineRunState::kStopped};
 const char* to_string(PipelineRunState state);
 
 struct HistorySample {
@@ -41,6 +45,7 @@ struct PipelineStatus {
   int restarts = 0;
   RunTotals totals;
   std::optional<double> source_lag_seconds;
+  std::optional<SourceBacklog> source_backlog;  // what the source says is still waiting to be read
   std::optional<double> seconds_since_last_landing;
   std::vector<HistorySample> history;  // oldest first, at most an hour
 };
@@ -55,9 +60,9 @@ class Supervisor {
   // Stops every run (each lands what it committed within its grace period) and joins them.
   void stop();
   std::vector<PipelineStatus> status() const;
-  // "enable", "disable" or "reset" (one at a time per pipeline): the run is stopped, the control statement executed,
-  // the run started again when the pipeline is enabled. Returns the statement's message; kConfig for an unknown
-  // pipeline or action.
+  // "enable", "disable" or "reset": the run is stopped, the control statement executed, the run started again when
+  // the pipeline is enabled. Returns the statement's message; kConfig for an unknown pipeline or action, kLocked
+  // while another action on the pipeline is being carried out (one at a time per pipeline).
   Result<std::string> act(const std::string& pipeline, const std::string& action);
 
  private:
@@ -74,6 +79,8 @@ class Supervisor {
   std::thread sampler_;
   std::mutex sampler_mu_;
   std::condition_variable sampler_cv_;
+  // Registered in the process's metrics while serve runs: every pipeline's state, with a run or without.
+  std::shared_ptr<const void> state_series_;
 };
 
 }  // namespace skippr

@@ -355,6 +355,7 @@ class SyncRun {
         add([&](RunTotals& t) { t.rows_read += got; });
         reporter_.rows_read(snapshot());
       }
+      if (polled->backlog) metrics_->source_backlog(*polled->backlog);
       for (auto& letter : polled->dead_letters) pending_dead.push_back(std::move(letter));
       position = polled->position_after;
       position_to_keep = position_to_keep || polled->keep_position;

@@ -1,7 +1,8 @@
 // /metrics on SKIPPR_METRICS_ADDRESS through the real binary: scraped while a sync runs, every answer passes
 // Prometheus' own checker (`promtool check metrics`, Debian's prometheus package), counters never go down between
 // scrapes, and at the end they equal SHOW STATS; the latency histograms count every commit and landing. A malformed
-// or taken address stops the sync before anything is read (exit 2).
+// address stops the sync before anything is read (exit 2); so does a port another process holds, with "retry later"
+// (exit 75), since that is usually over soon (the previous instance still stopping).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 
 #include "clients/http/http_request.h"
 #include "support/pipeline_fixture.h"
+#include "support/prometheus_text.h"
 
 namespace skippr::test {
 namespace {
@@ -35,26 +37,6 @@ pipelines:
     data_sink: data_sinks.warehouse
 )",
                      kRows);
-}
-
-// Every sample of the exposition as "name{labels}" -> value.
-std::map<std::string, double> samples(const std::string& text) {
-  std::map<std::string, double> out;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.empty() || line.front() == '#') continue;
-    const size_t space = line.rfind(' ');
-    out[line.substr(0, space)] = std::stod(line.substr(space + 1));
-  }
-  return out;
-}
-
-// promtool's verdict on one scrape ("" when it passes).
-std::string promtool_problems(const PipelineFixture& f, const std::string& text, int n) {
-  const auto file = f.path(fmt::format("scrape-{}.txt", n));
-  write_text(file, text);
-  auto r = run_process({"/bin/sh", "-c", fmt::format("promtool check metrics < '{}'", file.string())}, f.root());
-  return r.exit_code == 0 ? "" : r.out + r.err;
 }
 
 TEST(Metrics, ScrapesDuringASyncParseAndEndEqualToShowStats) {
@@ -80,9 +62,9 @@ TEST(Metrics, ScrapesDuringASyncParseAndEndEqualToShowStats) {
       continue;
     }
     EXPECT_EQ(got->headers["content-type"], "text/plain; version=0.0.4; charset=utf-8");
-    const std::string problems = promtool_problems(f, got->body, scrapes);
+    const std::string problems = promtool_problems(f.path(fmt::format("scrape-{}.txt", scrapes)), got->body);
     EXPECT_EQ(problems, "") << got->body;
-    auto now = samples(got->body);
+    auto now = prometheus_samples(got->body);
     for (const auto& [name, value] : last) {
       if (name.find("_total{") != std::string::npos || name.find("_count{") != std::string::npos) {
         EXPECT_GE(now[name], value) << name << " went down between scrapes";
@@ -138,22 +120,19 @@ TEST(Metrics, AMalformedOrTakenAddressStopsBeforeAnythingIsRead) {
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("SKIPPR_METRICS_ADDRESS='localhost' is not an address"), std::string::npos) << r.err;
 
-  // The port is taken by another listener: exit 2 naming the address, nothing committed.
+  // The port is taken by another listener: exit 75 (retry later) naming the address, nothing committed.
   const int port = free_loopback_port();
-  const int holder = spawn_process({"/usr/bin/python3", "-c",
-                                    fmt::format("import socket,time\ns=socket.socket()\ns.bind(('127.0.0.1',{}))\n"
-                                                "s.listen()\nopen('bound','w').close()\ntime.sleep(60)",
-                                                port)},
-                                   f.root());
-  for (int i = 0; i < 200 && !std::filesystem::exists(f.path("bound")); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  {
+    PortHolder holder(port, f.root());
+    r = f.skipprd({"sync", "--pipeline", "bikehire", "--once"},
+                  {{"SKIPPR_METRICS_ADDRESS", fmt::format("127.0.0.1:{}", port)}});
   }
-  r = f.skipprd({"sync", "--pipeline", "bikehire", "--once"},
-                {{"SKIPPR_METRICS_ADDRESS", fmt::format("127.0.0.1:{}", port)}});
-  kill(holder, SIGKILL);
-  wait_process(holder);
-  EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find(fmt::format("SKIPPR_METRICS_ADDRESS=127.0.0.1:{}", port)), std::string::npos) << r.err;
+  EXPECT_EQ(r.exit_code, 75) << r.err;
+  EXPECT_NE(r.err.find(fmt::format("SKIPPR_METRICS_ADDRESS=127.0.0.1:{}: cannot listen on 127.0.0.1:{}: another "
+                                   "process is listening there",
+                                   port, port)),
+            std::string::npos)
+      << r.err;
   EXPECT_FALSE(std::filesystem::exists(f.path("out.duckdb"))) << "the sync wrote before it stopped";
 }
 

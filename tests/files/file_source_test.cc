@@ -1,6 +1,7 @@
 // The File source in-process: glob matching, exact resume from every position (plain, gzip and zstd input), a file
 // that changed under a saved position, the dead-letter file's trimming of uncommitted lines.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <zlib.h>
 #include <zstd.h>
@@ -224,6 +225,38 @@ TEST(FileSource, NewFilesArePickedUpOnTheNextPoll) {
   ASSERT_TRUE(p);
   EXPECT_EQ(p->records.rows, 0u);
   EXPECT_TRUE(p->drained);
+}
+
+// Issue 21: each poll tells how many files of the listing are not read to their end (the one being read included):
+// the metric skippr_source_files_waiting. A file that arrives later counts once the source lists again.
+TEST(FileSource, EveryPollTellsTheFilesNotReadToTheirEnd) {
+  TempDir dir;
+  for (int f = 0; f < 4; ++f) {
+    std::string lines;
+    for (int i = 0; i < 10; ++i) lines += fmt::format("{{\"f\":{},\"i\":{}}}\n", f, i);
+    write_bytes(dir / fmt::format("in/{}.jsonl", f), lines);
+  }
+  auto source = make_file_source((dir / "in/*.jsonl").string());
+  ASSERT_TRUE(source->seek(Position{}));
+  std::vector<uint64_t> waiting;
+  for (bool drained = false; !drained;) {
+    auto p = source->poll(Budget{12, 1 << 20});  // a file and a bit a poll, never ending on a file's end
+    ASSERT_TRUE(p) << p.error().message;
+    ASSERT_TRUE(p->backlog);
+    EXPECT_EQ(p->backlog->unit, SourceBacklog::Unit::kFiles);
+    waiting.push_back(p->backlog->amount);
+    drained = p->drained;
+  }
+  // After 12 rows: file 1 being read, 2 and 3 listed (3 waiting); 24: 2 and 3; 36: 3; then drained.
+  EXPECT_EQ(waiting, (std::vector<uint64_t>{3, 2, 1, 0})) << fmt::format("{}", fmt::join(waiting, ","));
+
+  write_bytes(dir / "in/4.jsonl", "{\"f\":4,\"i\":0}\n{\"f\":4,\"i\":1}\n");
+  write_bytes(dir / "in/5.jsonl", "{\"f\":5,\"i\":0}\n");
+  auto p = source->poll(Budget{1, 1 << 20});
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->records.rows, 1u);
+  ASSERT_TRUE(p->backlog);
+  EXPECT_EQ(p->backlog->amount, 2u) << "file 4 being read, file 5 listed";
 }
 
 TEST(DeadLetterFile, LinesOfBatchesTheWalNeverCommittedAreDroppedAtStartUp) {

@@ -276,6 +276,49 @@ TEST(PostgresCdc, StreamedPollsCarryTheCommitTimeOfTheirOldestChangeAndSnapshots
   }
 }
 
+// Issue 21: a streamed poll tells how much of the server's WAL lies past its position (the metric
+// skippr_source_wal_bytes_waiting). Writes to a table outside the publication send nothing, yet the slot holds their
+// WAL: the backlog grows by at least what they wrote. A change of ours moves the position past them: it falls again.
+TEST(PostgresCdc, StreamedPollsTellTheWalBytesWaitingPastTheirPosition) {
+  const ItemsDatabase items("cdc_backlog");
+  auto& pg = items.pg;
+  const std::string& db = items.db;
+  pg.execute(db, "CREATE TABLE shop.elsewhere (x text)");
+  Reader r = open_reader(pg.uri(db), "snapshot_then_cdc", "slot_backlog");
+  r.until_drained();
+  auto wal_now = [&] { return *pg.query(db, "SELECT pg_current_wal_lsn()::text")[0][0]; };
+  auto bytes_between = [&](const std::string& a, const std::string& b) {
+    return std::stoull(*pg.query(db, fmt::format("SELECT pg_wal_lsn_diff('{}', '{}')::bigint", b, a))[0][0]);
+  };
+  const std::string before = wal_now();
+  pg.execute(db, "INSERT INTO shop.elsewhere SELECT repeat('x', 1000) FROM generate_series(1, 3000)");
+  const uint64_t written = bytes_between(before, wal_now());
+  ASSERT_GT(written, 2u << 20);
+  std::optional<SourceBacklog> seen;
+  for (int i = 0; i < 40 && !(seen && seen->amount >= written); ++i) {  // a reply is asked for every second
+    auto poll = r.source->poll({});
+    ASSERT_TRUE(poll) << poll.error().message;
+    EXPECT_EQ(poll->records.rows, 0u) << "a table outside the publication";
+    ASSERT_TRUE(poll->backlog) << "a streamed poll tells its backlog";
+    EXPECT_EQ(poll->backlog->unit, SourceBacklog::Unit::kWalBytes);
+    seen = poll->backlog;
+  }
+  ASSERT_TRUE(seen);
+  EXPECT_GE(seen->amount, written) << "the other table's WAL is held by the slot and counted";
+
+  pg.execute(db, insert_items(1, 1));
+  size_t rows = 0;
+  for (int i = 0; i < 40 && rows == 0; ++i) {
+    auto poll = r.source->poll({});
+    ASSERT_TRUE(poll) << poll.error().message;
+    rows += poll->records.rows;
+    seen = poll->backlog;
+  }
+  ASSERT_EQ(rows, 1u);
+  ASSERT_TRUE(seen);
+  EXPECT_LT(seen->amount, 256u << 10) << "the position moved past the other table's WAL with our change";
+}
+
 // Under a write load without pauses, a poll still ends drained once its time window is used up on a transaction
 // boundary, so the engine cuts a batch about every half second instead of waiting BUFFER_THRESHOLD_SECONDS.
 TEST(PostgresCdc, AStreamUnderASteadyWriteLoadStillEndsPollsDrained) {
@@ -302,7 +345,8 @@ TEST(PostgresCdc, AStreamUnderASteadyWriteLoadStillEndsPollsDrained) {
   size_t rows = 0;
   while (std::chrono::steady_clock::now() - start < std::chrono::seconds(4)) {
     const auto polled_at = std::chrono::steady_clock::now();
-    auto poll = r.source->poll({});
+    // A budget no window fills (a fast machine reads more than 65,536 changes in half a second): the window ends it.
+    auto poll = r.source->poll({.max_rows = 1u << 24, .max_bytes = size_t{1} << 32});
     ASSERT_TRUE(poll) << poll.error().message;
     rows += poll->records.rows;
     if (std::chrono::steady_clock::now() - polled_at >= std::chrono::milliseconds(490)) {

@@ -1,13 +1,15 @@
 // `skipprd serve` through the real binary: three pipelines in one process, one of them pointing at a destination
 // nobody listens on. The other two land every row; the status page, loaded in headless Chromium (Debian's chromium),
 // shows all three with the dead one retrying and its error, with their charts; screenshots (desktop and phone width)
-// are kept in <build>/test-artifacts. Actions need the token; a disabled pipeline stops and starts again when enabled.
+// are kept in <build>/test-artifacts. Actions need the token; a disabled pipeline stops and starts again when enabled;
+// a slow action holds no server thread. /metrics carries every pipeline's state. A taken --listen port is exit 75.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <chrono>
 #include <filesystem>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
@@ -15,6 +17,7 @@
 #include "clients/http/http_request.h"
 #include "support/duckdb_probe.h"
 #include "support/pipeline_fixture.h"
+#include "support/prometheus_text.h"
 
 namespace skippr::test {
 namespace {
@@ -190,6 +193,37 @@ TEST(Serve, ThreePipelinesOneDeadThePageShowsThemAllAndActionsNeedTheToken) {
   ASSERT_TRUE(metrics.has_value());
   EXPECT_NE(metrics->body.find(R"(skippr_rows_landed_total{pipeline="beta"} 50000)"), std::string::npos)
       << metrics->body;
+  // Every pipeline has its state whether a run of it is registered or not: the dead one is down and retrying.
+  EXPECT_EQ(promtool_problems(f.path("serve-scrape.txt"), metrics->body), "");
+  auto series = prometheus_samples(metrics->body);
+  EXPECT_EQ(series[R"(skippr_pipeline_up{pipeline="gamma"})"], 0) << metrics->body;
+  EXPECT_EQ(series[R"(skippr_pipeline_state{pipeline="gamma",state="retrying"})"], 1) << metrics->body;
+  EXPECT_EQ(series[R"(skippr_pipeline_state{pipeline="gamma",state="running"})"], 0) << metrics->body;
+  EXPECT_EQ(series[R"(skippr_pipeline_up{pipeline="beta"})"], 1) << metrics->body;
+  EXPECT_EQ(series[R"(skippr_pipeline_state{pipeline="beta",state="running"})"], 1) << metrics->body;
+  EXPECT_TRUE(series.contains(R"(skippr_pipeline_restarts_total{pipeline="alpha"})")) << metrics->body;
+
+  // An action is carried out on a thread of its own while its request waits. Disabling the dead pipeline takes its
+  // run's whole grace period (10 s: its committed batches cannot land), and meanwhile the page is answered and a
+  // second action on that pipeline is refused with 409.
+  auto slow = std::async(std::launch::async, [&] {
+    return call("POST", base + "/api/pipelines/gamma/disable", "Bearer serve-test-token");
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto second = call("POST", base + "/api/pipelines/gamma/disable", "Bearer serve-test-token");
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->status, 409) << second->body;
+  EXPECT_NE(second->body.find("an action on pipeline 'gamma' is being carried out"), std::string::npos) << second->body;
+  auto page = call("GET", base + "/");
+  ASSERT_TRUE(page.has_value());
+  EXPECT_EQ(page->status, 200);
+  EXPECT_EQ(slow.wait_for(std::chrono::seconds(0)), std::future_status::timeout)
+      << "the page was answered only after the action";
+  auto first = slow.get();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->status, 200) << first->body;
+  all = wait_for(base, [](const nlohmann::json& s) { return pipeline(s, "gamma").value("state", "") == "disabled"; });
+  EXPECT_EQ(pipeline(all, "gamma").value("state", ""), "disabled");
 
   EXPECT_EQ(served.stop(), 0);
   // Every row of the two live pipelines once, after serve let go of the files.
@@ -197,6 +231,29 @@ TEST(Serve, ThreePipelinesOneDeadThePageShowsThemAllAndActionsNeedTheToken) {
             "20000 20000");
   EXPECT_EQ(duckdb_value(f.path("b.duckdb"), "SELECT count(*) || ' ' || count(DISTINCT trip_id) FROM trips"),
             "50000 50000");
+}
+
+// A --listen port another process holds is "retry later" (exit 75: the unit restarts serve), naming the address;
+// nothing runs. An address that is not this machine's is a configuration error (exit 2).
+TEST(Serve, ATakenListenPortIsRetryLaterAndAForeignAddressAConfigError) {
+  PipelineFixture f(sample_to_duckdb_config_for_serve());
+  const int port = free_loopback_port();
+  ProcessResult r;
+  {
+    PortHolder holder(port, f.root());
+    r = f.skipprd({"serve", "--listen", fmt::format("127.0.0.1:{}", port)}, {}, 30);
+  }
+  EXPECT_EQ(r.exit_code, 75) << r.err;
+  EXPECT_NE(r.err.find(fmt::format("--listen 127.0.0.1:{}: cannot listen on 127.0.0.1:{}: another process is "
+                                   "listening there",
+                                   port, port)),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(f.path("d.duckdb"))) << "a pipeline ran";
+
+  r = f.skipprd({"serve", "--listen", "192.0.2.1:8484"}, {}, 30);  // TEST-NET-1: never this machine's
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("use an address of this machine"), std::string::npos) << r.err;
 }
 
 // What serve cannot run safely in one process stops it before anything runs (exit 2): two pipelines on one DuckDB

@@ -14,6 +14,7 @@
 #include <functional>
 #include <thread>
 
+#include "core/connector.h"
 #include "streaming/http_test_client.h"
 #include "support/pipeline_fixture.h"
 
@@ -333,6 +334,50 @@ TEST(KafkaSource, AnOnceRunEndsWhileProducersKeepWriting) {
   // Everything there at the start, each once; perhaps some of what came after.
   EXPECT_EQ(duckdb_value(db, "SELECT count(*) FROM events WHERE id < 3000"), "3000");
   EXPECT_EQ(duckdb_value(db, "SELECT count(*) - count(DISTINCT id) FROM events"), "0");
+}
+
+// Issue 21: each poll tells the consumer lag past its position (the metric skippr_source_messages_waiting): every
+// partition's high watermark minus the next offset to read. Exact while nothing is produced; afterwards it counts
+// what the last fetches told, and reaches 0 when all is read.
+TEST(KafkaSource, EveryPollTellsTheConsumerLagPastItsPosition) {
+  MockCluster cluster;
+  ASSERT_FALSE(cluster.bootstrap.empty()) << read_text(cluster.dir / "spawned.err");
+  Producer producer(cluster.bootstrap);
+  producer.produce_ids(0, 3000);
+  ConnectorContext ctx;
+  ctx.name = "stream";
+  ctx.pipeline = "kafka";
+  ctx.params = {{"brokers", cluster.bootstrap}, {"topics", {kTopic}}, {"group_id", "skippr-lag"}};
+  auto made = find_connector("Kafka", true)->make_source(ctx);
+  ASSERT_TRUE(made) << made.error().message;
+  Source& source = **made;
+  ASSERT_TRUE(source.open());
+  ASSERT_TRUE(source.seek(Position{}));
+  uint64_t read = 0;
+  for (int i = 0; i < 400 && read < 3000; ++i) {
+    auto p = source.poll(Budget{250, 1 << 20});
+    ASSERT_TRUE(p) << p.error().message;
+    read += p->records.rows;
+    ASSERT_TRUE(p->backlog);
+    EXPECT_EQ(p->backlog->unit, SourceBacklog::Unit::kMessages);
+    EXPECT_EQ(p->backlog->amount, 3000 - read) << "after " << read << " messages read";
+  }
+  ASSERT_EQ(read, 3000u);
+
+  producer.produce_ids(3000, 600);
+  uint64_t most = 0, last = 1;
+  for (int i = 0; i < 400 && (read < 3600 || last > 0); ++i) {
+    auto p = source.poll(Budget{100, 1 << 20});
+    ASSERT_TRUE(p) << p.error().message;
+    read += p->records.rows;
+    ASSERT_TRUE(p->backlog);
+    last = p->backlog->amount;
+    most = std::max(most, last);
+    EXPECT_LE(last, 3600 - read) << "never more than is there";
+  }
+  EXPECT_EQ(read, 3600u);
+  EXPECT_EQ(last, 0u);
+  EXPECT_GT(most, 0u) << "the new messages were seen waiting";
 }
 
 // `start: latest` pins each partition's end on the first run, even when that run reads nothing, so what is produced

@@ -133,6 +133,23 @@ std::string program_path(const std::string& name) {
   throw std::runtime_error(name + " is not on PATH");
 }
 
+PortHolder::PortHolder(int port, const std::filesystem::path& dir) {
+  const auto bound = dir / fmt::format("port-{}-held", port);
+  pid_ = spawn_process({"/usr/bin/python3", "-c",
+                        fmt::format("import socket,time\ns=socket.socket()\ns.bind(('127.0.0.1',{}))\ns.listen()\n"
+                                    "open('{}','w').close()\ntime.sleep(600)",
+                                    port, bound.string())},
+                       dir);
+  for (int i = 0; i < 500 && !std::filesystem::exists(bound); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+PortHolder::~PortHolder() {
+  kill(pid_, SIGKILL);
+  wait_process(pid_);
+}
+
 int free_loopback_port() {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};

@@ -50,6 +50,19 @@ std::vector<std::string> as_service_user(const std::string& user, const std::fil
 // A TCP port on 127.0.0.1 that was free a moment ago (for a server a test starts).
 int free_loopback_port();
 
+// Another process listening on 127.0.0.1:`port` while this lives (a taken port, as a server of someone else's).
+// `dir` receives its marker file.
+class PortHolder {
+ public:
+  PortHolder(int port, const std::filesystem::path& dir);
+  ~PortHolder();
+  PortHolder(const PortHolder&) = delete;
+  PortHolder& operator=(const PortHolder&) = delete;
+
+ private:
+  int pid_ = 0;
+};
+
 // Every file under `dir` (recursively) that contains `needle`: where a secret must not be.
 std::vector<std::string> files_containing(const std::filesystem::path& dir, const std::string& needle);
 

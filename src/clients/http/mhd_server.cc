@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdarg>
 #include <cstdio>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -182,6 +184,7 @@ Status Server::listen(const std::string& host, int port) {
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE;
   addrinfo* found = nullptr;
+  int bind_errno = 0;
   if (getaddrinfo(bare.c_str(), std::to_string(port).c_str(), &hints, &found) == 0) {
     for (addrinfo* a = found; a != nullptr && listen_fd_ < 0; a = a->ai_next) {
       const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
@@ -191,15 +194,24 @@ Status Server::listen(const std::string& host, int port) {
       if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, SOMAXCONN) == 0) {
         listen_fd_ = fd;
       } else {
+        bind_errno = errno;
         close(fd);
       }
     }
     freeaddrinfo(found);
   }
+  // A port another process holds is usually free again soon (the previous instance still stopping): retry later.
+  // An address that is not this machine's, or that cannot be resolved, is a mistake in the configuration.
+  if (listen_fd_ < 0 && bind_errno == EADDRINUSE) {
+    return fail(ErrorKind::kUnavailable,
+                fmt::format("cannot listen on {}:{}: another process is listening there; stop it or choose another "
+                            "address (this run ends with 'retry later')",
+                            host, port));
+  }
   if (listen_fd_ < 0) {
-    return fail(ErrorKind::kConfig, fmt::format("HttpServer source '{}': cannot listen on {}:{} (address in use or not "
-                                                "local); choose another listen_address",
-                                                name_, host, port));
+    return fail(ErrorKind::kConfig,
+                fmt::format("cannot listen on {}:{}: {}; use an address of this machine", host, port,
+                            bind_errno != 0 ? std::strerror(bind_errno) : "the host name does not resolve"));
   }
   return ok();
 }

@@ -125,6 +125,9 @@ class FileSource final : public Source {
     FilePosition p{done_, done_versions_, std::nullopt, rows_.types()};
     if (current_) p.current = current_->where;
     out.position_after = encode_file_position(p);
+    // Files of the last listing not read to their end, the one being read included. A file that arrives later
+    // counts from the listing after the current one is used up (listing is once per pass).
+    out.backlog = SourceBacklog{SourceBacklog::Unit::kFiles, pending_.size() + (current_ || resume_ ? 1u : 0u)};
     return out;
   }
 
@@ -341,7 +344,8 @@ ConnectorSpec file_source_spec() {
   spec.type_name = "File";
   spec.is_source = true;
   spec.summary =
-      "JSON lines, CSV or Parquet files, local or in S3, Azure Blob, GCS or SFTP (glob, gzip/zstd, new files picked up)";
+      "JSON lines, CSV or Parquet files, local or in S3, Azure Blob, GCS or SFTP (glob, gzip/zstd, new files picked "
+      "up)";
   spec.params = {
       {"path", ParamType::kPath, true, nullptr,
        "a file or a glob such as in/**/*.jsonl.gz (relative to skippr.yml's folder), or the same in a bucket: "

@@ -8,9 +8,9 @@
 #include <mutex>
 #include <thread>
 
+#include "clients/http/mhd_server.h"
 #include "formats/json_columns.h"
 #include "sources/http_server/http_server_options.h"
-#include "clients/http/mhd_server.h"
 
 namespace skippr {
 namespace {
@@ -57,7 +57,14 @@ class HttpServerSource final : public Source {
 
   // Binding here (the socket already listens; connections wait in the backlog) reports a taken port before anything
   // is read; requests are answered only after seek(), once request numbers continue the WAL's.
-  Status open() override { return server_.listen(options_.host, options_.port); }
+  Status open() override {
+    auto listening = server_.listen(options_.host, options_.port);
+    if (!listening) {
+      return fail(listening.error().kind,
+                  fmt::format("HttpServer source '{}': {} (listen_address)", name_, listening.error().message));
+    }
+    return ok();
+  }
 
   Status seek(const Position& position) override {
     uint64_t last = 0;

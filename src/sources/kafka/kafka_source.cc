@@ -149,6 +149,7 @@ class KafkaSource final : public Source {
     assigned_.clear();
     at_end_.clear();
     end_at_start_.clear();
+    start_at_start_.clear();
     return assign_new_partitions(/*at_start=*/true);
   }
 
@@ -178,6 +179,7 @@ class KafkaSource final : public Source {
     // Every partition is past the end it had when reading started: an --once run ends here even while producers
     // keep writing (it would otherwise chase them); a streaming run just cuts the batch and polls on.
     result.drained = caught_up();
+    result.backlog = consumer_lag();
     return result;
   }
 
@@ -199,6 +201,24 @@ class KafkaSource final : public Source {
   }
 
  private:
+  // The consumer lag past position_after: for each assigned partition, its high watermark minus the next offset to
+  // read. The watermark is the one the last fetch carried (librdkafka caches it: no broker round trip), or the end
+  // queried at assignment before any fetch. Messages retention deleted before they were read do not count.
+  SourceBacklog consumer_lag() const {
+    uint64_t waiting = 0;
+    for (const auto& tp : assigned_) {
+      int64_t low = RD_KAFKA_OFFSET_INVALID, high = RD_KAFKA_OFFSET_INVALID;
+      rd_kafka_get_watermark_offsets(consumer_, tp.first.c_str(), tp.second, &low, &high);
+      if (auto at = end_at_start_.find(tp); at != end_at_start_.end()) high = std::max(high, at->second);
+      if (auto at = start_at_start_.find(tp); at != start_at_start_.end()) low = std::max(low, at->second);
+      if (high < 0) continue;
+      const auto next = next_.find(tp);
+      const int64_t from = std::max<int64_t>(next != next_.end() ? next->second : 0, std::max<int64_t>(low, 0));
+      if (high > from) waiting += static_cast<uint64_t>(high - from);
+    }
+    return SourceBacklog{SourceBacklog::Unit::kMessages, waiting};
+  }
+
   // Drained (an --once run then ends): every partition is read up to the end it had when reading started (or to
   // its current end, whichever comes first), or no topic matches the subscription.
   bool caught_up() const {
@@ -292,6 +312,7 @@ class KafkaSource final : public Source {
       int64_t low = 0, high = 0;
       if (!rd_kafka_query_watermark_offsets(consumer_, tp.first.c_str(), tp.second, &low, &high, 10000)) {
         end_at_start_[tp] = high;
+        start_at_start_[tp] = low;
         if (high <= low) at_end_.insert(tp);  // empty: nothing to wait for
       }
       auto it = next_.find(tp);
@@ -323,6 +344,7 @@ class KafkaSource final : public Source {
       rd_kafka_topic_partition_list_add(gone, it->first.c_str(), it->second);
       at_end_.erase(*it);
       end_at_start_.erase(*it);
+      start_at_start_.erase(*it);
       it = assigned_.erase(it);
     }
     if (gone->cnt > 0) {
@@ -467,7 +489,8 @@ class KafkaSource final : public Source {
   Offsets next_;  // reader thread only
   std::set<PartitionKey> assigned_;
   std::set<PartitionKey> at_end_;
-  Offsets end_at_start_;  // each partition's end when it was assigned: where an --once run stops
+  Offsets end_at_start_;    // each partition's end when it was assigned: where an --once run stops
+  Offsets start_at_start_;  // and its first offset then (the consumer lag of a partition never read starts there)
 };
 
 Result<Options> read_options(const ConnectorContext& ctx) {

@@ -147,10 +147,12 @@ class CdcSource final : public Source {
   std::vector<PendingRow> pending_;  // the poll's changes, appended to its batch once unchanged TOAST is fetched
 
   std::mutex ack_mu_;
-  uint64_t acked_lsn_ = 0;  // guarded by ack_mu_: the flush LSN the WAL commits allow
-  uint64_t sent_lsn_ = 0;   // reader thread only
+  uint64_t acked_lsn_ = 0;       // guarded by ack_mu_: the flush LSN the WAL commits allow
+  uint64_t sent_lsn_ = 0;        // reader thread only
+  uint64_t server_wal_end_ = 0;  // reader thread only: the newest end of WAL the server reported
   Clock::time_point last_status_{};
   Clock::time_point last_reply_request_{};
+  Clock::time_point last_frame_at_{};  // when the stream last brought a frame
 };
 
 }  // namespace skippr::cdc_detail
