@@ -295,5 +295,34 @@ TEST_F(S3WalTest, AWriterWhoseLeaseWasTakenOverCommitsAndLandsNothing) {
   expect_batches_equal(batch_with_every_type(30, 3), *third);
 }
 
+// Found by the model (model/s3_lease.pml, COMMIT_WITHOUT_TOKEN): the old writer's next commit may come before the new
+// owner commits anything, when the committed seq is still the one it expects. Only the lease's token in the commit's
+// condition refuses it then.
+TEST_F(S3WalTest, AWriterTakenOverIsRefusedEvenBeforeTheNewOwnerCommits) {
+  Writer old = writer();
+  ASSERT_TRUE(old.wal->commit(batch_with_every_type(30, 1), position(1)));
+  SharedProxy().add({.target_regex = "UpdateItem",
+                     .body_regex = "\"SET #lease_expires_ms = :x\"",
+                     .action = "status",
+                     .status = 503,
+                     .times = -1});
+  std::this_thread::sleep_for(std::chrono::milliseconds(3300));
+  Writer fresh = writer();
+  SharedProxy().clear();
+  ASSERT_GT(fresh.lease->token(), old.lease->token());
+
+  auto late = old.wal->commit(batch_with_every_type(30, 99), position(99));  // seq 2, which nobody committed yet
+  ASSERT_FALSE(late) << "a writer whose lease was taken over committed";
+  EXPECT_EQ(late.error().kind, ErrorKind::kFenced) << late.error().message;
+  ASSERT_TRUE(fresh.wal->commit(batch_with_every_type(30, 2), position(2)));
+  fresh.end();
+  Writer next = writer();
+  ASSERT_EQ(next.wal->pending().size(), 2u);
+  auto second = next.wal->read_batch(next.wal->pending().back());
+  ASSERT_TRUE(second);
+  expect_batches_equal(batch_with_every_type(30, 2), *second);
+  EXPECT_EQ(next.wal->last_position().token, position(2).token);
+}
+
 }  // namespace
 }  // namespace skippr::test
