@@ -230,6 +230,44 @@ TEST_F(Cluster, TheOldPrimaryRevivedAfterAFailoverWritesNothing) {
   EXPECT_EQ(started.exit_code, 0) << started.err;
 }
 
+// The model's PROMOTE_INCOMPLETE (model/clustered.pml): a copy being started again (RESET_COPY received, CAUGHT_UP
+// not yet) lacks batches its primary committed, so promoting it would lose them. `skipprd promote` refuses it (exit
+// 70) and changes nothing: it stays a copy, and the primary goes on. The copy record is set as RESET_COPY leaves it,
+// because nothing makes a kill fall inside a catch-up by itself.
+TEST_F(Cluster, AnIncompleteCopyIsNeverPromoted) {
+  constexpr uint64_t kRows = 30000;
+  auto& pg = SharedPostgres();
+  const auto db = pg.create_database("incomplete");
+  PipelineFixture f(sample_to_postgres_config(kRows, 5));
+  Machine a("a", pki_->env());
+  Machine b("b", pki_->env());
+  b.start_replica();
+  const auto base = merged(postgres_env(pg, db), {{"BUFFER_THRESHOLD_BYTES", "60000"}});
+  auto killed = a.skipprd(kSync, f.root(), armed_at(merged(base, a.primary_env(b)), "sink.in_transaction", 2));
+  ASSERT_EQ(killed.exit_code, 137) << killed.err;
+  const WalInspection copy = b.wal();
+  ASSERT_GT(copy.last_committed_seq, 1u);
+
+  const auto record = b.data_dir() / "pipelines" / "bikehire" / "copy.json";
+  ASSERT_TRUE(std::filesystem::exists(record));
+  auto j = nlohmann::json::parse(read_text(record));
+  ASSERT_TRUE(j.value("complete", false)) << "a caught-up copy is complete";
+  j["complete"] = false;
+  write_text(record, j.dump() + "\n");
+
+  const ProcessResult p = promote(b, f);
+  EXPECT_EQ(p.exit_code, 70) << p.err;
+  EXPECT_NE(p.err.find("is incomplete"), std::string::npos) << p.err;
+  EXPECT_TRUE(std::filesystem::exists(record)) << "the copy was taken for a WAL";
+  EXPECT_EQ(b.wal().last_committed_seq, copy.last_committed_seq);
+
+  // The old primary was never replaced: it finishes, and its copy is complete again.
+  auto finished = a.skipprd(kSync, f.root(), merged(base, a.primary_env(b)));
+  ASSERT_EQ(finished.exit_code, 0) << finished.err;
+  expect_exactly_once_as_unkilled(pg, db, kRows, 5);
+  EXPECT_TRUE(nlohmann::json::parse(read_text(record)).value("complete", false));
+}
+
 // Mutual TLS: a peer whose certificate another CA signed is refused either way round, with exit 2 and what to do;
 // plaintext needs asking for by name. Nothing reaches the copy.
 TEST_F(Cluster, TlsRefusesPeersOfAnotherCaAndPlaintextMustBeAskedFor) {
