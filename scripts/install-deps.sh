@@ -24,6 +24,7 @@ DEBIAN_PACKAGES+=(unixodbc-dev tdsodbc python3-psycopg2)  # Synapse sink: ODBC w
 DEBIAN_PACKAGES+=(spin)  # model/: the Spin model checker for the protocol's Promela models
 DEBIAN_PACKAGES+=(chromium)  # skipprd serve's status page, loaded in headless Chromium by tests/serve
 DEBIAN_PACKAGES+=(systemd dpkg-dev)  # packaging tests: systemd-analyze verify, dpkg-shlibdeps for cpack's Depends
+DEBIAN_PACKAGES+=(debootstrap)  # packaging tests: a minimal Debian 12 root for the Dockerfile's runtime stage
 DEBIAN_PACKAGES+=(openssl)  # clustered mode: the tests make a throwaway CA and certificates with the openssl command
 # npm fetches DuckDB; the machine may already have Node.js from elsewhere, which Debian's npm would conflict with.
 command -v npm >/dev/null || DEBIAN_PACKAGES+=(nodejs npm)

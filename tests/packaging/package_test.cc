@@ -1,6 +1,7 @@
 // The Debian package (cpack -G DEB on this build): what it holds and depends on, a binary that runs from wherever it
 // is unpacked (DuckDB's library found beside it), a real install (run as root, as CI is: dpkg -i, then purged) whose
-// systemd unit passes `systemd-analyze verify` and whose service user exists, and the bash completion.
+// systemd unit passes `systemd-analyze verify` and whose service user exists, an install on a minimal Debian root as
+// the Dockerfile's runtime stage does it, and the bash completion.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -100,6 +101,19 @@ TEST_F(Package, InstallsAndItsUnitPassesSystemdAnalyzeVerify) {
   const auto purged = sh("dpkg -P skipprd", dir_->path());
   EXPECT_EQ(purged.exit_code, 0) << purged.out << purged.err;
   EXPECT_FALSE(fs::exists("/usr/bin/skipprd"));
+}
+
+// The Dockerfile's runtime stage without a container engine or a registry (packaging/docker/check-runtime-stage.sh):
+// on a minimal Debian 12 root made by debootstrap (--variant=minbase, close to debian:12-slim) the package installs
+// with apt as the Dockerfile installs it, so its Depends are complete, and the sample lands as the skipprd user.
+TEST_F(Package, InstallsOnAMinimalDebianAsTheDockerfilesRuntimeStageDoes) {
+  if (geteuid() != 0) GTEST_SKIP() << "debootstrap and chroot need root (CI runs as root)";
+  const auto checked =
+      sh(fmt::format("bash '{}/packaging/docker/check-runtime-stage.sh' '{}'", SKIPPR_SOURCE_DIR, deb_->string()),
+         dir_->path());
+  EXPECT_EQ(checked.exit_code, 0) << checked.out << checked.err;
+  EXPECT_NE(checked.out.find("100000 committed, 100000 landed"), std::string::npos) << checked.out << checked.err;
+  EXPECT_NE(checked.out.find("runtime stage ok"), std::string::npos) << checked.out;
 }
 
 // The Kubernetes example's skippr.yml (its ConfigMap) is a configuration this build accepts.
