@@ -51,6 +51,9 @@ check local_wal.pml fails -DACK_BEFORE_FSYNC
 check local_wal.pml fails -DNEW_ID_ON_RETRY
 check local_wal.pml fails -DNO_LINEAGE
 check local_wal.pml fails -DDELETE_NEWEST
+check stages.pml holds
+check stages.pml fails -DMARK_TO_COMMITTED
+check stages.pml fails -DACK_BEFORE_FSYNC
 check s3_lease.pml holds
 check s3_lease.pml fails -DCOMMIT_WITHOUT_TOKEN
 check s3_lease.pml fails -DNEW_SEQ_ON_RETRY
