@@ -25,7 +25,10 @@ check() {
   states="$(sed -n 's/^ *\([0-9][0-9]*\) states, stored.*/\1/p' <<<"$out" | head -1)"
   errors="$(sed -n 's/.*errors: \([0-9][0-9]*\).*/\1/p' <<<"$out" | head -1)"
   seconds="$(sed -n 's/^pan: elapsed time \([0-9.e+-]*\) seconds.*/\1/p' <<<"$out" | head -1)"
-  if [ "$expect" = holds ] && [ "$errors" = 0 ]; then
+  if grep -q 'max search depth too small' <<<"$out"; then
+    echo "FAIL $name: the search was cut short (max search depth too small): raise -m"
+    status=1
+  elif [ "$expect" = holds ] && [ "$errors" = 0 ]; then
     echo "ok   $name: every property holds ($states states, ${seconds:-0} s)"
   elif [ "$expect" = fails ] && [ "${errors:-0}" != 0 ]; then
     local why

@@ -13,6 +13,11 @@
  *    seq); LANDED marks go to B with the next frame; a primary that was replaced may still land what it committed;
  *  - promote (promote_locked_copy): only a complete copy; the term goes above every term the copy has seen; the new
  *    primary on B runs on the copy (here without a peer of its own) and lands what waits in it.
+ * Where it differs from the code, it allows more, never less: the replica checks the term at HELLO and, within a
+ * session, the pipeline lock (run_session holds it; promote gets kLocked) keeps a promotion out, while here every
+ * frame checks the term and a promotion may fall anywhere (the lock is not modelled). The lander is a step of the
+ * primary (in the code a thread that may land during a reconnect), LANDED goes out right after a landing (in the
+ * code with the next frame), and one lineage and epoch are modelled (continues_this_wal also compares them).
  * A batch holds one or two records (where a poll is cut varies); the source forgets what it was acknowledged (a CDC
  * slot), so a record acknowledged but held by no WAL is lost for good. A crashes (twice at most), the replica goes
  * down and up (twice), B's disk may be lost once (its copy is then gone), and the copy may be promoted once, at any

@@ -7,7 +7,8 @@ set -euo pipefail
 deb="$(realpath "$1")"
 root="$(mktemp -d)"
 chmod 755 "$root"  # the skipprd user walks through it
-trap 'umount "$root/proc" 2>/dev/null || true; rm -rf "$root"' EXIT
+# --one-file-system: a mount left behind (an umount that failed) is never walked into.
+trap 'umount "$root/proc" 2>/dev/null || true; rm -rf --one-file-system "$root"' EXIT
 command -v debootstrap >/dev/null || { echo "debootstrap is missing: bash scripts/install-deps.sh installs it" >&2; exit 2; }
 debootstrap --variant=minbase bookworm "$root" http://deb.debian.org/debian >/dev/null
 cp /etc/resolv.conf "$root/etc/resolv.conf"
@@ -17,7 +18,7 @@ printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d" && chmod +x "$root/
 # The Dockerfile's RUN lines of the runtime stage.
 chroot "$root" /bin/sh -c "apt-get update -q && apt-get install -y -q --no-install-recommends /tmp/$(basename "$deb") \
   ca-certificates && rm -rf /var/lib/apt/lists/* /tmp/*.deb && install -d -m 0750 -o skipprd -g skipprd /var/lib/skipprd" \
-  >/dev/null 2>&1
+  >"$root/apt.log" 2>&1 || { cat "$root/apt.log" >&2; exit 1; }
 mkdir -p "$root/etc/skipprd"
 cat >"$root/etc/skipprd/skippr.yml" <<'YML'
 data_sources:

@@ -200,14 +200,15 @@ int run_serve_command(const std::string& listen, const std::optional<std::filesy
     }
     sample_seconds = *parsed;
   }
+  // Declared before the endpoints, so it outlives them: a scrape or a page in flight reads it until they stop.
+  Supervisor supervisor(setup->config, setup->settings,
+                        std::chrono::milliseconds(static_cast<int64_t>(sample_seconds * 1000)));
   std::unique_ptr<MetricsEndpoint> metrics;
   if (!setup->settings.metrics_address.empty()) {
     auto started = MetricsEndpoint::start(setup->settings.metrics_address);
     if (!started) return report(started.error());
     metrics = std::move(*started);
   }
-  Supervisor supervisor(setup->config, setup->settings,
-                        std::chrono::milliseconds(static_cast<int64_t>(sample_seconds * 1000)));
   auto endpoint = ServeEndpoint::start(listen, supervisor, token != nullptr ? token : "");
   if (!endpoint) return report(endpoint.error());
   install_stop_handlers();

@@ -29,7 +29,7 @@ constexpr Family kOwnFamilies[] = {
      "Kafka consumer lag: messages between the read position and the partitions' high watermarks."},
     {"skippr_source_files_waiting", "gauge", "Files the File source has listed and not read to their end."},
     {"skippr_source_wal_bytes_waiting", "gauge",
-     "CDC: bytes of the server's WAL past the position read (what the replication slot still holds)."},
+     "CDC: bytes of the server's WAL (pg_current_wal_lsn) past the position read, which the slot holds."},
     {"skippr_sink_attempts_total", "counter", "Batches handed to the sink, by how the call ended."},
     {"skippr_wal_commit_seconds", "histogram", "Time to commit a batch to the WAL (write and fsync)."},
     {"skippr_landing_seconds", "histogram", "Time of a successful sink call landing one group of batches."},

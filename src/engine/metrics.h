@@ -88,7 +88,8 @@ class MetricsRegistry {
   // Appends whole families (HELP, TYPE, samples) beside the runs': what a process knows of pipelines whether a run
   // of them is registered or not (serve: each pipeline's state). Called without the registry's lock held.
   using Collector = std::function<void(std::string& out)>;
-  // Rendered for as long as the returned handle lives.
+  // Rendered for as long as the returned handle lives; a render already running when it goes may still call it
+  // once, so what the collector reads must outlive every endpoint that renders (see run_serve_command).
   std::shared_ptr<const Collector> add_collector(Collector render);
 
   // Registered until the returned handle is gone (a run's lifetime).

@@ -111,9 +111,10 @@ ServeEndpoint::ServeEndpoint(std::unique_ptr<http_server::Server> server, std::s
     : server_(std::move(server)), shared_(std::move(shared)) {}
 
 ServeEndpoint::~ServeEndpoint() {
-  // The actions answer through the server: they end (serve is stopping, so soon) before it goes.
-  shared_->join_all();
+  // The server first: once stopped it starts no action and answers none (answer() does nothing then), so the action
+  // threads still running only finish their statement; they are joined before the server object goes.
   server_->stop();
+  shared_->join_all();
 }
 
 Result<std::unique_ptr<ServeEndpoint>> ServeEndpoint::start(const std::string& address, Supervisor& supervisor,

@@ -8,6 +8,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <future>
 #include <nlohmann/json.hpp>
@@ -195,31 +196,45 @@ TEST(Serve, ThreePipelinesOneDeadThePageShowsThemAllAndActionsNeedTheToken) {
       << metrics->body;
   // Every pipeline has its state whether a run of it is registered or not: the dead one is down and retrying.
   EXPECT_EQ(promtool_problems(f.path("serve-scrape.txt"), metrics->body), "");
-  auto series = prometheus_samples(metrics->body);
-  EXPECT_EQ(series[R"(skippr_pipeline_up{pipeline="gamma"})"], 0) << metrics->body;
-  EXPECT_EQ(series[R"(skippr_pipeline_state{pipeline="gamma",state="retrying"})"], 1) << metrics->body;
-  EXPECT_EQ(series[R"(skippr_pipeline_state{pipeline="gamma",state="running"})"], 0) << metrics->body;
-  EXPECT_EQ(series[R"(skippr_pipeline_up{pipeline="beta"})"], 1) << metrics->body;
-  EXPECT_EQ(series[R"(skippr_pipeline_state{pipeline="beta",state="running"})"], 1) << metrics->body;
+  const auto series = prometheus_samples(metrics->body);
+  auto sample = [&](const std::string& name) {  // absent: NaN, which equals nothing
+    auto it = series.find(name);
+    return it == series.end() ? std::nan("") : it->second;
+  };
+  EXPECT_EQ(sample(R"(skippr_pipeline_up{pipeline="gamma"})"), 0) << metrics->body;
+  EXPECT_EQ(sample(R"(skippr_pipeline_state{pipeline="gamma",state="retrying"})"), 1) << metrics->body;
+  EXPECT_EQ(sample(R"(skippr_pipeline_state{pipeline="gamma",state="running"})"), 0) << metrics->body;
+  EXPECT_EQ(sample(R"(skippr_pipeline_up{pipeline="beta"})"), 1) << metrics->body;
+  EXPECT_EQ(sample(R"(skippr_pipeline_state{pipeline="beta",state="running"})"), 1) << metrics->body;
   EXPECT_TRUE(series.contains(R"(skippr_pipeline_restarts_total{pipeline="alpha"})")) << metrics->body;
 
   // An action is carried out on a thread of its own while its request waits. Disabling the dead pipeline takes its
   // run's whole grace period (10 s: its committed batches cannot land), and meanwhile the page is answered and a
   // second action on that pipeline is refused with 409.
-  auto slow = std::async(std::launch::async, [&] {
-    return call("POST", base + "/api/pipelines/gamma/disable", "Bearer serve-test-token");
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  auto second = call("POST", base + "/api/pipelines/gamma/disable", "Bearer serve-test-token");
+  auto disable_gamma = [&] { return call("POST", base + "/api/pipelines/gamma/disable", "Bearer serve-test-token"); };
+  auto one = std::async(std::launch::async, disable_gamma);
+  auto other = std::async(std::launch::async, disable_gamma);
+  // Whichever got the pipeline first is carried out for 10 s; the other is refused at once.
+  std::future<Result<HttpResponse>>* refused_one = nullptr;
+  std::future<Result<HttpResponse>>* carried_out = nullptr;
+  for (int i = 0; i < 100 && refused_one == nullptr; ++i) {
+    if (one.wait_for(std::chrono::milliseconds(20)) == std::future_status::ready) {
+      refused_one = &one, carried_out = &other;
+    } else if (other.wait_for(std::chrono::milliseconds(20)) == std::future_status::ready) {
+      refused_one = &other, carried_out = &one;
+    }
+  }
+  ASSERT_NE(refused_one, nullptr) << "neither action was answered within 4 s: the second one waited for the first";
+  auto second = refused_one->get();
   ASSERT_TRUE(second.has_value());
   EXPECT_EQ(second->status, 409) << second->body;
   EXPECT_NE(second->body.find("an action on pipeline 'gamma' is being carried out"), std::string::npos) << second->body;
   auto page = call("GET", base + "/");
   ASSERT_TRUE(page.has_value());
   EXPECT_EQ(page->status, 200);
-  EXPECT_EQ(slow.wait_for(std::chrono::seconds(0)), std::future_status::timeout)
+  EXPECT_EQ(carried_out->wait_for(std::chrono::seconds(0)), std::future_status::timeout)
       << "the page was answered only after the action";
-  auto first = slow.get();
+  auto first = carried_out->get();
   ASSERT_TRUE(first.has_value());
   EXPECT_EQ(first->status, 200) << first->body;
   all = wait_for(base, [](const nlohmann::json& s) { return pipeline(s, "gamma").value("state", "") == "disabled"; });

@@ -143,6 +143,11 @@ PortHolder::PortHolder(int port, const std::filesystem::path& dir) {
   for (int i = 0; i < 500 && !std::filesystem::exists(bound); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  if (!std::filesystem::exists(bound)) {
+    kill(pid_, SIGKILL);
+    wait_process(pid_);
+    throw std::runtime_error(fmt::format("no process could be made to listen on 127.0.0.1:{}", port));
+  }
 }
 
 PortHolder::~PortHolder() {

@@ -184,7 +184,8 @@ Status Server::listen(const std::string& host, int port) {
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE;
   addrinfo* found = nullptr;
-  int bind_errno = 0;
+  int bind_errno = 0;   // the last address's failure
+  bool in_use = false;  // any address of the name was taken (localhost: 127.0.0.1 taken, ::1 not set up)
   if (getaddrinfo(bare.c_str(), std::to_string(port).c_str(), &hints, &found) == 0) {
     for (addrinfo* a = found; a != nullptr && listen_fd_ < 0; a = a->ai_next) {
       const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
@@ -195,6 +196,7 @@ Status Server::listen(const std::string& host, int port) {
         listen_fd_ = fd;
       } else {
         bind_errno = errno;
+        in_use = in_use || bind_errno == EADDRINUSE;
         close(fd);
       }
     }
@@ -202,7 +204,7 @@ Status Server::listen(const std::string& host, int port) {
   }
   // A port another process holds is usually free again soon (the previous instance still stopping): retry later.
   // An address that is not this machine's, or that cannot be resolved, is a mistake in the configuration.
-  if (listen_fd_ < 0 && bind_errno == EADDRINUSE) {
+  if (listen_fd_ < 0 && in_use) {
     return fail(ErrorKind::kUnavailable,
                 fmt::format("cannot listen on {}:{}: another process is listening there; stop it or choose another "
                             "address (this run ends with 'retry later')",

@@ -62,7 +62,8 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Binds and listens (connections wait in the backlog); a taken or foreign address is a kConfig error.
+  // Binds and listens (connections wait in the backlog). A port another process holds is kUnavailable (retry
+  // later: usually the previous instance still stopping); an address that is not this machine's is kConfig.
   Status listen(const std::string& host, int port);
   // Starts answering the connections.
   Status start();

@@ -34,10 +34,8 @@ constexpr auto kMaxPollOvertime = std::chrono::milliseconds(2000);  // to finish
 constexpr auto kHeartbeat = std::chrono::seconds(10);               // well inside the server's wal_sender_timeout
 constexpr uint64_t kLongPageHeaderBytes = 40;                       // SizeOfXLogLongPHD: the largest WAL page header
 constexpr auto kReplyRequestEvery = std::chrono::milliseconds(200);
-// Once caught up, the server's end of WAL is asked for after a second without a frame: changes of other tables send
-// nothing, and the WAL backlog reported (Poll::backlog) must not stand still while the slot holds ever more. While
-// changes flow, their own frames keep it current.
-constexpr auto kBacklogRequestAfterIdle = std::chrono::seconds(1);
+// How often the server's end of WAL is asked for (Poll::backlog): a query on the SQL connection, not per poll.
+constexpr auto kWalEndAskEvery = std::chrono::seconds(1);
 // A killed run's walsender lets go of the slot once the server notices the closed socket: wait for that.
 constexpr auto kSlotBusyWait = std::chrono::seconds(15);
 
@@ -289,13 +287,9 @@ Result<Poll> CdcSource::poll_stream(const Budget& budget) {
   while (pending_.size() < budget.max_rows && pending_bytes_ < budget.max_bytes &&
          (Clock::now() < deadline || (in_tx_ && Clock::now() < deadline + kMaxPollOvertime))) {
     // Until the catch-up point is passed, ask the server regularly how far it has decoded (it answers with a
-    // keepalive), even while changes keep coming: a --once run must end although the workload goes on. Later,
-    // less often, for the backlog.
+    // keepalive), even while changes keep coming: a --once run must end although the workload goes on.
     Status sent = ok();
-    const bool ask = caught_up_
-                         ? Clock::now() - std::max(last_reply_request_, last_frame_at_) >= kBacklogRequestAfterIdle
-                         : Clock::now() - last_reply_request_ >= kReplyRequestEvery;
-    if (ask) {
+    if (!caught_up_ && Clock::now() - last_reply_request_ >= kReplyRequestEvery) {
       sent = send_status(/*reply_requested=*/true);
       last_reply_request_ = Clock::now();
     } else {
@@ -316,8 +310,6 @@ Result<Poll> CdcSource::poll_stream(const Budget& budget) {
       result.drained = caught_up_ && !in_tx_;
       break;
     }
-    server_wal_end_ = std::max(server_wal_end_, (*frame)->wal_end);
-    last_frame_at_ = Clock::now();
     if ((*frame)->kind == ReplicationFrame::Kind::kKeepalive) {
       if ((*frame)->reply_requested) {
         if (auto st = send_status(false); !st) {
@@ -354,12 +346,25 @@ Result<Poll> CdcSource::poll_stream(const Budget& budget) {
   result.position_after = pos_.to_position();
   // WAL the server has written past what this position covers. It also grows while only tables outside the
   // publication are written (the slot holds that WAL too until a change of ours moves the position).
-  const uint64_t covered = pos_.confirmable_lsn();
-  if (server_wal_end_ > 0) {
-    result.backlog =
-        SourceBacklog{SourceBacklog::Unit::kWalBytes, server_wal_end_ > covered ? server_wal_end_ - covered : 0};
+  if (auto end = server_wal_end()) {
+    const uint64_t covered = pos_.confirmable_lsn();
+    result.backlog = SourceBacklog{SourceBacklog::Unit::kWalBytes, *end > covered ? *end - covered : 0};
   }
   return result;
+}
+
+std::optional<uint64_t> CdcSource::server_wal_end() {
+  // The stream cannot tell it: a keepalive carries how far the walsender has decoded and sent, which stays just
+  // ahead of this position exactly when changes back up. Asked at most every kWalEndAskEvery; a failed query only
+  // leaves the figure out (the stream is what matters).
+  if (server_wal_end_ && Clock::now() - wal_end_asked_at_ < kWalEndAskEvery) return server_wal_end_;
+  wal_end_asked_at_ = Clock::now();
+  server_wal_end_.reset();
+  if (!sql_) return std::nullopt;
+  auto lsn = sql_->query("SELECT pg_current_wal_lsn()::text");
+  if (!lsn || lsn->rows.empty()) return std::nullopt;
+  server_wal_end_ = parse_lsn(lsn->rows.at(0).at(0).value_or(""));
+  return server_wal_end_;
 }
 
 Status CdcSource::handle(const PgoMessage& message, Batch& batch) {

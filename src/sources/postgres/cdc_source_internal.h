@@ -100,6 +100,8 @@ class CdcSource final : public Source {
   Status begin_snapshot(const std::optional<std::string>& exported);
   Result<Poll> poll_snapshot(const Budget& budget);
   Result<Poll> poll_stream(const Budget& budget);
+  // The server's current end of WAL (pg_current_wal_lsn), for Poll::backlog; nullopt when it cannot be asked.
+  std::optional<uint64_t> server_wal_end();
   Status start_stream();
   Status drop_stream(const Error& error);
   Status handle(const PgoMessage& message, Batch& batch);
@@ -147,12 +149,13 @@ class CdcSource final : public Source {
   std::vector<PendingRow> pending_;  // the poll's changes, appended to its batch once unchanged TOAST is fetched
 
   std::mutex ack_mu_;
-  uint64_t acked_lsn_ = 0;       // guarded by ack_mu_: the flush LSN the WAL commits allow
-  uint64_t sent_lsn_ = 0;        // reader thread only
-  uint64_t server_wal_end_ = 0;  // reader thread only: the newest end of WAL the server reported
+  uint64_t acked_lsn_ = 0;  // guarded by ack_mu_: the flush LSN the WAL commits allow
+  uint64_t sent_lsn_ = 0;   // reader thread only
   Clock::time_point last_status_{};
   Clock::time_point last_reply_request_{};
-  Clock::time_point last_frame_at_{};  // when the stream last brought a frame
+  // Reader thread only: the server's end of WAL as last asked (server_wal_end), and when.
+  std::optional<uint64_t> server_wal_end_;
+  Clock::time_point wal_end_asked_at_{};
 };
 
 }  // namespace skippr::cdc_detail
