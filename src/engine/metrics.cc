@@ -175,12 +175,8 @@ void PipelineMetrics::render(std::string& out, const std::string& family) const 
     }
   } else if (family == "skippr_source_lag_seconds") {
     if (source_lag_seconds_) out += fmt::format("{}{{{}}} {}\n", family, labels_, number(*source_lag_seconds_));
-  } else if (family == backlog_family(SourceBacklog::Unit::kMessages) ||
-             family == backlog_family(SourceBacklog::Unit::kFiles) ||
-             family == backlog_family(SourceBacklog::Unit::kWalBytes)) {
-    if (source_backlog_ && family == backlog_family(source_backlog_->unit)) {
-      out += fmt::format("{}{{{}}} {}\n", family, labels_, source_backlog_->amount);
-    }
+  } else if (source_backlog_ && family == backlog_family(source_backlog_->unit)) {  // the other units: no sample
+    out += fmt::format("{}{{{}}} {}\n", family, labels_, source_backlog_->amount);
   } else if (family == "skippr_sink_attempts_total") {
     for (size_t i = 0; i < attempts_.size(); ++i) {
       out +=

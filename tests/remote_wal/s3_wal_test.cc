@@ -56,6 +56,22 @@ class S3WalTest : public ::testing::Test {
     Writer() = default;
     Writer(Writer&&) = default;
   };
+  // The writer holding the lease is cut off from DynamoDB's renewals (a partition, a pause) until its lease runs out
+  // in the item; then a new writer waits a whole lease on its own clock, sees no renewal, and takes over. `waited`:
+  // how long that new writer's acquire took.
+  Writer take_over_from_a_writer_cut_off(std::chrono::steady_clock::duration* waited = nullptr) {
+    SharedProxy().add({.target_regex = "UpdateItem",
+                       .body_regex = "\"SET #lease_expires_ms = :x\"",
+                       .action = "status",
+                       .status = 503,
+                       .times = -1});
+    std::this_thread::sleep_for(std::chrono::milliseconds(3300));
+    const auto asked = std::chrono::steady_clock::now();
+    Writer fresh = writer();
+    if (waited != nullptr) *waited = std::chrono::steady_clock::now() - asked;
+    SharedProxy().clear();
+    return fresh;
+  }
   Writer writer() {
     Writer w;
     w.storage = storage();
@@ -259,17 +275,9 @@ TEST_F(S3WalTest, AWriterWhoseLeaseWasTakenOverCommitsAndLandsNothing) {
   Writer old = writer();
   ASSERT_TRUE(old.wal->commit(batch_with_every_type(30, 1), position(1)));
   ASSERT_TRUE(old.wal->commit(batch_with_every_type(30, 2), position(2)));
-  // The old writer is cut off from DynamoDB's renewals (a partition, a pause): its lease runs out in the item.
-  SharedProxy().add({.target_regex = "UpdateItem",
-                     .body_regex = "\"SET #lease_expires_ms = :x\"",
-                     .action = "status",
-                     .status = 503,
-                     .times = -1});
-  std::this_thread::sleep_for(std::chrono::milliseconds(3300));
-  const auto asked = std::chrono::steady_clock::now();
-  Writer fresh = writer();  // waits a whole lease on its own clock, sees no renewal, takes over
-  SharedProxy().clear();
-  EXPECT_GE(std::chrono::steady_clock::now() - asked, std::chrono::seconds(3)) << "took over without waiting";
+  std::chrono::steady_clock::duration waited{};
+  Writer fresh = take_over_from_a_writer_cut_off(&waited);
+  EXPECT_GE(waited, std::chrono::seconds(3)) << "took over without waiting";
   ASSERT_GT(fresh.lease->token(), old.lease->token());
   EXPECT_EQ(fresh.wal->pending().size(), 2u);
   ASSERT_TRUE(fresh.wal->commit(batch_with_every_type(30, 3), position(3)));
@@ -301,14 +309,7 @@ TEST_F(S3WalTest, AWriterWhoseLeaseWasTakenOverCommitsAndLandsNothing) {
 TEST_F(S3WalTest, AWriterTakenOverIsRefusedEvenBeforeTheNewOwnerCommits) {
   Writer old = writer();
   ASSERT_TRUE(old.wal->commit(batch_with_every_type(30, 1), position(1)));
-  SharedProxy().add({.target_regex = "UpdateItem",
-                     .body_regex = "\"SET #lease_expires_ms = :x\"",
-                     .action = "status",
-                     .status = 503,
-                     .times = -1});
-  std::this_thread::sleep_for(std::chrono::milliseconds(3300));
-  Writer fresh = writer();
-  SharedProxy().clear();
+  Writer fresh = take_over_from_a_writer_cut_off();
   ASSERT_GT(fresh.lease->token(), old.lease->token());
 
   auto late = old.wal->commit(batch_with_every_type(30, 99), position(99));  // seq 2, which nobody committed yet
