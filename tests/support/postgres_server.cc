@@ -49,8 +49,14 @@ std::unique_ptr<PGconn, ConnCloser> connect(const std::string& uri) {
 }  // namespace
 
 PostgresServer::PostgresServer(std::map<std::string, std::string> settings) {
-  dir_ = std::filesystem::temp_directory_path() / fmt::format("skippr-pg-{}-{}", getpid(), free_loopback_port());
-  std::filesystem::create_directories(dir_);
+  // A directory of its own (mkdtemp): a name made from a port free at the time could be the one another server of
+  // this process already uses, whose data a failed initdb here would then delete.
+  std::string name = (std::filesystem::temp_directory_path() / fmt::format("skippr-pg-{}-XXXXXX", getpid())).string();
+  if (mkdtemp(name.data()) == nullptr) throw std::runtime_error("mkdtemp " + name);
+  dir_ = name;
+  std::filesystem::permissions(dir_, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                                         std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                                         std::filesystem::perms::others_exec);
   try {
     start(std::move(settings));
   } catch (...) {
