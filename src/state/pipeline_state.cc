@@ -9,6 +9,7 @@
 #include <random>
 
 #include "core/env.h"
+#include "core/reset_advice.h"
 #include "core/time_util.h"
 
 namespace skippr {
@@ -36,9 +37,8 @@ Result<PipelineState> load_state(const PipelinePaths& paths, Env* env_or_null) {
   auto j = nlohmann::json::parse(*text, nullptr, false);
   if (!j.is_object() || !j.contains("epoch") || !j["epoch"].is_number_unsigned()) {
     return fail(ErrorKind::kCorruption,
-                fmt::format("pipeline state {} is unreadable; nothing was changed. Restore it from a backup, or run "
-                            "RESET PIPELINE to start over",
-                            paths.state.string()));
+                fmt::format("pipeline state {} is unreadable; nothing was changed. Restore it from a backup, or {}",
+                            paths.state.string(), reset_advice("")));
   }
   state.epoch = j["epoch"].get<uint64_t>();
   state.enabled = j.value("enabled", true);

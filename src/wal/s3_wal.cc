@@ -12,6 +12,7 @@
 
 #include "clients/aws/s3_client.h"
 #include "core/failpoint.h"
+#include "core/reset_advice.h"
 #include "wal/batch_codec.h"
 #include "wal/record_format.h"
 #include "wal/segment.h"
@@ -69,8 +70,8 @@ std::string object_url(const S3WalOptions& o, const std::string& key) {
 Error corrupt(const S3WalOptions& o, const std::string& key, std::string_view what) {
   return Error{ErrorKind::kCorruption,
                fmt::format("WAL object {} of pipeline '{}': {}; nothing was changed. Restore the object from a backup "
-                           "(or its bucket's versions), or run RESET PIPELINE {} to start over",
-                           object_url(o, key), o.pipeline, what, o.pipeline)};
+                           "(or its bucket's versions), or {}",
+                           object_url(o, key), o.pipeline, what, reset_advice(o.pipeline))};
 }
 
 struct DecodedObject {
@@ -127,13 +128,12 @@ class S3WalImpl final : public Wal {
         continue;
       }
       if (parsed->epoch > o_.epoch || (parsed->epoch == o_.epoch && parsed->lineage != o_.lineage)) {
-        return fail(
-            ErrorKind::kCorruption,
-            fmt::format("the WAL of pipeline '{}' holds {} (epoch {}, lineage {}) but the state store says "
-                        "epoch {}, lineage {}: they do not belong together; nothing was changed. Point "
-                        "SKIPPR_WAL_S3_PREFIX and the state table at the same pipeline, or run RESET PIPELINE {}",
-                        o_.pipeline, object_url(o_, object.key), parsed->epoch, parsed->lineage, o_.epoch, o_.lineage,
-                        o_.pipeline));
+        return fail(ErrorKind::kCorruption,
+                    fmt::format("the WAL of pipeline '{}' holds {} (epoch {}, lineage {}) but the state store says "
+                                "epoch {}, lineage {}: they do not belong together; nothing was changed. Point "
+                                "SKIPPR_WAL_S3_PREFIX and the state table at the same pipeline, or {}",
+                                o_.pipeline, object_url(o_, object.key), parsed->epoch, parsed->lineage, o_.epoch,
+                                o_.lineage, reset_advice(o_.pipeline)));
       }
       std::string why;
       if (parsed->epoch < o_.epoch) {
@@ -334,9 +334,9 @@ class S3WalImpl final : public Wal {
     }
     return Error{ErrorKind::kCorruption,
                  fmt::format("batch {} of pipeline '{}' is committed (the state store says so) but its object {}is "
-                             "not under {}; nothing was changed. Restore it from the bucket's versions, or run RESET "
-                             "PIPELINE {}",
-                             seq, o_.pipeline, key.empty() ? "" : object_url(o_, key) + " ", location(), o_.pipeline)};
+                             "not under {}; nothing was changed. Restore it from the bucket's versions, or {}",
+                             seq, o_.pipeline, key.empty() ? "" : object_url(o_, key) + " ", location(),
+                             reset_advice(o_.pipeline))};
   }
 
   Result<WalCommitPoint> read_point() {

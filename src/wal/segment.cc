@@ -4,6 +4,7 @@
 
 #include <charconv>
 
+#include "core/reset_advice.h"
 #include "wal/byte_io.h"
 #include "wal/record_format.h"
 #include "wal/segment_reader.h"
@@ -85,6 +86,14 @@ std::optional<BatchMeta> decode_batch_meta(std::string_view payload, std::string
   return BatchMeta{*seq, BatchId{std::string(*pipeline), *epoch, *id_seq}, Position{std::string(*position)}, *rows};
 }
 
+std::optional<size_t> batch_meta_bytes(std::string_view payload_front) {
+  ByteReader r(payload_front);
+  if (!r.u64() || !r.str() || !r.u64() || !r.u64()) return std::nullopt;
+  auto position_bytes = r.u32();
+  if (!position_bytes) return std::nullopt;
+  return r.position() + size_t{*position_bytes} + sizeof(uint64_t);  // the position, then the row count
+}
+
 std::string encode_landed(uint64_t watermark) {
   std::string out;
   ByteWriter(out).u64(watermark);
@@ -101,8 +110,8 @@ std::optional<uint64_t> decode_landed(std::string_view payload) {
 Error corruption_error(const fs::path& path, uint64_t offset, std::string_view what, std::string_view pipeline) {
   return Error{ErrorKind::kCorruption,
                fmt::format("WAL corruption in {} at byte offset {}: {}; nothing was changed. Restore DATA_DIR from a "
-                           "backup or run RESET PIPELINE {} to start over",
-                           path.string(), offset, what, pipeline.empty() ? "<name>" : pipeline)};
+                           "backup or {}",
+                           path.string(), offset, what, reset_advice(pipeline))};
 }
 
 Result<SegmentScan> scan_segment(Env& env, const fs::path& path, bool is_newest, std::string_view pipeline) {
@@ -162,7 +171,20 @@ Result<SegmentScan> scan_segment(Env& env, const fs::path& path, bool is_newest,
       }
       case RecordType::kBatch:
       case RecordType::kBatchBlocks: {
-        auto meta = decode_batch_meta(record.payload_front);
+        // The metadata holds the source position after the batch, which can outgrow the front the reader keeps (a
+        // File source's position names every object it finished): then it is read in full.
+        std::string whole_meta;
+        std::string_view meta_bytes = record.payload_front;
+        if (!record.payload_complete) {
+          const auto needed = batch_meta_bytes(meta_bytes);
+          if (needed && *needed > meta_bytes.size() && *needed <= record.total_bytes - kRecordHeaderBytes) {
+            auto prefix = reader.payload_prefix(offset, *needed);
+            if (!prefix) return std::unexpected(prefix.error());
+            whole_meta = std::move(*prefix);
+            meta_bytes = whole_meta;
+          }
+        }
+        auto meta = decode_batch_meta(meta_bytes);
         if (!meta) return corrupt(offset, "malformed batch metadata");
         const uint64_t expected_seq = scan.header->first_seq + scan.batches.size();
         if (meta->seq != expected_seq || meta->id.seq != meta->seq || meta->id.epoch != scan.header->epoch) {

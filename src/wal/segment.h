@@ -44,6 +44,9 @@ struct BatchMeta {
 std::string encode_batch_meta(const BatchMeta& meta);
 // On success `columns` is set to the compressed part that follows the metadata.
 std::optional<BatchMeta> decode_batch_meta(std::string_view payload, std::string_view* columns = nullptr);
+// How many bytes the batch metadata at the front of `payload_front` takes, read from its length fields (which come
+// before the position, the one part that can be large); nullopt when even those are not all there.
+std::optional<size_t> batch_meta_bytes(std::string_view payload_front);
 
 std::string encode_landed(uint64_t watermark);
 std::optional<uint64_t> decode_landed(std::string_view payload);

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "wal/byte_io.h"
 #include "core/crc32c.h"
+#include "wal/byte_io.h"
 
 namespace skippr::wal {
 
@@ -34,7 +34,10 @@ Result<DecodeStatus> SegmentReader::read(uint64_t offset, FramedRecord& out, Pay
   out.total_bytes = kRecordHeaderBytes + uint64_t{length};
   if (file_bytes_ - offset < out.total_bytes) return DecodeStatus::kIncomplete;
 
-  out.payload_complete = length <= kPayloadFrontBytes;
+  // Records other than batches are metadata the caller needs whole (a segment header holds a source position, which
+  // can outgrow the front: a File source's names every object it finished), so they are always read in full.
+  const bool keep_whole = !is_batch_record(static_cast<RecordType>(out.type));
+  out.payload_complete = keep_whole || length <= kPayloadFrontBytes;
   if (check == PayloadCheck::kFrontOnly && !out.payload_complete) {
     auto front = view(offset + kRecordHeaderBytes, kPayloadFrontBytes, read_ahead);
     if (!front) return std::unexpected(front.error());
@@ -55,9 +58,8 @@ Result<DecodeStatus> SegmentReader::read(uint64_t offset, FramedRecord& out, Pay
     if (!chunk) return std::unexpected(chunk.error());
     if (chunk->empty()) return DecodeStatus::kIncomplete;
     crc = crc32c::extend(crc, chunk->data(), chunk->size());
-    if (out.payload_front.size() < kPayloadFrontBytes) {
-      out.payload_front.append(chunk->substr(0, kPayloadFrontBytes - out.payload_front.size()));
-    }
+    const size_t keep = keep_whole ? length : kPayloadFrontBytes;
+    if (out.payload_front.size() < keep) out.payload_front.append(chunk->substr(0, keep - out.payload_front.size()));
     at += chunk->size();
     left -= chunk->size();
   }
@@ -65,6 +67,13 @@ Result<DecodeStatus> SegmentReader::read(uint64_t offset, FramedRecord& out, Pay
   out.checksum_verified = true;
   if (!is_known_record_type(out.type)) return DecodeStatus::kUnknownType;
   return DecodeStatus::kOk;
+}
+
+Result<std::string> SegmentReader::payload_prefix(uint64_t offset, size_t n) {
+  auto data = env_.read_range(path_, offset + kRecordHeaderBytes, n);
+  if (!data) return std::unexpected(data.error());
+  if (data->size() < n) return fail(ErrorKind::kCorruption, "the file shrank while it was read");
+  return std::move(*data);
 }
 
 Result<bool> SegmentReader::any_valid_record_from(uint64_t from) {

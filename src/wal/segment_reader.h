@@ -21,7 +21,7 @@ struct FramedRecord {
   uint8_t type = 0;
   uint32_t crc = 0;
   uint64_t total_bytes = 0;   // header + payload
-  std::string payload_front;  // the whole payload when it is at most kPayloadFrontBytes
+  std::string payload_front;  // the whole payload when it is at most kPayloadFrontBytes or not a batch
   bool payload_complete = false;
   bool checksum_verified = false;  // false only for a large payload read with PayloadCheck::kFrontOnly
 };
@@ -42,6 +42,10 @@ class SegmentReader {
 
   // Decodes the record at `offset` (kOk, kIncomplete, kChecksumMismatch or kUnknownType, as decode_record does).
   Result<DecodeStatus> read(uint64_t offset, FramedRecord& out, PayloadCheck check = PayloadCheck::kFull);
+
+  // The first `n` bytes of the payload of the record at `offset` (n at most its payload): for metadata longer than
+  // the front a read keeps, such as a batch whose source position is large.
+  Result<std::string> payload_prefix(uint64_t offset, size_t n);
 
   // True when some offset in [from, end of file) starts a valid record: tells a torn tail from damage in the middle.
   // Reads the rest of the file at once; only called on damage, which is rare, and bounded by the segment size.

@@ -114,6 +114,38 @@ TEST(BigQuerySink, LostAnswersAndRunningJobsLandOnceUnderTheirJobIds) {
   EXPECT_EQ(proxy.hits(queries_down), 2);
 }
 
+// What BigQuery's documentation and official client say is transient: jobs.insert throttled with 403
+// rateLimitExceeded (not missing roles), jobs.get answering 404 right after a 409 (the job exists, the read does not
+// see it yet), and jobs that end in jobInternalError / jobRateLimitExceeded — more of them in a row than one run
+// tries ids for. Each is met and waited out; every row lands once, every batch once in the ledger.
+TEST(BigQuerySink, ThrottlingA404AfterAConflictAndTransientJobErrorsAreWaitedOut) {
+  PipelineFixture calm(sample_to_sink_config(bigquery_sink(SharedBigQuery().endpoint(), "calm_t"), 20000, 12));
+  ASSERT_EQ(
+      calm.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"BUFFER_THRESHOLD_BYTES", "256KiB"}}).exit_code, 0);
+  for (const auto& [reason, table] : std::map<std::string, std::string>{{"jobInternalError", "faulty_internal"},
+                                                                        {"jobRateLimitExceeded", "faulty_rate"}}) {
+    FaultProxy proxy(SharedBigQuery().endpoint());
+    // Lost answers to inserts: the resend of the same id meets 409, then the 404.
+    proxy.add({.method = "POST", .path_regex = "/jobs", .action = "drop_after_forward", .skip = 1, .times = 2});
+    SharedBigQuery().inject(
+        {.rate_limited_inserts = 3, .not_found_after_conflict = 2, .failed_jobs = 6, .failed_job_reason = reason});
+    PipelineFixture f(sample_to_sink_config(bigquery_sink(proxy.endpoint(), table), 20000, 12));
+    auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"},
+                         {{"BUFFER_THRESHOLD_BYTES", "256KiB"}, {"SINK_RETRY_SECONDS", "120"}});
+    const BigQueryFaults left = SharedBigQuery().faults_left();
+    SharedBigQuery().inject({});
+    ASSERT_EQ(run.exit_code, 0) << reason << ": " << run.err;
+    EXPECT_EQ(left.rate_limited_inserts, 0);
+    EXPECT_EQ(left.not_found_after_conflict, 0) << "no 409 was followed by a 404";
+    EXPECT_EQ(left.failed_jobs, 0);
+    EXPECT_EQ(digest(table), digest("calm_t")) << reason;
+    const auto [rows, ids] = ledger_of(table);
+    EXPECT_EQ(rows, ids);
+    EXPECT_EQ(rows, ledger_of("calm_t").first);
+    expect_no_stage_left(table);
+  }
+}
+
 // merge_by_key on the Sample's trip_id: a RESET reads every row again under a new lineage, and the table still holds
 // each trip once, now with the newer order token.
 TEST(BigQuerySink, MergeByKeyUpsertsWhatARereadBrings) {

@@ -99,6 +99,25 @@ TEST(DatabricksSink, LandsEveryRowWithOneLedgerRowPerBatch) {
   EXPECT_EQ(ledger_of("trips").first, ledger_rows);
 }
 
+// COPY INTO refused with COPY_INTO_DUPLICATED_FILES_COPY_NOT_ALLOWED (SQLSTATE 25000, "please try again later": an
+// orphaned COPY INTO of the same files is still committing) is waited out, not a configuration error: every row once.
+TEST(DatabricksSink, ACopyIntoRefusedAsOverlappingAConcurrentOneIsRetried) {
+  SharedDatabricks().fail_copies_as_duplicated(3);
+  PipelineFixture f(sample_to_sink_config(databricks_sink(SharedDatabricks().endpoint(), "overlap"), 5000, 6));
+  auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"},
+                       {{"BUFFER_THRESHOLD_BYTES", "256KiB"}, {"SINK_RETRY_SECONDS", "120"}});
+  const int left = SharedDatabricks().copies_left_to_fail();
+  SharedDatabricks().fail_copies_as_duplicated(0);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(left, 0);
+  EXPECT_EQ(SharedDatabricks().query(
+                fmt::format("SELECT count(*) || ' ' || count(DISTINCT trip_id) FROM {}", table_sql("overlap")))[0][0],
+            "5000 5000");
+  const auto [ledger_rows, ledger_ids] = ledger_of("overlap");
+  EXPECT_EQ(ledger_rows, ledger_ids);
+  expect_one_name_per_batch_and_one_load("overlap");
+}
+
 // Answers lost after Databricks acted (uploads, COPY INTO, the ledger row), requests lost before it, throttling, and
 // statements answered PENDING (polled by id): nothing lands twice and nothing is missing.
 TEST(DatabricksSink, DroppedAnswersAndPendingStatementsLandOnce) {

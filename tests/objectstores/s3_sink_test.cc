@@ -158,11 +158,11 @@ TEST(S3Sink, MissingBucketAndMissingCredentialsAreConfigErrorsAndADownServerIsRe
   }
 }
 
-// On a server that checks SigV4 (moto with INITIAL_NO_AUTH_ACTION_COUNT), the right key lands the rows — the
-// signature libcurl makes is the one S3 expects — and a wrong secret is exit 2 naming where the credentials came
-// from, without the secret.
+// Through the gate that checks SigV4 as AWS does, a key of its own lands the rows — the signature libcurl makes is
+// the one S3 expects — and a wrong secret is exit 2 naming where the credentials came from, without the secret.
 TEST(S3Sink, SignaturesAreCheckedAndAWrongSecretIsAConfigError) {
-  MotoServer moto(std::map<std::string, std::string>{{"INITIAL_NO_AUTH_ACTION_COUNT", "4"}});
+  auto& moto = SharedMoto();
+  moto.reset_gate_stats();
   const auto user = moto.create_user_and_bucket();
   auto env = moto.env();
   env["AWS_ACCESS_KEY_ID"] = user.key_id;
@@ -180,12 +180,31 @@ TEST(S3Sink, SignaturesAreCheckedAndAWrongSecretIsAConfigError) {
   EXPECT_NE(r.err.find("the credentials from environment are refused"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("wr0ng-secret-value"), std::string::npos);
   EXPECT_EQ(r.out.find("committed"), std::string::npos) << "the sink is checked before anything is read";
+  EXPECT_GT(moto.gate_stats().at("refused").value("SignatureDoesNotMatch", 0), 0) << "the gate refused the wrong key";
+}
+
+// A least-privilege policy without s3:ListBucket makes S3 answer 403 where a key or bucket is looked for (AWS hides
+// what exists from who may not list): exit 2 before anything is read, and the message names the missing permission
+// instead of only blaming the credentials.
+TEST(S3Sink, APolicyWithoutListBucketIsExit2NamingThePermission) {
+  auto& moto = SharedMoto();
+  const auto user = moto.create_user_and_bucket(/*without_list_bucket=*/true);
+  auto env = moto.env();
+  env["AWS_ACCESS_KEY_ID"] = user.key_id;
+  env["AWS_SECRET_ACCESS_KEY"] = user.secret;
+  PipelineFixture f(sample_to_s3_config(1000, user.bucket, "nolist"));
+  auto r = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 120);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("s3:ListBucket"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("committed"), std::string::npos) << "the sink is checked before anything is read";
+  EXPECT_EQ(r.err.find(user.secret), std::string::npos);
 }
 
 // A batch above multipart_threshold_bytes is a multipart upload (its ETag says how many parts), and the objects
 // hold every row once.
 TEST(S3Sink, LargeBatchesAreMultipartUploadsOfEveryRow) {
   auto& moto = SharedMoto();
+  moto.reset_gate_stats();
   const std::string bucket = moto.create_bucket("multipart");
   PipelineFixture f(fmt::format(R"(data_sources:
   sample:
@@ -213,6 +232,7 @@ pipelines:
           "SELECT count(*) || ' ' || count(DISTINCT trip_id) FROM read_json('{}/*.jsonl', format='newline_delimited')",
           dir.path().string())),
       "200000 200000");
+  moto.expect_every_request_accepted();  // the uploads' ?uploads= and ?partNumber=&uploadId= signed right
 }
 
 // Web identity (a token file and a role, as EKS gives a pod): the chain exchanges it at STS for temporary

@@ -24,7 +24,7 @@ namespace {
 constexpr const char* kRole = "arn:aws:iam::123456789012:role/skippr-load";
 
 std::string redshift_config(uint64_t rows, uint64_t seed, const std::string& bucket, const std::string& role = kRole,
-                            const std::string& landing = "append") {
+                            const std::string& landing = "append", const std::string& more_params = "") {
   return fmt::format(R"(data_sources:
   sample:
     Sample: {{ rows: {}, seed: {} }}
@@ -40,13 +40,14 @@ data_sinks:
       table: trips
       s3_bucket: {}
       iam_role: "{}"
-pipelines:
+{}pipelines:
   bikehire:
     data_source: data_sources.sample
     data_sink: data_sinks.warehouse
     landing: {}
 {})",
-                     rows, seed, bucket, role, landing, landing == "merge_by_key" ? "    primary_key: trip_id\n" : "");
+                     rows, seed, bucket, role, more_params, landing,
+                     landing == "merge_by_key" ? "    primary_key: trip_id\n" : "");
 }
 
 std::map<std::string, std::string> redshift_env(const RedshiftEmulator& emulator, const std::string& db) {
@@ -246,6 +247,30 @@ TEST(Redshift, MergeByKeyKeepsColumnsABatchDoesNotCarry) {
   run = f.skipprd({"sync", "--pipeline", "changes", "--once"}, env);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(merged_table(pg, db), "1:a2:100:20");
+}
+
+// A cluster in another region than the staging bucket: COPY needs REGION, which the sink's `region` gives. Without
+// it the COPY fails as Redshift's does (S3's PermanentRedirect) and nothing lands; with it every row lands once.
+TEST(Redshift, ACopyFromABucketInAnotherRegionCarriesTheSinksRegion) {
+  auto& pg = SharedPostgres();
+  const RedshiftEmulator emulator(pg, SharedMoto().env(), 0, "eu-west-1");
+  const auto db = pg.create_database("rsregion");
+  const std::string bucket = SharedMoto().create_bucket("region");  // us-east-1, as moto makes it
+  PipelineFixture without(redshift_config(1000, 3, bucket));
+  auto env = redshift_env(emulator, db);
+  env["BUFFER_THRESHOLD_BYTES"] = "20000";
+  auto refused = without.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 120);
+  // The batches are committed: they wait in the WAL (exit 75) for a run with the region set.
+  EXPECT_EQ(refused.exit_code, 75) << refused.err;
+  EXPECT_NE(refused.err.find("PermanentRedirect"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("set the sink's region"), std::string::npos) << refused.err;
+
+  PipelineFixture with(redshift_config(1000, 3, bucket, kRole, "append", "      region: us-east-1\n"));
+  auto landed = with.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 120);
+  ASSERT_EQ(landed.exit_code, 0) << landed.err;
+  const PgTripsDigest digest = pg_trips_digest(pg, db);
+  EXPECT_EQ(digest.rows, "1000");
+  EXPECT_EQ(digest.distinct_ids, "1000");
 }
 
 TEST(Redshift, ABadRoleOrAnUnbuiltLandingStopsBeforeAnythingIsRead) {

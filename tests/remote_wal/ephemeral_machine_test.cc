@@ -73,6 +73,7 @@ TEST(EphemeralMachine, EveryRowLandsOnceWhenDataDirIsDeletedBeforeEveryRestart) 
   constexpr uint64_t kRows = 120000;
   PipelineFixture chaos(sample_to_duckdb_config(kRows, 11));
   std::map<std::string, std::string> env = remote_storage_env();
+  SharedMoto().reset_gate_stats();
   // Every run starts on an empty DATA_DIR (state from DynamoDB, the WAL from S3): up to 2 s before the kill, so a run
   // still gets past that start when another test binary shares the two cores (at 1.2 s, 300 runs once made none).
   env.insert(
@@ -97,6 +98,9 @@ TEST(EphemeralMachine, EveryRowLandsOnceWhenDataDirIsDeletedBeforeEveryRestart) 
   EXPECT_EQ(show(chaos, env, "last_committed_batch"), show(chaos, env, "last_landed_batch"));
   EXPECT_EQ(show(chaos, env, "wal_segments"), "0") << "every landed batch's object was deleted";
   EXPECT_EQ(SharedMoto().keys(env.at("SKIPPR_WAL_S3_BUCKET")).size(), 0u);
+  // Through the gate that checks signatures as AWS does: S3 listings, puts, deletes and DynamoDB's conditional
+  // writes, every one accepted.
+  SharedMoto().expect_every_request_accepted();
 }
 
 // A sync whose requests meet lost answers (after S3 or DynamoDB acted), SlowDowns and 500s on every step of the

@@ -172,6 +172,45 @@ TEST(SnowflakeSink, DroppedAnswersAndAsyncStatementsLandOnceUnderOneRequestId) {
   EXPECT_GE(resent, 1) << "no transaction was resent after a lost request";
 }
 
+// A transaction that fails with 422 for a reason of the moment — too many waiters on a lock (000625, SQLSTATE 57014),
+// a serialization failure (SQLSTATE 40001) — committed nothing and is sent again, not taken for a setup mistake
+// (exit 2). A 422 compilation error stays exit 2 (LoginAndSetupMistakes...).
+TEST(SnowflakeSink, ATransactionFailingForAReasonOfTheMomentIsSentAgain) {
+  FaultProxy proxy(SharedSnowflake().endpoint());
+  const int locked = proxy.add(
+      {.method = "POST",
+       .path_regex = "^/api/v2/statements",
+       .body_regex = "BEGIN TRANSACTION",
+       .action = "status",
+       .status = 422,
+       .body = R"({"code":"000625","sqlState":"57014","message":"Statement '01b0' has locked table 'TRIPS' in )"
+               R"(transaction 1700 and this lock has not yet been released.","statementHandle":"01b0"})",
+       .skip = 1,
+       .times = 2});
+  const int serialization = proxy.add(
+      {.method = "POST",
+       .path_regex = "^/api/v2/statements",
+       .body_regex = "BEGIN TRANSACTION",
+       .action = "status",
+       .status = 422,
+       .body = R"({"code":"000603","sqlState":"40001","message":"Transaction was aborted.","statementHandle":"01b1"})",
+       .skip = 2,
+       .times = 1});
+  PipelineFixture calm(sample_to_sink_config(snowflake_sink(SharedSnowflake().endpoint(), "calm_locks"), 20000, 14));
+  ASSERT_EQ(
+      calm.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"BUFFER_THRESHOLD_BYTES", "256KiB"}}).exit_code, 0);
+  PipelineFixture f(sample_to_sink_config(snowflake_sink(proxy.endpoint(), "locks"), 20000, 14));
+  auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"},
+                       {{"BUFFER_THRESHOLD_BYTES", "256KiB"}, {"SINK_RETRY_SECONDS", "120"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(proxy.hits(locked), 2);
+  EXPECT_EQ(proxy.hits(serialization), 1);
+  EXPECT_EQ(digest("locks"), digest("calm_locks"));
+  const auto [rows, ids] = ledger_of("locks");
+  EXPECT_EQ(rows, ids);
+  EXPECT_EQ(rows, ledger_of("calm_locks").first);
+}
+
 // merge_by_key on the Sample's trip_id: a RESET reads every row again under a new lineage, and the table still holds
 // each trip once, now with the newer order token.
 TEST(SnowflakeSink, MergeByKeyUpsertsWhatARereadBrings) {

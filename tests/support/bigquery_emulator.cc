@@ -105,6 +105,18 @@ struct BigQueryEmulator::Impl {
   std::vector<BigQueryJobSeen> seen;
   std::atomic<bool> answer_running{false};
   int issued = 0;
+  BigQueryFaults faults;                        // what is left of them
+  std::set<std::string> unseen_after_conflict;  // ids whose next jobs.get answers 404
+
+  // 403 rateLimitExceeded instead of inserting the job, as BigQuery throttles jobs.insert: true when it answered.
+  bool rate_limited(httplib::Response& res) {
+    if (faults.rate_limited_inserts <= 0) return false;
+    --faults.rate_limited_inserts;
+    reply(res, 403,
+          google_api_error(403, "PERMISSION_DENIED", "rateLimitExceeded",
+                           "Exceeded rate limits: too many api requests per user per method for this user_method."));
+    return true;
+  }
 
   static void reply(httplib::Response& res, int status, const nlohmann::json& body) {
     res.status = status;
@@ -188,6 +200,10 @@ struct BigQueryEmulator::Impl {
     const std::string id = job["jobReference"].value("jobId", "");
     const std::string location = job["jobReference"].value("location", "US");
     if (jobs.count(id)) {
+      if (faults.not_found_after_conflict > 0) {
+        --faults.not_found_after_conflict;
+        unseen_after_conflict.insert(id);
+      }
       seen.push_back({id, is_load ? "load" : "query", true, job.dump()});
       reply(res, 409,
             google_api_error(409, "ALREADY_EXISTS", "duplicate",
@@ -195,15 +211,20 @@ struct BigQueryEmulator::Impl {
       return;
     }
     seen.push_back({id, is_load ? "load" : "query", false, job.dump()});
-    const std::string error = is_load ? load(job["configuration"]["load"], data)
-                                      : run_script(job["configuration"]["query"].value("query", ""));
+    // A job that fails on BigQuery's side ends with a transient reason and changes nothing.
+    const bool fails = faults.failed_jobs > 0;
+    if (fails) --faults.failed_jobs;
+    const std::string error = fails     ? "An internal error occurred and the request could not be completed."
+                              : is_load ? load(job["configuration"]["load"], data)
+                                        : run_script(job["configuration"]["query"].value("query", ""));
+    const std::string reason = fails ? faults.failed_job_reason : "invalidQuery";
     nlohmann::json resource = job;
     resource["kind"] = "bigquery#job";
     resource["id"] = fmt::format("{}:{}.{}", kProject, location, id);
     resource["status"] = {{"state", "DONE"}};
     if (!error.empty()) {
-      resource["status"]["errorResult"] = {{"reason", "invalidQuery"}, {"message", error}};
-      resource["status"]["errors"] = {{{"reason", "invalidQuery"}, {"message", error}}};
+      resource["status"]["errorResult"] = {{"reason", reason}, {"message", error}};
+      resource["status"]["errors"] = {{{"reason", reason}, {"message", error}}};
     }
     jobs[id] = resource;
     if (answer_running) {
@@ -310,6 +331,7 @@ struct BigQueryEmulator::Impl {
               google_api_error(400, "INVALID_ARGUMENT", "invalid", "Job configuration must contain a query."));
         return;
       }
+      if (rate_limited(res)) return;
       insert_job(job, "", false, res);
     });
     server.Post(
@@ -340,6 +362,7 @@ struct BigQueryEmulator::Impl {
             reply(res, 400, google_api_error(400, "INVALID_ARGUMENT", "invalid", "Expected a load job and its data."));
             return;
           }
+          if (rate_limited(res)) return;
           insert_job(job, parts[1], true, res);
         });
     server.Get(
@@ -347,7 +370,7 @@ struct BigQueryEmulator::Impl {
           std::lock_guard lock(mutex);
           if (!authorized(req, res)) return;
           auto it = jobs.find(req.matches[2]);
-          if (it == jobs.end()) {
+          if (it == jobs.end() || unseen_after_conflict.erase(req.matches[2])) {
             reply(res, 404,
                   google_api_error(404, "NOT_FOUND", "notFound",
                                    fmt::format("Not found: Job {}:US.{}", kProject, std::string(req.matches[2]))));
@@ -380,6 +403,14 @@ const std::filesystem::path& BigQueryEmulator::stranger_credentials_file() const
   return impl_->account->stranger_credentials_file();
 }
 void BigQueryEmulator::answer_running(bool on) { impl_->answer_running = on; }
+void BigQueryEmulator::inject(const BigQueryFaults& faults) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->faults = faults;
+}
+BigQueryFaults BigQueryEmulator::faults_left() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->faults;
+}
 
 std::vector<std::vector<std::string>> BigQueryEmulator::query(const std::string& duckdb_sql) {
   return impl_->db.text_rows(duckdb_sql);

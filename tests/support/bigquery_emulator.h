@@ -5,9 +5,10 @@
 // otherwise); datasets.get and tables.get (404 Not found), jobs.query, jobs.insert of query jobs (GoogleSQL scripts
 // with BEGIN TRANSACTION / COMMIT TRANSACTION) and of multipart load jobs (NEWLINE_DELIMITED_JSON, schema,
 // CREATE_IF_NEEDED, WRITE_APPEND / WRITE_TRUNCATE), jobs.get; a job id used before answered with 409 Already Exists
-// (reason "duplicate"); jobs left RUNNING until read when asked. Not covered: partitions and clustering, streaming
-// inserts, quotas, IAM beyond one account. GoogleSQL becomes DuckDB SQL in one place (bigquery_to_duckdb_sql).
-// Lost answers come from tests/support/fault_proxy in front of it.
+// (reason "duplicate"); jobs left RUNNING until read when asked; 403 rateLimitExceeded, 404 on jobs.get right after a
+// 409, and jobs ending in transient reasons (jobInternalError, ...) when injected (BigQueryFaults). Not covered:
+// partitions and clustering, streaming inserts, quotas, IAM beyond one account. GoogleSQL becomes DuckDB SQL in one
+// place (bigquery_to_duckdb_sql). Lost answers come from tests/support/fault_proxy in front of it.
 #pragma once
 
 #include <filesystem>
@@ -27,6 +28,14 @@ struct BigQueryJobSeen {
   std::string resource;    // the job resource as sent (JSON)
 };
 
+// Faults BigQuery's documentation and official client describe, each applied to the next requests that can meet it.
+struct BigQueryFaults {
+  int rate_limited_inserts = 0;      // jobs.insert answered 403 rateLimitExceeded, the job not created
+  int not_found_after_conflict = 0;  // a jobs.insert answered 409, then the job's next jobs.get 404 (once)
+  int failed_jobs = 0;               // jobs that end DONE with `failed_job_reason`, having changed nothing
+  std::string failed_job_reason = "jobInternalError";
+};
+
 class BigQueryEmulator {
  public:
   // Writes a service-account key file for its one account into a folder of its own.
@@ -43,7 +52,9 @@ class BigQueryEmulator {
   const std::filesystem::path& stranger_credentials_file() const;
   std::vector<std::vector<std::string>> query(const std::string& duckdb_sql);
   std::vector<BigQueryJobSeen> jobs() const;
-  void answer_running(bool on);  // jobs.insert answers RUNNING; the first jobs.get after it, DONE
+  void answer_running(bool on);               // jobs.insert answers RUNNING; the first jobs.get after it, DONE
+  void inject(const BigQueryFaults& faults);  // replaces what was left
+  BigQueryFaults faults_left() const;
 
   struct Impl;
 

@@ -127,6 +127,7 @@ struct DatabricksEmulator::Impl {
   std::map<std::string, std::string> results;  // statement_id -> final StatementResponse
   std::atomic<bool> pending{false};
   int next_id = 1;
+  int duplicated_copy_failures = 0;  // COPY INTOs still to refuse as overlapping a concurrent one
 
   fs::path local(const std::string& path) const { return files.path() / path.substr(1); }
   static std::string volume_root() { return fmt::format("/Volumes/{}/{}/{}/", kCatalog, kSchema, kVolume); }
@@ -215,6 +216,14 @@ struct DatabricksEmulator::Impl {
     const std::string sql = body.value("statement", "");
     EmulatorDb::Outcome outcome;
     static const std::regex kIsCopy(R"(^\s*COPY\s+INTO\b)", std::regex::icase);
+    if (std::regex_search(sql, kIsCopy) && duplicated_copy_failures > 0) {
+      // What Databricks answers a COPY INTO of files another COPY INTO (an orphan of a dead process) is loading.
+      --duplicated_copy_failures;
+      return failed(id,
+                    "[COPY_INTO_DUPLICATED_FILES_COPY_NOT_ALLOWED] Duplicated files were committed in a concurrent "
+                    "COPY INTO operation. Please try again later. SQLSTATE: 25000",
+                    "25000");
+    }
     if (std::regex_search(sql, kIsCopy)) {
       outcome = copy_into(sql);
     } else {
@@ -381,6 +390,14 @@ DatabricksEmulator::~DatabricksEmulator() {
   if (thread_.joinable()) thread_.join();
 }
 
+void DatabricksEmulator::fail_copies_as_duplicated(int n) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->duplicated_copy_failures = n;
+}
+int DatabricksEmulator::copies_left_to_fail() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->duplicated_copy_failures;
+}
 void DatabricksEmulator::answer_pending(bool on) { impl_->pending = on; }
 
 std::vector<std::vector<std::string>> DatabricksEmulator::query(const std::string& duckdb_sql) {

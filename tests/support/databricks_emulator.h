@@ -65,6 +65,10 @@ class DatabricksEmulator {
   // Files now in the volume (paths).
   std::vector<std::string> volume_files() const;
   void answer_pending(bool on);  // statements answer PENDING; their result comes with the first GET
+  // The next `n` COPY INTOs fail with COPY_INTO_DUPLICATED_FILES_COPY_NOT_ALLOWED (SQLSTATE 25000, "try again
+  // later"), as when an orphaned COPY INTO of the same files still runs.
+  void fail_copies_as_duplicated(int n);
+  int copies_left_to_fail() const;
 
   struct Impl;
 

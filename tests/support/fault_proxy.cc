@@ -71,6 +71,7 @@ int FaultProxy::add(const FaultRule& rule) {
                                {"action", rule.action},
                                {"status", rule.status},
                                {"code", rule.code},
+                               {"body", rule.body},
                                {"delay_seconds", rule.delay_seconds},
                                {"skip", rule.skip},
                                {"times", rule.times}};

@@ -17,6 +17,7 @@ struct FaultRule {
   std::string action = {};  // "drop_after_forward", "drop_before_forward", "status", "status_after_forward", "delay"
   int status = 500;
   std::string code = "InternalError";
+  std::string body = {};  // set: the answer's body as is (JSON), instead of an AWS error made from `code`
   double delay_seconds = 0;
   int skip = 0;   // matching requests let through before the faults start
   int times = 1;  // faults applied, -1 = every matching request

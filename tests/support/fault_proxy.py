@@ -10,7 +10,8 @@ Control API on the same port (no S3 bucket can be named "__faults"):
 
 A rule: method (exact), path_regex (on the path with its query), target_regex (on X-Amz-Target), body_regex (on the
 body as latin-1): every one given must match (re.search). action: drop_after_forward, drop_before_forward, status,
-status_after_forward or delay; status (int, 500), code ("InternalError"), delay_seconds; skip (0): the first N matching
+status_after_forward or delay; status (int, 500), code ("InternalError"), body (sent as is, JSON, instead of the AWS
+error made from code), delay_seconds; skip (0): the first N matching
 requests pass; times (1, -1 = forever): how many after those get the fault. The first matching rule that still has
 skips or faults left decides; hits counts the faults it applied.
 """
@@ -45,6 +46,7 @@ class Rule:
                         if spec.get(key)}
         self.status = int(spec.get("status", 500))
         self.code = spec.get("code") or "InternalError"
+        self.body = spec.get("body") or None  # sent as is (application/json) instead of an AWS-shaped error
         self.delay_seconds = float(spec.get("delay_seconds", 0))
         self.skips_left = int(spec.get("skip", 0))
         self.times_left = int(spec.get("times", 1))
@@ -226,6 +228,9 @@ class Handler(BaseHTTPRequestHandler):
             self.send_bytes(status, reason, kept, body)
 
     def send_error_body(self, rule, target):
+        if rule.body is not None:
+            self.send_bytes(rule.status, None, [("Content-Type", "application/json")], rule.body.encode())
+            return
         if target:
             content_type = "application/x-amz-json-1.0"
             body = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{rule.code}", "message": "injected"})

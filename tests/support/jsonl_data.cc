@@ -90,6 +90,7 @@ JsonlData write_jsonl_data(const std::filesystem::path& dir, const JsonlDataSpec
     const uint64_t h = mix(spec.seed * 1000 + f);
     // Uneven: mostly small, some empty, a few larger; one big one.
     uint64_t lines = h % 10 == 0 ? 0 : h % 7 == 0 ? 3000 + h % 2000 : 20 + h % 600;
+    if (spec.max_lines > 0) lines = std::min(lines, spec.max_lines);
     if (f == big_index) lines = spec.big_file_bytes / 150;  // a line is about 150 bytes
     const bool evolved = f >= spec.evolved_from;
     std::string chunk;

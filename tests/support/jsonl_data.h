@@ -16,6 +16,7 @@ struct JsonlDataSpec {
   uint64_t big_file_bytes = 20ull << 20;  // one file of about this many uncompressed bytes
   int evolved_from = 200;                 // files from this index on carry two more fields
   int bad_every = 97;                     // every n-th line of every 5th file is malformed
+  uint64_t max_lines = 0;                 // set: no file but the big one has more lines (many small objects)
   bool gzip = true;
   uint64_t seed = 7;
 };

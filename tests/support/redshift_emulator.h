@@ -15,8 +15,9 @@ class RedshiftEmulator {
  public:
   // `drop_commit_every` = n > 0: every n-th COMMIT runs, and its answer is lost (the connection closes).
   // `aws_env`: the S3 endpoint and credentials it reads staged objects with (moto_server's env()).
+  // `cluster_region`: COPY from a bucket in another region needs REGION (else S3's PermanentRedirect).
   RedshiftEmulator(const PostgresServer& server, const std::map<std::string, std::string>& aws_env,
-                   int drop_commit_every = 0);
+                   int drop_commit_every = 0, const std::string& cluster_region = "us-east-1");
   ~RedshiftEmulator();
   RedshiftEmulator(const RedshiftEmulator&) = delete;
   RedshiftEmulator& operator=(const RedshiftEmulator&) = delete;

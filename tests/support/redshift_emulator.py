@@ -2,6 +2,7 @@
 """A Redshift emulator for tests: Amazon Redshift's PostgreSQL wire protocol, served by a real PostgreSQL server.
 
 Usage: redshift_emulator.py --upstream-port PORT --s3-endpoint URL --port-file FILE [--drop-commit-every N]
+       [--cluster-region REGION]
 
 Redshift speaks the PostgreSQL frontend/backend protocol (version 3), which is what libpq and so the Redshift sink
 use. This emulator relays every message of a connection, unchanged, to the real PostgreSQL server (authentication,
@@ -14,7 +15,9 @@ what the sink sends. Those differences live here, in one place:
   endpoint (moto_server), gunzipped, and streamed to the server as `COPY ... FROM STDIN WITH (FORMAT csv)`. The
   server's answer ("COPY n", or its error) goes back to the client, inside the client's transaction as Redshift
   does it. A missing IAM_ROLE, a malformed role ARN, a missing object or a FORMAT other than CSV get Redshift's
-  errors (raised in the server, so the transaction is aborted as in Redshift).
+  errors (raised in the server, so the transaction is aborted as in Redshift). `REGION [AS] 'region'`: Redshift
+  requires it when the bucket is in another region than the cluster (--cluster-region, us-east-1 by default), and
+  it must then name the bucket's region (GetBucketLocation); otherwise S3's PermanentRedirect, as Redshift reports it.
 - SSLRequest and GSSENCRequest are answered "N" (no TLS on loopback).
 
 Faults: with --drop-commit-every N, every Nth COMMIT is run by the server and then the connection to the client is
@@ -49,6 +52,7 @@ IAM_ROLE = re.compile(r"\bIAM_ROLE\s+'(?P<arn>[^']*)'", re.IGNORECASE)
 ROLE_ARN = re.compile(r"^arn:aws:iam::\d{12}:role/[\w+=,.@/-]+$")
 NULL_AS = re.compile(r"\bNULL\s+AS\s+'(?P<null>(?:[^']|'')*)'", re.IGNORECASE)
 IGNORE_HEADER = re.compile(r"\bIGNOREHEADER\s+(?:AS\s+)?(?P<lines>\d+)", re.IGNORECASE)
+REGION = re.compile(r"\bREGION\s+(?:AS\s+)?'(?P<region>[^']*)'", re.IGNORECASE)
 FORMAT_AS = re.compile(r"\bFORMAT\s+(?:AS\s+)?(?P<format>\w+)", re.IGNORECASE)
 
 
@@ -187,6 +191,12 @@ class Session:
             return self.fail_in_server("this emulator loads FORMAT AS CSV only")
         # Redshift reads the object as the role; here, with the credentials of the emulator's environment.
         try:
+            bucket_region = S3.get_bucket_location(Bucket=copy.group("bucket")).get("LocationConstraint") or "us-east-1"
+            region = REGION.search(options)
+            if (region.group("region") if region else self.args.cluster_region) != bucket_region:
+                return self.fail_in_server(
+                    "S3ServiceException:The bucket you are attempting to access must be addressed using the specified "
+                    "endpoint. Please send all future requests to this endpoint.,Status 301,Error PermanentRedirect")
             data = S3.get_object(Bucket=copy.group("bucket"), Key=copy.group("key"))["Body"].read()
         except botocore.exceptions.ClientError as e:
             code = e.response.get("Error", {}).get("Code", "")
@@ -232,6 +242,7 @@ def main():
     parser.add_argument("--s3-endpoint", required=True)
     parser.add_argument("--port-file", required=True)
     parser.add_argument("--drop-commit-every", type=int, default=0)
+    parser.add_argument("--cluster-region", default="us-east-1")
     args = parser.parse_args()
     global S3
     S3 = boto3.client("s3", endpoint_url=args.s3_endpoint, region_name=os.environ.get("AWS_REGION", "us-east-1"))

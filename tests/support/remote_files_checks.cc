@@ -51,13 +51,16 @@ std::string ids(const PipelineFixture& f) {
 
 }  // namespace
 
-void expect_every_line_once_under_kills(const RemoteInbox& inbox, int files, int min_kills, int seed_base) {
+void expect_every_line_once_under_kills(const RemoteInbox& inbox, int files, int min_kills, int seed_base,
+                                        uint64_t max_lines) {
   PipelineFixture f(files_to_duckdb_config(inbox, "**/*.jsonl.gz"));
   TempDir input;
   JsonlDataSpec spec;
   spec.files = files;
   spec.evolved_from = files * 7 / 10;
-  spec.big_file_bytes = 4ull << 20;
+  spec.big_file_bytes = max_lines > 0 ? 1ull << 20 : 4ull << 20;
+  spec.max_lines = max_lines;
+  if (max_lines > 0) spec.bad_every = 7;
   const JsonlData data = write_jsonl_data(input.path(), spec);
   inbox.upload(input / "in");
 
@@ -67,8 +70,8 @@ void expect_every_line_once_under_kills(const RemoteInbox& inbox, int files, int
   // leaves a run time to list, download its object and decompress up to the offset even when the machine is busy.
   env["BUFFER_THRESHOLD_BYTES"] = "50000";
   env["WAL_BYTES_PER_FILE"] = "500000";
-  env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.2";
-  env["SKIPPR_CHAOS_MAX_SECONDS"] = "1.2";
+  env["SKIPPR_CHAOS_MIN_SECONDS"] = max_lines > 0 ? "1.0" : "0.2";  // many objects: a run lists them all first
+  env["SKIPPR_CHAOS_MAX_SECONDS"] = max_lines > 0 ? "4.0" : "1.2";
   const ChaosRuns runs = sync_until_done_under_chaos(f, "files", env, seed_base, {.min_kills = min_kills});
   ASSERT_TRUE(runs.finished) << runs.failure;
   EXPECT_GE(runs.kills, min_kills) << runs.summary();

@@ -19,8 +19,10 @@ struct RemoteInbox {
   std::string more_params;                 // extra File parameters, e.g. ", account: devstoreaccount1"
 };
 
-// `files` objects; at least `min_kills` SIGKILLs before a run finishes.
-void expect_every_line_once_under_kills(const RemoteInbox& inbox, int files, int min_kills, int seed_base);
+// `files` objects; at least `min_kills` SIGKILLs before a run finishes. `max_lines` > 0: every object but a big one
+// of 1 MiB has at most that many lines, and a bad line comes every 7th (many small objects).
+void expect_every_line_once_under_kills(const RemoteInbox& inbox, int files, int min_kills, int seed_base,
+                                        uint64_t max_lines = 0);
 void expect_new_objects_read_and_replaced_ones_refused(const RemoteInbox& inbox);
 
 }  // namespace skippr::test

@@ -10,7 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "clients/aws/aws_xml.h"
+#include "clients/aws/renewing_credentials.h"
 #include "clients/http/http_request.h"
+#include "core/time_util.h"
 
 namespace skippr {
 namespace {
@@ -59,6 +61,14 @@ std::optional<AwsCredentials> from_credentials_file() {
   return c;
 }
 
+// "2026-12-06T19:00:00Z" as temporary credentials carry their expiry; the epoch when absent or unreadable (they are
+// then used as they are, as the SDKs do).
+std::chrono::system_clock::time_point expiration_of(const std::string& text) {
+  const auto micros = parse_iso8601_micros(text);
+  return micros ? std::chrono::system_clock::time_point(std::chrono::microseconds(*micros))
+                : std::chrono::system_clock::time_point{};
+}
+
 std::optional<AwsCredentials> from_json(const std::string& body, std::string source) {
   auto j = nlohmann::json::parse(body, nullptr, false);
   if (!j.is_object()) return std::nullopt;
@@ -66,6 +76,7 @@ std::optional<AwsCredentials> from_json(const std::string& body, std::string sou
   c.access_key_id = j.value("AccessKeyId", std::string());
   c.secret_access_key = j.value("SecretAccessKey", std::string());
   c.session_token = j.value("Token", std::string());
+  c.expiration = expiration_of(j.value("Expiration", std::string()));
   c.source = std::move(source);
   if (c.access_key_id.empty() || c.secret_access_key.empty()) return std::nullopt;
   return c;
@@ -142,6 +153,7 @@ std::optional<AwsCredentials> from_web_identity(const std::string& region) {
   c.access_key_id = aws_xml_text(response->body, "AccessKeyId");
   c.secret_access_key = aws_xml_text(response->body, "SecretAccessKey");
   c.session_token = aws_xml_text(response->body, "SessionToken");
+  c.expiration = expiration_of(aws_xml_text(response->body, "Expiration"));
   c.source = fmt::format("web identity (role {})", role);
   if (c.access_key_id.empty() || c.secret_access_key.empty()) return std::nullopt;
   return c;
@@ -153,9 +165,30 @@ std::string service_endpoint_variable(std::string_view service) {
   return name;
 }
 
+// Temporary credentials from `fetch`, renewed from there by one object per origin for the whole process: a client
+// after the first takes that object's, without asking the endpoint again. False when `fetch` finds none.
+bool temporary_from(AwsService& s, const std::string& origin, std::function<std::optional<AwsCredentials>()> fetch) {
+  if (auto shared = existing_renewing_credentials(origin)) {
+    s.credentials.source = shared->source();
+    s.renewing = std::move(shared);
+    return true;
+  }
+  auto first = fetch();
+  if (!first) return false;
+  s.credentials = std::move(*first);
+  if (s.credentials.expiration == std::chrono::system_clock::time_point{}) return true;  // they do not expire
+  s.renewing = shared_renewing_credentials(origin, s.credentials, std::move(fetch));
+  return true;
+}
+
 }  // namespace
 
 std::string AwsService::sigv4(std::string_view service) const { return fmt::format("aws:amz:{}:{}", region, service); }
+
+Result<AwsCredentials> AwsService::current_credentials() const {
+  if (!renewing) return credentials;
+  return renewing->current();
+}
 
 Result<AwsService> resolve_aws_service(const AwsOptions& options, std::string_view service, std::string_view where) {
   AwsService s;
@@ -188,16 +221,20 @@ Result<AwsService> resolve_aws_service(const AwsOptions& options, std::string_vi
     s.credentials = {env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY"), env("AWS_SESSION_TOKEN"), "environment"};
     return s;
   }
-  if (auto c = from_web_identity(s.region)) {
+  const std::string region = s.region;
+  if (!env("AWS_WEB_IDENTITY_TOKEN_FILE").empty() && !env("AWS_ROLE_ARN").empty() &&
+      temporary_from(s, "web identity " + env("AWS_ROLE_ARN") + " " + env("AWS_WEB_IDENTITY_TOKEN_FILE") + " " + region,
+                     [region] { return from_web_identity(region); })) {
+    return s;
+  }
+  if (auto c = from_credentials_file()) {
     s.credentials = std::move(*c);
     return s;
   }
-  for (auto* source : {from_credentials_file, from_container, from_instance_metadata}) {
-    if (auto c = source()) {
-      s.credentials = std::move(*c);
-      return s;
-    }
-  }
+  const std::string container =
+      env("AWS_CONTAINER_CREDENTIALS_FULL_URI") + env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
+  if (!container.empty() && temporary_from(s, "container " + container, from_container)) return s;
+  if (temporary_from(s, "instance metadata", from_instance_metadata)) return s;
   return fail(ErrorKind::kConfig,
               fmt::format("{}: no AWS credentials found (looked at the parameters, AWS_ACCESS_KEY_ID and "
                           "AWS_SECRET_ACCESS_KEY, AWS_WEB_IDENTITY_TOKEN_FILE with AWS_ROLE_ARN, ~/.aws/credentials or "

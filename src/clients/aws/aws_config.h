@@ -4,6 +4,8 @@
 // AWS_ENDPOINT_URL_<SERVICE>, then AWS_ENDPOINT_URL, then AWS's own.
 #pragma once
 
+#include <chrono>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -16,7 +18,11 @@ struct AwsCredentials {
   std::string secret_access_key;
   std::string session_token;  // temporary credentials only
   std::string source;         // where they came from ("environment", "profile default", ...): for messages
+  // When temporary credentials stop working; the epoch (the default) for keys that do not expire.
+  std::chrono::system_clock::time_point expiration = {};
 };
+
+class RenewingCredentials;
 
 struct AwsOptions {
   std::string region;             // empty: AWS_REGION, AWS_DEFAULT_REGION, then us-east-1
@@ -29,7 +35,12 @@ struct AwsService {
   std::string region;
   std::string endpoint;          // scheme://host[:port], no trailing slash
   bool custom_endpoint = false;  // set: path-style addressing (bucket in the path), as S3-compatible servers want
-  AwsCredentials credentials;
+  AwsCredentials credentials;    // as first resolved: its source names them in messages
+  // Set for credentials that expire (web identity, container, instance metadata): they are renewed from there.
+  std::shared_ptr<RenewingCredentials> renewing = {};
+
+  // The credentials to sign a request with now (renewed first if they are about to expire).
+  Result<AwsCredentials> current_credentials() const;
   // "aws:amz:<region>:<service>" for libcurl's SigV4.
   std::string sigv4(std::string_view service) const;
 };

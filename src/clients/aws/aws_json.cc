@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "clients/http/http_request.h"
+#include "clients/aws/aws_request.h"
 
 namespace skippr {
 namespace {
@@ -38,16 +38,10 @@ Result<AwsJsonResponse> aws_json_call(const AwsService& service, const AwsJsonAp
   r.url = service.endpoint + "/";
   r.body = body;
   r.timeout_seconds = 20;
-  r.aws_sigv4 = service.sigv4(api.signing_name);
-  r.aws_key_id = service.credentials.access_key_id;
-  r.aws_secret = service.credentials.secret_access_key;
   r.headers = {fmt::format("Content-Type: {}", api.content_type),
                fmt::format("X-Amz-Target: {}.{}", api.target_prefix, operation)};
-  if (!service.credentials.session_token.empty()) {
-    r.headers.push_back("x-amz-security-token: " + service.credentials.session_token);
-  }
   const std::string what = fmt::format("{} {} on {}", api.name, operation, service.endpoint);
-  auto response = http_send(r);
+  auto response = aws_send(service, api.signing_name, std::move(r));
   if (!response) {
     const ErrorKind kind = is_read ? ErrorKind::kUnavailable : response.error().kind;
     return fail(kind, fmt::format("{}: {}", what, response.error().message));
@@ -69,6 +63,12 @@ Result<AwsJsonResponse> aws_json_call(const AwsService& service, const AwsJsonAp
     return fail(is_read ? ErrorKind::kUnavailable : ErrorKind::kUnknownOutcome, fmt::format("{}: {}", what, status));
   }
   if (is_throttling(type)) return fail(ErrorKind::kUnavailable, fmt::format("{}: {}; retried", what, status));
+  if (type == "ExpiredTokenException" && service.renewing) {
+    // Renewed and sent again once already (aws_send): the endpoint that hands them out is behind; wait for it.
+    return fail(ErrorKind::kUnavailable, fmt::format("{}: {}: the credentials from {} expired again after a renewal; "
+                                                     "retried",
+                                                     what, status, service.credentials.source));
+  }
   if (is_credentials_problem(type) || response->status == 403) {
     return fail(ErrorKind::kConfig, fmt::format("{}: {}: the credentials from {} are refused or may not do this; fix "
                                                 "them or the resource's policy",

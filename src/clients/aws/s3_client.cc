@@ -1,5 +1,6 @@
 #include "clients/aws/s3_client.h"
 
+#include "clients/aws/aws_request.h"
 #include "clients/aws/aws_xml.h"
 
 #include <fmt/format.h>
@@ -37,19 +38,13 @@ std::string S3Client::url(const std::string& bucket, const std::string& key) con
                      path.empty() ? "/" : path);
 }
 
-HttpRequest S3Client::signed_request(std::string method, const std::string& bucket, const std::string& key,
-                                     std::string_view body, const std::string& query) const {
+HttpRequest S3Client::request_for(std::string method, const std::string& bucket, const std::string& key,
+                                  std::string_view body, const std::string& query) const {
   HttpRequest r;
   r.method = std::move(method);
   r.url = url(bucket, key) + (query.empty() ? "" : "?" + query);
   r.body = body;
-  r.aws_sigv4 = service_.sigv4("s3");
-  r.aws_key_id = service_.credentials.access_key_id;
-  r.aws_secret = service_.credentials.secret_access_key;
-  r.headers.push_back("x-amz-content-sha256: " + sha256_hex(body));
-  if (!service_.credentials.session_token.empty()) {
-    r.headers.push_back("x-amz-security-token: " + service_.credentials.session_token);
-  }
+  r.headers.push_back("x-amz-content-sha256: " + sha256_hex(body));  // S3 wants it on every SigV4 request
   if (!body.empty()) allow_long_transfer(r);
   return r;
 }
@@ -63,10 +58,23 @@ Error S3Client::error_of(const HttpResponse& response, const std::string& what) 
                                                  "bucket/endpoint",
                                                  what, status, service_.endpoint)};
   }
+  if (code == "ExpiredToken" && service_.renewing) {
+    // Renewed and sent again once already (aws_send): the endpoint that hands them out is behind; wait for it.
+    return Error{ErrorKind::kUnavailable, fmt::format("{}: {}: the credentials from {} expired again after a renewal; "
+                                                      "retried",
+                                                      what, status, service_.credentials.source)};
+  }
   if (response.status == 403 || is_credentials_problem(code)) {
-    return Error{ErrorKind::kConfig, fmt::format("{}: {}: the credentials from {} are refused or may not do this; "
-                                                 "fix them or the bucket's policy",
-                                                 what, status, service_.credentials.source)};
+    // Without s3:ListBucket, S3 answers 403 AccessDenied, not 404, for a key that does not exist: skipprd looks
+    // for keys that may be absent (what landed, the WAL's next object), so it needs that permission.
+    const bool denied = code == "AccessDenied" || code.empty();
+    return Error{ErrorKind::kConfig,
+                 fmt::format("{}: {}: the credentials from {} are refused or may not do this; fix them or the "
+                             "bucket's policy{}",
+                             what, status, service_.credentials.source,
+                             denied ? " (skipprd needs s3:ListBucket on the bucket besides s3:GetObject, s3:PutObject "
+                                      "and s3:DeleteObject: without it, S3 answers 403 for a key that does not exist)"
+                                    : "")};
   }
   if (response.status == 501) {
     return Error{ErrorKind::kConfig, fmt::format("{}: {}: the server at {} does not implement this request (skipprd's "
@@ -83,7 +91,7 @@ Error S3Client::error_of(const HttpResponse& response, const std::string& what) 
 
 Status S3Client::put_object(const std::string& bucket, const std::string& key, std::string_view body,
                             const char* content_type) {
-  HttpRequest r = signed_request("PUT", bucket, key, body);
+  HttpRequest r = request_for("PUT", bucket, key, body);
   r.headers.push_back(fmt::format("Content-Type: {}", content_type));
   auto response = send(r, fmt::format("S3 PutObject s3://{}/{}", bucket, key));
   if (!response) return std::unexpected(response.error());
@@ -92,10 +100,10 @@ Status S3Client::put_object(const std::string& bucket, const std::string& key, s
 
 Result<PutOutcome> S3Client::put_object_if_absent(const std::string& bucket, const std::string& key,
                                                   std::string_view body, const char* content_type) {
-  HttpRequest r = signed_request("PUT", bucket, key, body);
+  HttpRequest r = request_for("PUT", bucket, key, body);
   r.headers.push_back("If-None-Match: *");
   r.headers.push_back(fmt::format("Content-Type: {}", content_type));
-  auto response = http_send(r);
+  auto response = aws_send(service_, "s3", r);
   const std::string what = fmt::format("S3 PutObject s3://{}/{}", bucket, key);
   if (!response) return fail(response.error().kind, fmt::format("{}: {}", what, response.error().message));
   if (response->status == 200) return PutOutcome::kCreated;
@@ -104,7 +112,7 @@ Result<PutOutcome> S3Client::put_object_if_absent(const std::string& bucket, con
 }
 
 Result<HttpResponse> S3Client::send(const HttpRequest& request, const std::string& what) {
-  auto response = http_send(request);
+  auto response = aws_send(service_, "s3", request);
   if (!response) return fail(response.error().kind, fmt::format("{}: {}", what, response.error().message));
   // CompleteMultipartUpload may answer 200 with an error inside.
   if (response->status == 200 && s3_error_code(response->body).empty()) return response;
@@ -113,7 +121,7 @@ Result<HttpResponse> S3Client::send(const HttpRequest& request, const std::strin
 }
 
 Result<bool> S3Client::object_exists(const std::string& bucket, const std::string& key) {
-  auto response = http_send(signed_request("HEAD", bucket, key, ""));
+  auto response = aws_send(service_, "s3", request_for("HEAD", bucket, key, ""));
   const std::string what = fmt::format("S3 HeadObject s3://{}/{}", bucket, key);
   if (!response) return fail(ErrorKind::kUnavailable, fmt::format("{}: {}", what, response.error().message));
   if (response->status == 200) return true;
@@ -128,7 +136,7 @@ Result<PutOutcome> S3Client::put_large_object_if_absent(const std::string& bucke
   if (!exists) return std::unexpected(exists.error());
   if (*exists) return PutOutcome::kAlreadyExists;  // a replay: do not upload it again
   const std::string what = fmt::format("S3 multipart upload of s3://{}/{}", bucket, key);
-  HttpRequest create = signed_request("POST", bucket, key, "", "uploads=");
+  HttpRequest create = request_for("POST", bucket, key, "", "uploads=");
   create.headers.push_back(fmt::format("Content-Type: {}", content_type));
   auto created = send(create, what);
   if (!created) return std::unexpected(created.error());
@@ -136,7 +144,7 @@ Result<PutOutcome> S3Client::put_large_object_if_absent(const std::string& bucke
   if (upload_id.empty()) return fail(ErrorKind::kUnavailable, what + ": no UploadId in the answer");
   auto outcome = upload_parts(bucket, key, upload_id, body, part_bytes);
   if (!outcome || *outcome == PutOutcome::kAlreadyExists) {
-    (void)http_send(signed_request("DELETE", bucket, key, "", "uploadId=" + url_encode(upload_id)));
+    (void)aws_send(service_, "s3", request_for("DELETE", bucket, key, "", "uploadId=" + url_encode(upload_id)));
   }
   return outcome;
 }
@@ -149,19 +157,19 @@ Result<PutOutcome> S3Client::upload_parts(const std::string& bucket, const std::
   for (size_t offset = 0; offset < body.size() || number == 0; offset += part_bytes) {
     ++number;
     const std::string_view part = body.substr(offset, part_bytes);
-    auto sent = send(signed_request("PUT", bucket, key, part,
-                                    fmt::format("partNumber={}&uploadId={}", number, url_encode(upload_id))),
-                     fmt::format("{} (part {})", what, number));
+    auto sent = send(
+        request_for("PUT", bucket, key, part, fmt::format("partNumber={}&uploadId={}", number, url_encode(upload_id))),
+        fmt::format("{} (part {})", what, number));
     if (!sent) return std::unexpected(sent.error());
     auto etag = sent->headers.find("etag");
     if (etag == sent->headers.end()) return fail(ErrorKind::kUnavailable, what + ": a part came back without an ETag");
     complete += fmt::format("<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>", number, etag->second);
   }
   complete += "</CompleteMultipartUpload>";
-  HttpRequest finish = signed_request("POST", bucket, key, complete, "uploadId=" + url_encode(upload_id));
+  HttpRequest finish = request_for("POST", bucket, key, complete, "uploadId=" + url_encode(upload_id));
   finish.headers.push_back("Content-Type: application/xml");
   finish.headers.push_back("If-None-Match: *");
-  auto finished = http_send(finish);
+  auto finished = aws_send(service_, "s3", finish);
   if (!finished) return fail(finished.error().kind, fmt::format("{}: {}", what, finished.error().message));
   if (finished->status == 412) return PutOutcome::kAlreadyExists;
   if (finished->status == 200 && s3_error_code(finished->body).empty()) return PutOutcome::kCreated;
@@ -177,7 +185,7 @@ Result<std::vector<S3Object>> S3Client::list_objects(const std::string& bucket, 
     std::string query = "encoding-type=url&list-type=2&prefix=" + url_encode(prefix);
     if (!token.empty()) query += "&continuation-token=" + url_encode(token);
     const std::string what = fmt::format("S3 ListObjectsV2 s3://{}/{}", bucket, prefix);
-    auto response = http_send(signed_request("GET", bucket, "", "", query));
+    auto response = aws_send(service_, "s3", request_for("GET", bucket, "", "", query));
     if (!response) return fail(ErrorKind::kUnavailable, fmt::format("{}: {}", what, response.error().message));
     if (response->status != 200) return std::unexpected(error_of(*response, what));
     if (!aws_xml_is_document(response->body)) {
@@ -198,7 +206,7 @@ Result<std::vector<S3Object>> S3Client::list_objects(const std::string& bucket, 
 }
 
 Result<std::optional<S3Object>> S3Client::head_object(const std::string& bucket, const std::string& key) {
-  auto response = http_send(signed_request("HEAD", bucket, key, ""));
+  auto response = aws_send(service_, "s3", request_for("HEAD", bucket, key, ""));
   const std::string what = fmt::format("S3 HeadObject s3://{}/{}", bucket, key);
   if (!response) return fail(ErrorKind::kUnavailable, fmt::format("{}: {}", what, response.error().message));
   if (response->status == 404) return std::optional<S3Object>();
@@ -210,11 +218,11 @@ Result<std::optional<S3Object>> S3Client::head_object(const std::string& bucket,
 
 Status S3Client::download_object(const std::string& bucket, const std::string& key, const std::string& etag,
                                  std::FILE* file) {
-  HttpRequest r = signed_request("GET", bucket, key, "");
+  HttpRequest r = request_for("GET", bucket, key, "");
   r.headers.push_back("If-Match: " + etag);
   r.body_file = file;
   allow_long_transfer(r);
-  auto response = http_send(r);
+  auto response = aws_send(service_, "s3", r);
   const std::string what = fmt::format("S3 GetObject s3://{}/{}", bucket, key);
   if (!response) return fail(ErrorKind::kUnavailable, fmt::format("{}: {}", what, response.error().message));
   if (response->status == 200) return ok();
@@ -233,7 +241,7 @@ Result<std::string> S3Client::get_object(const std::string& bucket, const std::s
 }
 
 Result<std::optional<std::string>> S3Client::get_object_if_exists(const std::string& bucket, const std::string& key) {
-  auto response = http_send(signed_request("GET", bucket, key, ""));
+  auto response = aws_send(service_, "s3", request_for("GET", bucket, key, ""));
   const std::string what = fmt::format("S3 GetObject s3://{}/{}", bucket, key);
   if (!response) {
     const ErrorKind kind =
@@ -246,7 +254,7 @@ Result<std::optional<std::string>> S3Client::get_object_if_exists(const std::str
 }
 
 Status S3Client::delete_object(const std::string& bucket, const std::string& key) {
-  auto response = http_send(signed_request("DELETE", bucket, key, ""));
+  auto response = aws_send(service_, "s3", request_for("DELETE", bucket, key, ""));
   const std::string what = fmt::format("S3 DeleteObject s3://{}/{}", bucket, key);
   if (!response) return fail(ErrorKind::kUnavailable, fmt::format("{}: {}", what, response.error().message));
   if (response->status == 204 || response->status == 200 || response->status == 404) return ok();
@@ -254,7 +262,7 @@ Status S3Client::delete_object(const std::string& bucket, const std::string& key
 }
 
 Status S3Client::check_bucket(const std::string& bucket) {
-  auto response = http_send(signed_request("HEAD", bucket, "", ""));
+  auto response = aws_send(service_, "s3", request_for("HEAD", bucket, "", ""));
   const std::string what = fmt::format("S3 bucket {}", bucket);
   if (!response) return fail(ErrorKind::kUnavailable, fmt::format("{}: {}", what, response.error().message));
   if (response->status == 200) return ok();

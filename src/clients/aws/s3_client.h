@@ -64,8 +64,9 @@ class S3Client {
   std::string url(const std::string& bucket, const std::string& key = "") const;
 
  private:
-  HttpRequest signed_request(std::string method, const std::string& bucket, const std::string& key,
-                             std::string_view body, const std::string& query = "") const;
+  // The request before signing: aws_send signs it with the credentials current when it is sent.
+  HttpRequest request_for(std::string method, const std::string& bucket, const std::string& key, std::string_view body,
+                          const std::string& query = "") const;
   Result<HttpResponse> send(const HttpRequest& request, const std::string& what);
   Result<PutOutcome> upload_parts(const std::string& bucket, const std::string& key, const std::string& upload_id,
                                   std::string_view body, size_t part_bytes);

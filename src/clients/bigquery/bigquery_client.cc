@@ -12,8 +12,23 @@
 namespace skippr {
 namespace {
 
-bool retry_later(long status) {
-  return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
+// The first error's reason ("rateLimitExceeded", "notFound", ...), as BigQuery's error body gives it.
+std::string error_reason(const HttpResponse& response) {
+  const auto json = nlohmann::json::parse(response.body, nullptr, false);
+  if (!json.is_object() || !json.contains("error") || !json["error"].is_object()) return "";
+  const auto& errors = json["error"].value("errors", nlohmann::json::array());
+  return errors.is_array() && !errors.empty() && errors[0].is_object() ? errors[0].value("reason", "") : "";
+}
+
+// What the official client (google-cloud-bigquery's retry.py) retries: these statuses, and these reasons whatever
+// the status — rateLimitExceeded comes as 403, which alone would read as missing roles.
+bool retry_later(const HttpResponse& response) {
+  const long status = response.status;
+  if (status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504) return true;
+  if (status < 400) return false;
+  const std::string reason = error_reason(response);
+  return reason == "rateLimitExceeded" || reason == "backendError" || reason == "internalError" ||
+         reason == "badGateway";
 }
 
 std::string job_error(const nlohmann::json& job) {
@@ -86,7 +101,7 @@ Result<HttpResponse> BigQueryClient::send(const std::string& method, const std::
       request.headers[0] = *renewed;
       continue;
     }
-    if (!resendable || !response || !retry_later(response->status) || std::chrono::steady_clock::now() > deadline) {
+    if (!resendable || !response || !retry_later(*response) || std::chrono::steady_clock::now() > deadline) {
       return response;
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(pause));
@@ -101,14 +116,15 @@ Status BigQueryClient::status_error(const HttpResponse& response, std::string_vi
     message = json["error"].value("message", "");
   }
   if (message.size() > 300) message = message.substr(0, 300) + "...";
+  if (retry_later(response)) {
+    return fail(ErrorKind::kUnavailable, fmt::format("{}: HTTP {} {} to {}: {}", where_, response.status,
+                                                     error_reason(response), doing, message));
+  }
   if (response.status == 401 || response.status == 403) {
     return fail(ErrorKind::kConfig,
                 fmt::format("{} refused {} (HTTP {}: {}); check the service account's roles on the project "
                             "(BigQuery Data Editor and Job User)",
                             where_, doing, response.status, message));
-  }
-  if (retry_later(response.status)) {
-    return fail(ErrorKind::kUnavailable, fmt::format("{}: HTTP {} to {}: {}", where_, response.status, doing, message));
   }
   return fail(ErrorKind::kConfig,
               fmt::format("{} could not {} (HTTP {}: {})", where_, doing, response.status, message));
@@ -214,7 +230,8 @@ Result<bool> BigQueryClient::run_job(const std::string& job_id, const std::strin
       if (existed) *existed = response->status == 409;
       break;
     }
-    if (!retry_later(response->status) || std::chrono::steady_clock::now() > deadline) {
+    // A refused insert (throttled: 429, or 403 rateLimitExceeded) did not create the job: the same id is sent again.
+    if (!retry_later(*response) || std::chrono::steady_clock::now() > deadline) {
       return std::unexpected(status_error(*response, "insert job " + job_id).error());
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(pause));
@@ -243,7 +260,10 @@ Result<bool> BigQueryClient::run_job(const std::string& job_id, const std::strin
       if (!job.is_object() || !job.contains("status")) job = nlohmann::json::object({{"status", {{"state", "?"}}}});
       continue;
     }
-    if (!retry_later(response->status)) return std::unexpected(status_error(*response, "read job " + job_id).error());
+    // The job was created (the insert was answered, or 409 said it exists): a 404 is jobs.get not seeing it yet,
+    // which BigQuery does right after a 409 (the official client waits it out too, python-bigquery issue 2134).
+    if (response->status == 404) continue;
+    if (!retry_later(*response)) return std::unexpected(status_error(*response, "read job " + job_id).error());
   }
   const std::string failed = job_error(job);
   if (error) *error = failed;

@@ -20,9 +20,12 @@ bool unknown_answer(long status) { return status == 408 || status == 500 || stat
 
 // The statement errors that say "not now" rather than "never": the StatementResponse's transient error codes, and
 // the SQLSTATEs of a lost race (2D521: Delta's concurrent-modification errors, which its documentation says to
-// retry; class 40: transaction rollback).
-bool transient_error(std::string_view code, std::string_view sql_state) {
+// retry; class 40: transaction rollback), and the error classes whose message says to try again.
+bool transient_error(std::string_view code, std::string_view sql_state, std::string_view message) {
   if (sql_state == "2D521" || sql_state.starts_with("40")) return true;
+  // A COPY INTO of files a concurrent COPY INTO is committing (an orphan of a dead process, say): Databricks says
+  // "please try again later"; once the other commits, the files are in the load history and are skipped.
+  if (message.find("COPY_INTO_DUPLICATED_FILES_COPY_NOT_ALLOWED") != std::string_view::npos) return true;
   for (std::string_view c :
        {"TEMPORARILY_UNAVAILABLE", "SERVICE_UNDER_MAINTENANCE", "WORKSPACE_TEMPORARILY_UNAVAILABLE",
         "RESOURCE_EXHAUSTED", "ABORTED", "CANCELLED", "DEADLINE_EXCEEDED", "IO_ERROR", "INTERNAL_ERROR"}) {
@@ -225,7 +228,7 @@ Result<DatabricksRows> DatabricksClient::finish(const std::string& id, const nlo
   const std::string code = error.value("error_code", "");
   const std::string sql_state = status.is_object() ? status.value("sql_state", "") : "";
   const std::string message = shortened(error.value("message", ""));
-  if (state == "FAILED" && !transient_error(code, sql_state)) {
+  if (state == "FAILED" && !transient_error(code, sql_state, message)) {
     // A statement that fails as written (a SQL error, a missing catalog, schema or table) fails the same way every
     // time: a setup mistake, not something a retry mends.
     return fail(ErrorKind::kConfig, fmt::format("{}: statement failed: {} {}", where_, code, message));

@@ -110,9 +110,21 @@ Result<std::string> SnowflakeClient::token() {
   return token_;
 }
 
+// A statement that failed (422, QueryFailureStatus) for a reason of the moment, not of the statement: its SQLSTATE
+// class says the transaction was rolled back (40), the statement was cancelled or waited too long for a lock (57:
+// 000625 lock waiters, 000630 statement timeout, 000604 cancelled), the connection or resources failed (08, 53, 58);
+// or Snowflake's own code says so. The failed request committed nothing: it is sent again.
+static bool transient_statement_error(const std::string& sql_state, const std::string& code) {
+  for (std::string_view cls : {"40", "57", "08", "53", "58"}) {
+    if (sql_state.starts_with(cls)) return true;
+  }
+  return code == "000625" || code == "000630" || code == "000604";
+}
+
 Status SnowflakeClient::status_error(long status, const std::string& body, std::string_view doing) {
   const auto json = nlohmann::json::parse(body, nullptr, false);
   const std::string code = json.is_object() ? json.value("code", "") : "";
+  const std::string sql_state = json.is_object() ? json.value("sqlState", "") : "";
   std::string message = json.is_object() ? json.value("message", "") : "";
   if (message.size() > 300) message = message.substr(0, 300) + "...";
   if (status == 401 || status == 403) {
@@ -120,6 +132,10 @@ Status SnowflakeClient::status_error(long status, const std::string& body, std::
                 fmt::format("{} refused the key-pair login of user {} ({} {}); check account, user and that the "
                             "user's RSA_PUBLIC_KEY is the public half of {}",
                             where_, config_.user, code, message, config_.key_source));
+  }
+  if (status == 422 && transient_statement_error(sql_state, code)) {
+    return fail(ErrorKind::kUnavailable, fmt::format("{}: {} failed for now ({} SQLSTATE {}: {}); it is sent again",
+                                                     where_, doing, code, sql_state, message));
   }
   if (status >= 400 && status < 500) {
     // A statement Snowflake cannot run (a compilation error, no warehouse, no such database) fails the same way

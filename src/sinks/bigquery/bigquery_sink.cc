@@ -26,7 +26,10 @@ constexpr int kJobIds = 256;
 
 // errorResult reasons that a later attempt may not meet (BigQuery's own troubles, a concurrent transaction).
 bool transient_job_error(const std::string& error) {
-  for (std::string_view reason : {"backendError", "rateLimitExceeded", "internalError", "jobBackendError"}) {
+  // The reasons the official client retries a job for (python-bigquery's retry.py: job_retry_reasons), and
+  // BigQuery's documented transient ones (jobInternalError: "retry the job").
+  for (std::string_view reason : {"backendError", "rateLimitExceeded", "internalError", "jobBackendError",
+                                  "jobInternalError", "jobRateLimitExceeded", "badGateway"}) {
     if (error.starts_with(reason)) return true;
   }
   return error.find("concurrent update") != std::string::npos;

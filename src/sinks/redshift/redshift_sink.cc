@@ -57,6 +57,9 @@ struct RedshiftConfig {
   std::string bucket;
   std::string prefix;  // the staging folder: <s3_prefix><schema>.<table>/
   std::string iam_role;
+  // The sink's `region`, when given: COPY's REGION, which Redshift requires when the bucket is in another region
+  // than the cluster (it never hurts when they are the same). Empty: COPY assumes the cluster's region.
+  std::string copy_region;
   AwsService s3;
   std::vector<std::string> primary_key;  // folded; merge_by_key when not empty
 };
@@ -261,13 +264,20 @@ Status RedshiftSink::apply_merge(const BatchToLand& item, const std::string& cop
 Result<uint64_t> RedshiftSink::land_batch(const BatchToLand& item) {
   const BatchId& id = item.id;
   auto failed = [&](const Error& e) {
+    if (e.message.find("PermanentRedirect") != std::string::npos) {
+      // S3 sends the cluster elsewhere: the staging bucket is in another region, which COPY must be told.
+      return fail(ErrorKind::kConfig, fmt::format("writing batch {} to {}: {} (the bucket {} is not in the cluster's "
+                                                  "region: set the sink's region to the bucket's)",
+                                                  id.str(), where(), e.message, config_.bucket));
+    }
     return fail(e.kind, fmt::format("writing batch {} to {}: {}", id.str(), where(), e.message));
   };
   if (item.batch.rows > 0) {
     if (auto st = prepare_table(item.batch); !st) return failed(st.error());
-    const std::string copy_options = fmt::format(
-        "{} IAM_ROLE {} FORMAT AS CSV GZIP IGNOREHEADER 1 TIMEFORMAT 'auto' DATEFORMAT 'auto'",
-        rs_literal(fmt::format("s3://{}/{}", config_.bucket, staged_key(id))), rs_literal(config_.iam_role));
+    const std::string copy_options =
+        fmt::format("{} IAM_ROLE {}{} FORMAT AS CSV GZIP IGNOREHEADER 1 TIMEFORMAT 'auto' DATEFORMAT 'auto'",
+                    rs_literal(fmt::format("s3://{}/{}", config_.bucket, staged_key(id))), rs_literal(config_.iam_role),
+                    config_.copy_region.empty() ? "" : " REGION " + rs_literal(config_.copy_region));
     if (merging()) {
       if (auto st = apply_merge(item, copy_options); !st) return failed(st.error());
     } else {
@@ -388,6 +398,7 @@ ConnectorSpec redshift_sink_spec() {
     config.prefix = fmt::format("{}{}.{}/", prefix, config.schema, config.table);
     auto options = read_aws_options(ctx.params, where);
     if (!options) return std::unexpected(options.error());
+    config.copy_region = options->region;
     auto s3 = resolve_aws_service(*options, "s3", where);
     if (!s3) return std::unexpected(s3.error());
     config.s3 = std::move(*s3);

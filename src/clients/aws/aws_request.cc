@@ -1,0 +1,84 @@
+#include "clients/aws/aws_request.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "clients/aws/aws_xml.h"
+#include "clients/aws/renewing_credentials.h"
+
+namespace skippr {
+namespace {
+
+// The URL with its query in canonical form.
+std::string with_canonical_query(const std::string& url) {
+  const size_t question = url.find('?');
+  if (question == std::string::npos) return url;
+  const std::string query = aws_canonical_query(std::string_view(url).substr(question + 1));
+  return query.empty() ? url.substr(0, question) : url.substr(0, question + 1) + query;
+}
+
+Status sign(const AwsService& service, std::string_view signing_name, HttpRequest& request) {
+  auto credentials = service.current_credentials();
+  if (!credentials) return std::unexpected(credentials.error());
+  request.aws_sigv4 = service.sigv4(signing_name);
+  request.aws_key_id = credentials->access_key_id;
+  request.aws_secret = credentials->secret_access_key;
+  if (!credentials->session_token.empty()) {
+    request.headers.push_back("x-amz-security-token: " + credentials->session_token);
+  }
+  return ok();
+}
+
+}  // namespace
+
+std::string aws_canonical_query(std::string_view query) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view part = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    if (part.empty()) continue;
+    const size_t eq = part.find('=');
+    const std::string_view name = part.substr(0, eq);
+    const std::string_view value = eq == std::string_view::npos ? std::string_view() : part.substr(eq + 1);
+    pairs.emplace_back(url_encode(url_decode(name)), url_encode(url_decode(value)));
+  }
+  std::ranges::sort(pairs);
+  std::string out;
+  for (const auto& [name, value] : pairs) {
+    if (!out.empty()) out += '&';
+    out += name + '=' + value;
+  }
+  return out;
+}
+
+bool aws_refused_as_expired(const HttpResponse& response, const std::string& method, bool temporary) {
+  if (response.status != 400 && response.status != 403) return false;
+  if (aws_xml_text(response.body, "Code") == "ExpiredToken") return true;
+  if (auto json = nlohmann::json::parse(response.body, nullptr, false); json.is_object()) {
+    const std::string type = json.value("__type", std::string());
+    if (type.ends_with("ExpiredTokenException") || type.ends_with("ExpiredToken")) return true;
+  }
+  return temporary && method == "HEAD" && response.status == 400 && response.body.empty();
+}
+
+Result<HttpResponse> aws_send(const AwsService& service, std::string_view signing_name, HttpRequest request) {
+  request.url = with_canonical_query(request.url);
+  const std::vector<std::string> unsigned_headers = request.headers;
+  for (int attempt = 0;; ++attempt) {
+    request.headers = unsigned_headers;
+    if (auto signed_ok = sign(service, signing_name, request); !signed_ok) return std::unexpected(signed_ok.error());
+    auto response = http_send(request);
+    if (!response || attempt > 0 || !service.renewing ||
+        !aws_refused_as_expired(*response, request.method, /*temporary=*/true)) {
+      return response;
+    }
+    service.renewing->expire();
+  }
+}
+
+}  // namespace skippr
