@@ -158,15 +158,21 @@ TEST(S3Sink, MissingBucketAndMissingCredentialsAreConfigErrorsAndADownServerIsRe
   }
 }
 
+// The environment for skipprd with `user`'s key instead of the shared one.
+std::map<std::string, std::string> env_with_key(const MotoServer::User& user) {
+  auto env = SharedMoto().env();
+  env["AWS_ACCESS_KEY_ID"] = user.key_id;
+  env["AWS_SECRET_ACCESS_KEY"] = user.secret;
+  return env;
+}
+
 // Through the gate that checks SigV4 as AWS does, a key of its own lands the rows — the signature libcurl makes is
 // the one S3 expects — and a wrong secret is exit 2 naming where the credentials came from, without the secret.
 TEST(S3Sink, SignaturesAreCheckedAndAWrongSecretIsAConfigError) {
   auto& moto = SharedMoto();
   moto.reset_gate_stats();
   const auto user = moto.create_user_and_bucket();
-  auto env = moto.env();
-  env["AWS_ACCESS_KEY_ID"] = user.key_id;
-  env["AWS_SECRET_ACCESS_KEY"] = user.secret;
+  auto env = env_with_key(user);
   {
     PipelineFixture f(sample_to_s3_config(1000, user.bucket, "ok"));
     auto r = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 120);
@@ -189,10 +195,8 @@ TEST(S3Sink, SignaturesAreCheckedAndAWrongSecretIsAConfigError) {
 TEST(S3Sink, APolicyWithoutListBucketIsExit2NamingThePermission) {
   auto& moto = SharedMoto();
   const auto user = moto.create_user_and_bucket(/*without_list_bucket=*/true);
-  auto env = moto.env();
-  env["AWS_ACCESS_KEY_ID"] = user.key_id;
-  env["AWS_SECRET_ACCESS_KEY"] = user.secret;
   PipelineFixture f(sample_to_s3_config(1000, user.bucket, "nolist"));
+  const auto env = env_with_key(user);
   auto r = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 120);
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("s3:ListBucket"), std::string::npos) << r.err;

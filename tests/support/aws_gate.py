@@ -41,7 +41,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fault_proxy import Handler, Server  # noqa: E402  (the forwarding half is shared)
+from fault_proxy import Handler, Server, serve  # noqa: E402  (the forwarding half is shared)
 
 GATE_PATH = "/__gate/"
 SKEW = datetime.timedelta(minutes=15)  # AWS refuses a request signed further from its clock (RequestTimeTooSkewed)
@@ -337,19 +337,12 @@ def main():
     parser.add_argument("--credential-seconds", type=int, default=3600, help="lifetime of container credentials")
     parser.add_argument("--container-token", default="gate-container-token")
     args = parser.parse_args()
-    upstream = urllib.parse.urlsplit(args.upstream)
     server = Server(("127.0.0.1", 0), GateHandler)
-    server.upstream_host = upstream.hostname
-    server.upstream_port = upstream.port or 80
     server.keys = Keys(args.credential_seconds)
     server.stats = Stats()
     server.dynamodb_lock = threading.Lock()
     server.container_token = args.container_token
-    partial = args.port_file + ".partial"
-    with open(partial, "w") as out:
-        out.write(f"{server.server_address[1]}\n")
-    os.replace(partial, args.port_file)
-    server.serve_forever()
+    serve(server, args.upstream, args.port_file)
 
 
 if __name__ == "__main__":

@@ -284,16 +284,21 @@ def main():
     parser.add_argument("--upstream", required=True, help="http://host:port")
     parser.add_argument("--port-file", required=True, help="receives the listening port")
     args = parser.parse_args()
-    upstream = urllib.parse.urlsplit(args.upstream)
     server = Server(("127.0.0.1", 0), Handler)
     server.faults = Faults()
+    serve(server, args.upstream, args.port_file)
+
+
+def serve(server, upstream_url, port_file):
+    """Forwards to `upstream_url` and serves until killed, once its port is in `port_file` (the gate's too)."""
+    upstream = urllib.parse.urlsplit(upstream_url)
     server.upstream_host = upstream.hostname
     server.upstream_port = upstream.port or 80
     # Renamed into place so a reader never sees a half-written port.
-    partial = args.port_file + ".partial"
+    partial = port_file + ".partial"
     with open(partial, "w") as out:
         out.write(f"{server.server_address[1]}\n")
-    os.replace(partial, args.port_file)
+    os.replace(partial, port_file)
     server.serve_forever()
 
 
