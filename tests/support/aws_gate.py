@@ -4,8 +4,9 @@ independently of skipprd's code), the access key, the session token and its expi
 A request that passes is forwarded to moto unchanged; one that fails gets the error AWS gives, as S3 (XML) or as the
 JSON protocol (DynamoDB, Glue) words it, and never reaches moto.
 
-It also makes moto's DynamoDB atomic: moto applies concurrent UpdateItems that carry the same condition side by side
-(two lease takeovers both won), where DynamoDB serialises writes to an item. Every DynamoDB call passes one at a time.
+It also makes moto's conditional writes atomic, as the services decide them: moto checks a condition and then writes,
+so concurrent UpdateItems with the same condition (two lease takeovers) or PUTs with the same If-None-Match could both
+win. Every DynamoDB call, and every S3 request with If-None-Match or If-Match, passes one at a time.
 
 Usage: aws_gate.py --upstream http://127.0.0.1:PORT --port-file FILE [--credential-seconds N]
 
@@ -158,6 +159,8 @@ def check(keys, method, raw_path, headers, body):
                       "large.", 403)
     if date != stamp[:8] or terminal != "aws4_request":
         raise Refusal("AuthorizationHeaderMalformed", "the credential scope does not match the request date", 400)
+    if token is None and headers.get("X-Amz-Security-Token") is not None:
+        raise Refusal("InvalidToken", "The provided token is malformed or otherwise invalid.", 400)
     if token is not None:
         sent_token = headers.get("X-Amz-Security-Token")
         if sent_token is None:
@@ -256,8 +259,9 @@ class GateHandler(Handler):
         if no_list and self.command in ("GET", "HEAD") and "/" not in self.path.split("?", 1)[0].strip("/"):
             self.refuse(denied, target)
             return
-        if target.startswith("DynamoDB_"):
-            with gate.dynamodb_lock:
+        conditional = target.startswith("DynamoDB_") or "If-None-Match" in self.headers or "If-Match" in self.headers
+        if conditional:
+            with gate.conditional_lock:
                 response = self.forward(body)
         else:
             response = self.forward(body)
@@ -340,7 +344,7 @@ def main():
     server = Server(("127.0.0.1", 0), GateHandler)
     server.keys = Keys(args.credential_seconds)
     server.stats = Stats()
-    server.dynamodb_lock = threading.Lock()
+    server.conditional_lock = threading.Lock()
     server.container_token = args.container_token
     serve(server, args.upstream, args.port_file)
 

@@ -63,12 +63,7 @@ Result<AwsJsonResponse> aws_json_call(const AwsService& service, const AwsJsonAp
     return fail(is_read ? ErrorKind::kUnavailable : ErrorKind::kUnknownOutcome, fmt::format("{}: {}", what, status));
   }
   if (is_throttling(type)) return fail(ErrorKind::kUnavailable, fmt::format("{}: {}; retried", what, status));
-  if (type == "ExpiredTokenException" && service.renewing) {
-    // Renewed and sent again once already (aws_send): the endpoint that hands them out is behind; wait for it.
-    return fail(ErrorKind::kUnavailable, fmt::format("{}: {}: the credentials from {} expired again after a renewal; "
-                                                     "retried",
-                                                     what, status, service.credentials.source));
-  }
+  if (auto expired = aws_expired_after_renewal(service, type, what, status)) return std::unexpected(*expired);
   if (is_credentials_problem(type) || response->status == 403) {
     return fail(ErrorKind::kConfig, fmt::format("{}: {}: the credentials from {} are refused or may not do this; fix "
                                                 "them or the resource's policy",

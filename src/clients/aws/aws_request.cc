@@ -33,6 +33,17 @@ Status sign(const AwsService& service, std::string_view signing_name, HttpReques
   return ok();
 }
 
+// True when `response` refuses the credentials as expired: S3's ExpiredToken, the JSON APIs' ExpiredTokenException,
+// or a HEAD answered 400 without a body (S3 says nothing more on HEAD; only asked for temporary credentials).
+bool refused_as_expired(const HttpResponse& response, const std::string& method) {
+  if (response.status != 400 && response.status != 403) return false;
+  if (aws_xml_text(response.body, "Code") == "ExpiredToken") return true;
+  if (auto json = nlohmann::json::parse(response.body, nullptr, false); json.is_object()) {
+    if (json.value("__type", std::string()).ends_with("ExpiredTokenException")) return true;
+  }
+  return method == "HEAD" && response.status == 400 && response.body.empty();
+}
+
 }  // namespace
 
 std::string aws_canonical_query(std::string_view query) {
@@ -56,14 +67,12 @@ std::string aws_canonical_query(std::string_view query) {
   return out;
 }
 
-bool aws_refused_as_expired(const HttpResponse& response, const std::string& method, bool temporary) {
-  if (response.status != 400 && response.status != 403) return false;
-  if (aws_xml_text(response.body, "Code") == "ExpiredToken") return true;
-  if (auto json = nlohmann::json::parse(response.body, nullptr, false); json.is_object()) {
-    const std::string type = json.value("__type", std::string());
-    if (type.ends_with("ExpiredTokenException") || type.ends_with("ExpiredToken")) return true;
-  }
-  return temporary && method == "HEAD" && response.status == 400 && response.body.empty();
+std::optional<Error> aws_expired_after_renewal(const AwsService& service, std::string_view error_code,
+                                               std::string_view what, std::string_view status) {
+  if (!service.renewing || (error_code != "ExpiredToken" && error_code != "ExpiredTokenException")) return std::nullopt;
+  return Error{ErrorKind::kUnavailable,
+               fmt::format("{}: {}: the credentials from {} expired again after a renewal; retried", what, status,
+                           service.credentials.source)};
 }
 
 Result<HttpResponse> aws_send(const AwsService& service, std::string_view signing_name, HttpRequest request) {
@@ -73,8 +82,7 @@ Result<HttpResponse> aws_send(const AwsService& service, std::string_view signin
     request.headers = unsigned_headers;
     if (auto signed_ok = sign(service, signing_name, request); !signed_ok) return std::unexpected(signed_ok.error());
     auto response = http_send(request);
-    if (!response || attempt > 0 || !service.renewing ||
-        !aws_refused_as_expired(*response, request.method, /*temporary=*/true)) {
+    if (!response || attempt > 0 || !service.renewing || !refused_as_expired(*response, request.method)) {
       return response;
     }
     service.renewing->expire();

@@ -3,6 +3,7 @@
 // credentials the service refused as expired.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -22,8 +23,10 @@ std::string aws_canonical_query(std::string_view query);
 // is signed and sent once more: a refused request was not acted on, so sending it again is safe.
 Result<HttpResponse> aws_send(const AwsService& service, std::string_view signing_name, HttpRequest request);
 
-// True when `response` refuses the credentials as expired: S3's ExpiredToken, the JSON APIs' ExpiredTokenException,
-// or a HEAD answered 400 without a body (S3 says nothing more on HEAD) while the credentials are temporary.
-bool aws_refused_as_expired(const HttpResponse& response, const std::string& method, bool temporary);
+// The error for an answer that refused renewable credentials as expired even after aws_send renewed them: the
+// endpoint that hands them out is behind, so it is retried later (kUnavailable), not a configuration error.
+// nullopt when the credentials do not renew or `error_code` is not an expiry.
+std::optional<Error> aws_expired_after_renewal(const AwsService& service, std::string_view error_code,
+                                               std::string_view what, std::string_view status);
 
 }  // namespace skippr

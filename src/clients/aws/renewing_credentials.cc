@@ -28,20 +28,37 @@ RenewingCredentials::Clock::time_point RenewingCredentials::renewal_time(Clock::
 }
 
 Result<AwsCredentials> RenewingCredentials::current() {
-  std::lock_guard lock(mutex_);
-  const auto now = Clock::now();
-  if (now >= renew_at_ && now >= next_attempt_) {
-    if (auto fresh = fetch_(); fresh && fresh->expiration > now + kUnusableMargin) {
-      credentials_ = std::move(*fresh);
-      renew_at_ = renewal_time(now, credentials_.expiration);
-      spdlog::debug("AWS credentials from {} renewed", credentials_.source);
-    } else {
-      next_attempt_ = now + kRetryAfterFailedRenewal;
-      spdlog::warn("AWS credentials from {} could not be renewed; {}", credentials_.source,
-                   now + kUnusableMargin < credentials_.expiration ? "the current ones still serve, retrying"
-                                                                   : "they have expired, retrying");
-    }
+  std::unique_lock renewal(renewal_mutex_, std::defer_lock);
+  {
+    std::lock_guard lock(mutex_);
+    const auto now = Clock::now();
+    const bool due = now >= renew_at_ && now >= next_attempt_;
+    // Not due, or another thread is renewing while these still work: no request waits on the endpoint.
+    if (!due || (now + kUnusableMargin < credentials_.expiration && !renewal.try_lock())) return usable(now);
   }
+  if (!renewal.owns_lock()) renewal.lock();  // they no longer work: wait for the renewal under way, or make one
+  auto now = Clock::now();
+  {
+    std::lock_guard lock(mutex_);
+    if (now < renew_at_ || now < next_attempt_) return usable(now);  // renewed (or tried) while this one waited
+  }
+  auto fresh = fetch_();
+  std::lock_guard lock(mutex_);
+  now = Clock::now();
+  if (fresh && fresh->expiration > now + kUnusableMargin) {
+    credentials_ = std::move(*fresh);
+    renew_at_ = renewal_time(now, credentials_.expiration);
+    spdlog::debug("AWS credentials from {} renewed", credentials_.source);
+  } else {
+    next_attempt_ = now + kRetryAfterFailedRenewal;
+    spdlog::warn("AWS credentials from {} could not be renewed; {}", credentials_.source,
+                 now + kUnusableMargin < credentials_.expiration ? "the current ones still serve, retrying"
+                                                                 : "they have expired, retrying");
+  }
+  return usable(now);
+}
+
+Result<AwsCredentials> RenewingCredentials::usable(Clock::time_point now) const {
   if (now + kUnusableMargin >= credentials_.expiration) {
     return fail(
         ErrorKind::kUnavailable,

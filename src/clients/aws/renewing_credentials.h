@@ -36,8 +36,12 @@ class RenewingCredentials {
   static Clock::time_point renewal_time(Clock::time_point now, Clock::time_point expiration);
 
  private:
-  std::mutex mutex_;
+  std::mutex mutex_;          // guards the state below; never held across a fetch (a network call)
+  std::mutex renewal_mutex_;  // held by the one thread that renews
   const std::string source_;
+  // The credentials, or kUnavailable when they are too close to their expiry to sign with; under mutex_.
+  Result<AwsCredentials> usable(Clock::time_point now) const;
+
   Fetch fetch_;
   AwsCredentials credentials_;
   Clock::time_point renew_at_;

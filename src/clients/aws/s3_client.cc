@@ -58,12 +58,7 @@ Error S3Client::error_of(const HttpResponse& response, const std::string& what) 
                                                  "bucket/endpoint",
                                                  what, status, service_.endpoint)};
   }
-  if (code == "ExpiredToken" && service_.renewing) {
-    // Renewed and sent again once already (aws_send): the endpoint that hands them out is behind; wait for it.
-    return Error{ErrorKind::kUnavailable, fmt::format("{}: {}: the credentials from {} expired again after a renewal; "
-                                                      "retried",
-                                                      what, status, service_.credentials.source)};
-  }
+  if (auto expired = aws_expired_after_renewal(service_, code, what, status)) return *expired;
   if (response.status == 403 || is_credentials_problem(code)) {
     // Without s3:ListBucket, S3 answers 403 AccessDenied, not 404, for a key that does not exist: skipprd looks
     // for keys that may be absent (what landed, the WAL's next object), so it needs that permission.

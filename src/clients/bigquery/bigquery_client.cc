@@ -26,9 +26,7 @@ bool retry_later(const HttpResponse& response) {
   const long status = response.status;
   if (status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504) return true;
   if (status < 400) return false;
-  const std::string reason = error_reason(response);
-  return reason == "rateLimitExceeded" || reason == "backendError" || reason == "internalError" ||
-         reason == "badGateway";
+  return bigquery_transient_reason(error_reason(response));
 }
 
 std::string job_error(const nlohmann::json& job) {
@@ -59,6 +57,14 @@ std::string bq_quote_identifier(std::string_view name) {
 }
 
 std::string bq_quote_literal(std::string_view text) { return backslash_quoted_literal(text); }
+
+bool bigquery_transient_reason(std::string_view reason) {
+  for (std::string_view transient : {"rateLimitExceeded", "backendError", "internalError", "badGateway",
+                                     "jobBackendError", "jobInternalError", "jobRateLimitExceeded"}) {
+    if (reason == transient) return true;
+  }
+  return false;
+}
 
 BigQueryClient::BigQueryClient(BigQueryConfig config)
     : config_(std::move(config)), tokens_(config_.account, kBigQueryScope) {

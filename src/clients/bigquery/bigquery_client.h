@@ -75,5 +75,9 @@ std::string bigquery_job_id(std::string_view prefix, std::string_view key);
 std::string bq_quote_identifier(std::string_view name);
 // A GoogleSQL string literal ('...' with backslash escapes).
 std::string bq_quote_literal(std::string_view text);
+// An error reason ("rateLimitExceeded", "jobInternalError", ...) that a later attempt may not meet, for an HTTP error
+// and for a job's errorResult alike: what the official client retries (python-bigquery's retry.py, its reasons
+// and job_retry_reasons) and BigQuery's documented transient job errors.
+bool bigquery_transient_reason(std::string_view reason);
 
 }  // namespace skippr

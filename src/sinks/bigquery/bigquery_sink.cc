@@ -26,13 +26,9 @@ constexpr int kJobIds = 256;
 
 // errorResult reasons that a later attempt may not meet (BigQuery's own troubles, a concurrent transaction).
 bool transient_job_error(const std::string& error) {
-  // The reasons the official client retries a job for (python-bigquery's retry.py: job_retry_reasons), and
-  // BigQuery's documented transient ones (jobInternalError: "retry the job").
-  for (std::string_view reason : {"backendError", "rateLimitExceeded", "internalError", "jobBackendError",
-                                  "jobInternalError", "jobRateLimitExceeded", "badGateway"}) {
-    if (error.starts_with(reason)) return true;
-  }
-  return error.find("concurrent update") != std::string::npos;
+  // `error` is "<reason>: <message>" (job_error).
+  return bigquery_transient_reason(std::string_view(error).substr(0, error.find(':'))) ||
+         error.find("concurrent update") != std::string::npos;
 }
 constexpr std::string_view kTokenType = "BIGNUMERIC";
 
