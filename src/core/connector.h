@@ -131,6 +131,13 @@ class Sink {
   // no column type could take; see sinks/conform_batch.h), with their reason, in the same transaction.
   virtual uint64_t rows_rejected_by_last_write() const { return 0; }
   virtual Result<std::optional<LedgerTip>> ledger_tip() { return std::optional<LedgerTip>(); }
+  // Called before ledger_tip by a run that starts with a new `lineage` (DATA_DIR lost, or a state that outlives its
+  // WAL): a destination whose executions outlive their client (a warehouse API) makes sure no landing of an earlier
+  // lineage can commit after this returns, so the tip that follows is final (see sinks/destination_fence.h).
+  virtual Status take_over(std::string_view lineage) {
+    (void)lineage;
+    return ok();
+  }
 
   // Coalesced landing. When several committed batches wait, the engine hands a sink that lands_groups() up to
   // that many at once, in WAL order; the sink lands them in one destination transaction, all or none, recording

@@ -209,7 +209,10 @@ class SyncRun {
     state_.lineage = new_lineage();
     if (!sink_->keeps_ledger()) return ok();
     SKIPPR_TRY(open_sink_waiting());
-    auto tip = sink_->ledger_tip();
+    SKIPPR_TRY(waiting_out_outages([this] { return sink_->take_over(state_.lineage); }));
+    // A destination may still be finishing what a killed process started (its statements outlive it): the tip is
+    // read once that is done.
+    auto tip = waiting_out_outages([this] { return sink_->ledger_tip(); });
     if (!tip) return std::unexpected(tip.error());
     if (!*tip) return ok();
     const LedgerTip& held = **tip;
@@ -257,23 +260,32 @@ class SyncRun {
 
   // Opens the sink, retrying while it is unreachable: with --once for SINK_RETRY_SECONDS, else until stopped.
   Status open_sink_waiting() {
+    SKIPPR_TRY(waiting_out_outages([this] { return sink_->open(); }));
+    sink_open_ = true;
+    return ok();
+  }
+
+  // `step` (a read of the destination before anything is read from the source), retried while the destination is
+  // unreachable or busy: with --once for SINK_RETRY_SECONDS, else until stopped.
+  template <class Step>
+  auto waiting_out_outages(Step&& step) -> decltype(step()) {
     const auto started = Clock::now();
     auto backoff = std::chrono::milliseconds(100);
     while (true) {
-      auto st = sink_->open();
-      if (st) {
+      auto done = step();
+      if (done) {
         metrics_->clear_error();
-        sink_open_ = true;
-        return ok();
+        return done;
       }
-      if (!is_transient(st.error()) || give_up_retrying(started)) {
-        return fail(st.error().kind,
+      if (!is_transient(done.error()) || give_up_retrying(started)) {
+        return fail(done.error().kind,
                     fmt::format("pipeline '{}' has no state yet, and what the destination already holds "
                                 "could not be read, so nothing was read from the source; run again once it is "
                                 "reachable: {}",
-                                pipe_->name, st.error().message));
+                                pipe_->name, done.error().message));
       }
-      metrics_->note_error(st.error().message);
+      metrics_->note_error(done.error().message);
+      spdlog::warn("reading what the destination holds (retried): {}", done.error().message);
       sleep_before_retry(backoff, started);
       backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
     }

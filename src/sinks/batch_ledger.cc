@@ -81,10 +81,11 @@ std::string ledger_insert_sql(const LedgerDialect& d, std::string_view target, c
 }
 
 std::string ledger_insert_unless_landed_sql(const LedgerDialect& d, std::string_view target, const BatchId& id,
-                                            uint64_t rows, const Position& position_after) {
+                                            uint64_t rows, const Position& position_after, std::string_view also) {
   // FROM a one-row derived table: GoogleSQL takes no WHERE without a FROM.
-  return fmt::format("{} SELECT {} FROM (SELECT 1 AS one) AS one_row WHERE NOT EXISTS ({})", ledger_insert_head(d),
-                     ledger_values(d, target, id, rows, position_after), ledger_has_sql(d, target, id));
+  return fmt::format("{} SELECT {} FROM (SELECT 1 AS one) AS one_row WHERE NOT EXISTS ({}){}{}", ledger_insert_head(d),
+                     ledger_values(d, target, id, rows, position_after), ledger_has_sql(d, target, id),
+                     also.empty() ? "" : " AND ", also);
 }
 
 std::optional<LedgerTip> ledger_tip_of(const std::vector<std::vector<std::optional<std::string>>>& rows) {

@@ -46,9 +46,9 @@ std::string ledger_has_sql(const LedgerDialect& d, std::string_view target, cons
 std::string ledger_insert_sql(const LedgerDialect& d, std::string_view target, const BatchId& id, uint64_t rows,
                               const Position& position_after);
 // The same row as INSERT ... SELECT ... WHERE NOT EXISTS (the ledger row of `id`): for an engine whose request may run
-// twice (a warehouse API), so a second run adds nothing.
+// twice (a warehouse API), so a second run adds nothing; `also` (when given) is ANDed to the condition.
 std::string ledger_insert_unless_landed_sql(const LedgerDialect& d, std::string_view target, const BatchId& id,
-                                            uint64_t rows, const Position& position_after);
+                                            uint64_t rows, const Position& position_after, std::string_view also = {});
 // Columns batch_id, position_after (NULL when none was kept), max_epoch (as text) of the newest batch of `pipeline`
 // in `target`; no row when there is none.
 std::string ledger_tip_sql(const LedgerDialect& d, std::string_view target, std::string_view pipeline);

@@ -258,18 +258,21 @@ std::string rejects_create_sql(std::string_view rejects, std::string_view text_t
 std::vector<std::string> rejects_insert_sql(std::string_view rejects, std::string_view batch_id,
                                             const std::vector<RejectedRow>& rows,
                                             std::string (*quote_literal)(std::string_view),
-                                            std::string (*quote_identifier)(std::string_view)) {
+                                            std::string (*quote_identifier)(std::string_view),
+                                            std::string_view condition) {
   constexpr size_t kRowsPerStatement = 500;
   const std::string row_column = quote_identifier ? quote_identifier("row") : "\"row\"";
   std::vector<std::string> statements;
   for (size_t first = 0; first < rows.size(); first += kRowsPerStatement) {
-    std::string sql = fmt::format("INSERT INTO {} (batch_id, {}, reason, record) VALUES ", rejects, row_column);
+    std::string sql = fmt::format("INSERT INTO {} (batch_id, {}, reason, record) {}", rejects, row_column,
+                                  condition.empty() ? "VALUES " : "SELECT * FROM (VALUES ");
     const size_t last = std::min(rows.size(), first + kRowsPerStatement);
     for (size_t i = first; i < last; ++i) {
       if (i > first) sql += ", ";
       sql += fmt::format("({}, {}, {}, {})", quote_literal(batch_id), rows[i].row, quote_literal(rows[i].reason),
                          quote_literal(rows[i].record));
     }
+    if (!condition.empty()) sql += fmt::format(") AS v(batch_id, {}, reason, record) WHERE {}", row_column, condition);
     statements.push_back(std::move(sql));
   }
   return statements;

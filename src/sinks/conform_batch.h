@@ -45,10 +45,12 @@ Result<std::optional<ConformedBatch>> conform_batch(const Batch& batch, const st
 // SQL for the rejects table of `table` (qualified and quoted by the caller: `rejects`), and the INSERTs of `rows`
 // for batch `batch_id`, a few hundred rows a statement.
 std::string rejects_create_sql(std::string_view rejects, std::string_view text_type);
-// `quote_identifier` quotes the "row" column (null: double quotes; BigQuery passes backticks).
+// `quote_identifier` quotes the "row" column (null: double quotes; BigQuery passes backticks). With a `condition`, each
+// INSERT selects from its VALUES list WHERE the condition holds (not GoogleSQL, which has no VALUES table).
 std::vector<std::string> rejects_insert_sql(std::string_view rejects, std::string_view batch_id,
                                             const std::vector<RejectedRow>& rows,
                                             std::string (*quote_literal)(std::string_view),
-                                            std::string (*quote_identifier)(std::string_view) = nullptr);
+                                            std::string (*quote_identifier)(std::string_view) = nullptr,
+                                            std::string_view condition = {});
 
 }  // namespace skippr

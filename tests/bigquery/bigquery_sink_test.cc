@@ -4,17 +4,22 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <signal.h>
 
+#include <chrono>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
+#include <thread>
 
 #include "support/bigquery_emulator.h"
 #include "support/chaos_loop.h"
 #include "support/duckdb_probe.h"
 #include "support/fault_proxy.h"
 #include "support/pipeline_fixture.h"
+#include "support/process.h"
 
 namespace skippr::test {
 namespace {
@@ -206,9 +211,89 @@ TEST(BigQuerySink, KillLoopEqualsAnUnkilledRun) {
   EXPECT_EQ(digest("killed"), want);
   const auto [rows, ids] = ledger_of("killed");
   EXPECT_EQ(rows, ids) << "a batch is in the ledger twice";
+  // A load job of a killed run may finish after the run that followed it swept the stages (jobs outlive their
+  // client); a run that starts without DATA_DIR sweeps every stage of the lineages it took the table over from.
+  while (!SharedBigQuery().running_jobs().empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::filesystem::remove_all(f.path("data"));
+  auto sweep = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
+  ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+  EXPECT_EQ(digest("killed"), want);
   expect_no_stage_left("killed");
   std::printf("[ metrics  ] rows=%llu ledger=%s %s\n", static_cast<unsigned long long>(kRows), rows.c_str(),
               runs.summary().c_str());
+}
+
+// Statements made slow on the shared emulator for as long as this lives.
+struct SlowStatements {
+  SlowStatements(const std::string& containing, std::chrono::milliseconds delay) {
+    SharedBigQuery().slow_statements(containing, delay);
+  }
+  ~SlowStatements() { off(); }
+  static void off() { SharedBigQuery().slow_statements("", std::chrono::milliseconds(0)); }
+};
+
+bool a_landing_runs() {
+  for (const auto& id : SharedBigQuery().running_jobs()) {
+    if (id.starts_with("skippr_land_")) return true;
+  }
+  return false;
+}
+
+// True once no job runs any more (within `seconds`).
+bool jobs_ended(int seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (!SharedBigQuery().running_jobs().empty()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
+}
+
+// A BigQuery job runs on, and commits, after the process that inserted it is SIGKILLed. Killed while a landing
+// transaction is still executing (its rows written, its ledger row not yet), then DATA_DIR lost: the next run has a
+// new lineage and reads the ledger tip to know where to resume. The fence it takes first waits for that transaction,
+// so the tip holds the batch and the run resumes after it: every row once, every batch once in the ledger. Without the
+// fence the run re-reads that batch's rows and lands them under new ids, and the old job's commit doubles them.
+TEST(BigQuerySink, ALandingStillRunningAfterASigkillThenALostDataDirLandsEveryRowOnce) {
+  constexpr uint64_t kRows = 12000;
+  const std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "128KiB"}};
+  PipelineFixture calm(sample_to_sink_config(bigquery_sink(SharedBigQuery().endpoint(), "outlived_calm"), kRows, 7));
+  ASSERT_EQ(calm.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env).exit_code, 0);
+
+  PipelineFixture f(sample_to_sink_config(bigquery_sink(SharedBigQuery().endpoint(), "outlived"), kRows, 7));
+  // The ledger row comes last in a landing transaction: a job sleeping before it holds the fence and the batch's rows.
+  SlowStatements slow("INSERT INTO `skippr-test`.`analytics`.`_skippr_batches`", std::chrono::seconds(4));
+  std::map<std::string, std::string> spawn_env = env;
+  spawn_env["DATA_DIR"] = f.path("data").string();
+  spawn_env["SKIPPR_CONFIG_FILE"] = "";
+  const int pid = spawn_process({SKIPPRD_BINARY, "sync", "--pipeline", "bikehire", "--once"}, f.root(), spawn_env);
+  // Killed in its second landing or later, so the run that follows resumes after a batch of the killed one.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!(ledger_of("outlived").first != "0" && a_landing_runs()) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const bool caught = a_landing_runs();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // into the transaction's sleep
+  kill(pid, SIGKILL);
+  ASSERT_EQ(wait_process(pid), 137) << read_text(f.path("spawned.err"));
+  ASSERT_TRUE(caught) << "no landing was running when the process was killed";
+  ASSERT_TRUE(a_landing_runs()) << "the landing ended before the kill";
+  SlowStatements::off();  // for the jobs to come; the one running keeps its sleep
+  std::filesystem::remove_all(f.path("data"));
+
+  auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  ASSERT_TRUE(jobs_ended(60)) << "a job is still running";
+  const std::string want = digest("outlived_calm");
+  EXPECT_TRUE(want.starts_with(fmt::format("{} {} ", kRows, kRows))) << want;
+  EXPECT_EQ(digest("outlived"), want) << "rows lost or landed twice";
+  const auto [rows, ids] = ledger_of("outlived");
+  EXPECT_EQ(rows, ids) << "a batch is in the ledger twice";
+  // The killed run's job committed (after the kill): its batch is there, under its lineage.
+  EXPECT_EQ(SharedBigQuery().query("SELECT count(DISTINCT lineage) FROM \"analytics\".\"_skippr_batches\" WHERE "
+                                   "target_table = '`skippr-test.analytics.outlived`'")[0][0],
+            "2");
+  expect_no_stage_left("outlived");
 }
 
 TEST(BigQuerySink, RefusedCredentialsAndAMissingDatasetStopWithExitTwo) {

@@ -5,10 +5,16 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
+#include <thread>
+
+#include <signal.h>
 
 #include "clients/databricks/databricks_client.h"
 #include "sinks/databricks/dbx_types.h"
@@ -188,6 +194,121 @@ TEST(DatabricksSink, ABatchKilledBeforeItsLedgerRowIsFinishedByARunWithANewDataD
   const auto [rows, ids] = ledger_of("halfway");
   EXPECT_EQ(rows, ids);
   expect_one_name_per_batch_and_one_load("halfway");
+}
+
+// JSON-lines files under `dir`: `rows` rows with ids 1..rows, spread over `files` files.
+void write_jsonl_rows(const std::filesystem::path& dir, int files, int rows) {
+  std::filesystem::create_directories(dir);
+  for (int f = 0; f < files; ++f) {
+    std::ofstream out(dir / fmt::format("part-{:02}.jsonl", f));
+    for (int id = f + 1; id <= rows; id += files) {
+      out << fmt::format(R"({{"id": {}, "customer": "customer-{}", "amount": {}.25, "note": "row {} of file {}"}})", id,
+                         id % 977, id % 5000, id, f)
+          << "\n";
+    }
+  }
+}
+
+std::string jsonl_to_databricks_config(const std::string& table) {
+  return fmt::format(R"(data_sources:
+  orders:
+    File: {{ path: "in/*.jsonl", format: jsonl }}
+data_sinks:
+  warehouse:
+    {}
+pipelines:
+  orders:
+    data_source: data_sources.orders
+    data_sink: data_sinks.warehouse
+)",
+                     databricks_sink(SharedDatabricks().endpoint(), table));
+}
+
+// count, distinct ids and a content hash of a table the JSONL files above landed in.
+std::string orders_digest(const std::string& table) {
+  return SharedDatabricks().query(fmt::format(
+      "SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || sum(hash(concat_ws('|', id, customer, amount, "
+      "note)))::VARCHAR FROM {}",
+      table_sql(table)))[0][0];
+}
+
+// Whether a statement the emulator still runs is a COPY INTO of `table`.
+bool copy_running_into(const std::string& table) {
+  for (const auto& statement : SharedDatabricks().running_statements()) {
+    if (statement.starts_with("COPY INTO") && statement.find(fmt::format("`{}` FROM", table)) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Waits (up to a minute) until `done` holds; whether it did.
+bool wait_until(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+// However a test ends: no statement is slowed any more, and none still runs (an orphan would outlive the test).
+struct NoSlowStatementsAfter {
+  ~NoSlowStatementsAfter() {
+    SharedDatabricks().slow_statements("", std::chrono::milliseconds(0));
+    wait_until([] { return SharedDatabricks().running_statements().empty(); });
+  }
+};
+
+// Issue 40: a process SIGKILLed while its batch's COPY INTO still executes in the warehouse (statements outlive their
+// client), then DATA_DIR lost. The next run finds the batch's landing file and finishes it before it reads the
+// ledger's tip: its own COPY INTO of that file is refused while the orphan still loads it (and waited out), then skips
+// it; the run resumes after the batch instead of reading its rows again. Every row once, every BatchId once.
+TEST(DatabricksSink, ACopyIntoStillRunningAfterItsProcessWasKilledLandsOnceAfterDataDirIsLost) {
+  constexpr int kRows = 30000;
+  const std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "96KiB"}};
+  PipelineFixture calm(jsonl_to_databricks_config("orders_calm"));
+  write_jsonl_rows(calm.path("in"), 6, kRows);
+  ASSERT_EQ(calm.skipprd({"sync", "--pipeline", "orders", "--once"}, env).exit_code, 0);
+
+  PipelineFixture f(jsonl_to_databricks_config("orders_killed"));
+  write_jsonl_rows(f.path("in"), 6, kRows);
+  auto spawned_env = env;
+  spawned_env["DATA_DIR"] = f.path("data").string();
+  spawned_env["SKIPPR_CONFIG_FILE"] = "";
+  const NoSlowStatementsAfter cleanup;
+  const int pid = spawn_process({SKIPPRD_BINARY, "sync", "--pipeline", "orders", "--once"}, f.root(), spawned_env);
+  // A few batches land, then the next COPY INTO runs for seconds: the process is killed inside it.
+  const bool landed_some = wait_until([] { return std::stoi(ledger_of("orders_killed").first) >= 2; });
+  SharedDatabricks().slow_statements("COPY INTO", std::chrono::seconds(5));
+  const bool copying = landed_some && wait_until([] { return copy_running_into("orders_killed"); });
+  ::kill(pid, SIGKILL);
+  wait_process(pid);
+  SharedDatabricks().slow_statements("", std::chrono::milliseconds(0));  // only the orphan stays slow
+  ASSERT_TRUE(landed_some) << "no batch landed";
+  ASSERT_TRUE(copying) << "no COPY INTO was running";
+  ASSERT_TRUE(copy_running_into("orders_killed")) << "the COPY INTO ended before its process was killed";
+  const int loads_before = static_cast<int>(SharedDatabricks().loads().size());
+
+  std::filesystem::remove_all(f.path("data"));
+  auto run = f.skipprd({"sync", "--pipeline", "orders", "--once"}, env);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("finishing batch"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("COPY_INTO_DUPLICATED_FILES_COPY_NOT_ALLOWED"), std::string::npos)
+      << "the successor's COPY INTO did not meet the one still running:\n"
+      << run.err;
+  EXPECT_TRUE(wait_until([] { return !copy_running_into("orders_killed"); }));
+  const std::string want = orders_digest("orders_calm");
+  EXPECT_TRUE(want.starts_with(fmt::format("{} {} ", kRows, kRows))) << want;
+  EXPECT_EQ(orders_digest("orders_killed"), want);
+  const auto [rows, ids] = ledger_of("orders_killed");
+  EXPECT_EQ(rows, ids) << "a BatchId is in the ledger twice";
+  const auto ledgered = SharedDatabricks().query(fmt::format(
+      "SELECT sum(\"rows\")::VARCHAR FROM {} WHERE target_table = '`lakehouse`.`analytics`.`orders_killed`'",
+      table_sql("_skippr_batches")));
+  EXPECT_EQ(ledgered[0][0], std::to_string(kRows)) << "the ledger does not account for every row once";
+  EXPECT_GT(static_cast<int>(SharedDatabricks().loads().size()), loads_before);
+  expect_one_name_per_batch_and_one_load("orders_killed");
 }
 
 // merge_by_key on the Sample's trip_id: a RESET reads every row again under a new lineage, and the table still holds

@@ -1,10 +1,12 @@
 """skippr.sync and skippr.query on WAL_STORAGE=s3 + SKIPPR_STATE_STORE=dynamodb (moto_server): the same rows as the
 CLI, and the state lives in DynamoDB, not in DATA_DIR."""
+import json
 import os
 import pathlib
 import shutil
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 
@@ -40,13 +42,29 @@ def moto(tmp_path_factory):
         except OSError:
             time.sleep(0.1)
     urllib.request.urlopen(urllib.request.Request(endpoint + "/pywal", method="PUT"), timeout=10)
+    # skipprd talks to moto through the gate, which checks every Signature V4 as AWS does and makes DynamoDB's
+    # conditional writes atomic (tests/support/aws_gate.py); the bucket above was made unsigned, directly.
+    port_file = tmp_path_factory.mktemp("gate") / "port"
+    gate_script = pathlib.Path(__file__).resolve().parents[1] / "support" / "aws_gate.py"
+    gate = subprocess.Popen([sys.executable, str(gate_script), "--upstream", endpoint, "--port-file", str(port_file)],
+                            stdout=log.with_suffix(".gate").open("w"), stderr=subprocess.STDOUT)
+    for _ in range(300):
+        if port_file.exists() and port_file.read_text().strip():
+            break
+        time.sleep(0.1)
+    gate_endpoint = f"http://127.0.0.1:{port_file.read_text().strip()}"
     yield {
         "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL": endpoint, "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_ENDPOINT_URL": gate_endpoint, "AWS_EC2_METADATA_DISABLED": "true",
         "WAL_STORAGE": "s3", "SKIPPR_WAL_S3_BUCKET": "pywal", "SKIPPR_STATE_STORE": "dynamodb",
+        "_GATE": gate_endpoint,
     }
+    stats = json.load(urllib.request.urlopen(gate_endpoint + "/__gate/stats", timeout=10))
+    gate.terminate()
+    gate.wait(timeout=30)
     server.terminate()
     server.wait(timeout=30)
+    assert stats["refused"] == {}, f"the gate refused requests: {stats['refusals']}"
 
 
 def test_python_sync_and_query_on_s3_and_dynamodb(workdir, monkeypatch, moto):
@@ -58,7 +76,8 @@ def test_python_sync_and_query_on_s3_and_dynamodb(workdir, monkeypatch, moto):
     assert r.returncode == 0, r.stderr
 
     for name, value in moto.items():
-        monkeypatch.setenv(name, value)
+        if not name.startswith("_"):
+            monkeypatch.setenv(name, value)
     monkeypatch.setenv("SKIPPR_STATE_DYNAMODB_TABLE", "python-state")
     monkeypatch.setenv("BUFFER_THRESHOLD_BYTES", "200000")
     monkeypatch.setenv("DATA_DIR", str(py_dir / "data"))

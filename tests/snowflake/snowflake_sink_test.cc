@@ -10,6 +10,9 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <thread>
+
+#include <signal.h>
 
 #include "clients/aws/s3_client.h"
 #include "clients/snowflake/snowflake_client.h"
@@ -51,7 +54,7 @@ void expect_one_request_id_per_batch(const std::string& table) {
   std::map<std::string, int> first_sends;
   const std::regex batch(R"(batch_id = '([^']+)')");
   for (const auto& seen : SharedSnowflake().requests()) {
-    if (!seen.statement.starts_with("BEGIN TRANSACTION") ||
+    if (seen.statement.find("BEGIN TRANSACTION") == std::string::npos ||
         seen.statement.find(fmt::format("\"PUBLIC\".\"{}\" (", table)) == std::string::npos) {
       continue;
     }
@@ -93,6 +96,47 @@ std::string staged(uint64_t threshold) {
 std::map<std::string, std::string> with_moto(std::map<std::string, std::string> env) {
   for (const auto& [k, v] : SharedMoto().env()) env[k] = v;
   return env;
+}
+
+// The statement that writes a batch's ledger row: slowed, it keeps a landing transaction executing (with the fence
+// row locked) after its client has given up on it or died.
+constexpr const char* kLedgerInsert = "INSERT INTO \"ANALYTICS\".\"PUBLIC\".\"_skippr_batches\" (target_table";
+
+// Statements slowed for as long as it lives; the emulator answers within `answer_within`.
+struct SlowLedgerInserts {
+  SlowLedgerInserts(std::chrono::milliseconds delay, std::chrono::milliseconds answer_within, int times = -1) {
+    SharedSnowflake().slow_statements(kLedgerInsert, delay, times);
+    SharedSnowflake().answer_within(answer_within);
+  }
+  ~SlowLedgerInserts() {
+    SharedSnowflake().slow_statements("", std::chrono::milliseconds(0));
+    SharedSnowflake().answer_within(std::chrono::seconds(45));
+  }
+};
+
+// Landing transactions of `table` the emulator has received.
+size_t transactions_sent(const std::string& table) {
+  size_t n = 0;
+  for (const auto& seen : SharedSnowflake().requests()) {
+    n += seen.statement.find("BEGIN TRANSACTION") != std::string::npos &&
+         seen.statement.find(fmt::format("\"PUBLIC\".\"{}\" (", table)) != std::string::npos;
+  }
+  return n;
+}
+
+// How many transactions of `table` above 1 MB of text ran again while (or after) their first execution ran: the
+// resends Snowflake cannot match to their requestId.
+int large_transactions_run_again(const std::string& table) {
+  std::map<std::string, int> executions;
+  for (const auto& seen : SharedSnowflake().requests()) {
+    if (seen.executed && seen.statement.size() > (1u << 20) &&
+        seen.statement.find(fmt::format("\"PUBLIC\".\"{}\" (", table)) != std::string::npos) {
+      ++executions[seen.request_id];
+    }
+  }
+  int again = 0;
+  for (const auto& [id, n] : executions) again += n - 1;
+  return again;
 }
 
 TEST(SnowflakeSink, LandsEveryRowWithOneLedgerRowPerBatch) {
@@ -336,6 +380,51 @@ TEST(SnowflakeApi, ARetryUnderTheSameRequestIdIsNotRunAgain) {
   EXPECT_EQ(count->rows.at(0).at(0).value_or(""), "1");
 }
 
+// The emulator as strict as Snowflake's documentation: a request above 1 MB resent under its requestId runs again,
+// beside the first execution if that still runs. Two executions of a conditional INSERT both pass its NOT EXISTS
+// (inserts do not wait for each other); with an UPDATE of a fence table first, the second waits for the first's
+// commit and then sees its row (READ COMMITTED).
+TEST(SnowflakeApi, ALargeRequestResentRunsAgainAndOnlyATableLockSerialisesTheTwo) {
+  SnowflakeConfig config;
+  config.account = "testorg-skippr";
+  config.user = "loader";
+  config.private_key_pem = read_text(snowflake_test_private_key());
+  config.key_source = "the test key";
+  config.warehouse = "LOAD_WH";
+  config.database = "ANALYTICS";
+  config.schema = "PUBLIC";
+  config.endpoint = SharedSnowflake().endpoint();
+  config.where = "test";
+  auto client = SnowflakeClient::make(config);
+  ASSERT_TRUE(client) << client.error().message;
+  const std::string padding = fmt::format("SELECT '{}'", std::string(700000, 'p'));
+  for (const bool locked : {false, true}) {
+    SCOPED_TRACE(locked);
+    const std::string table = locked ? "pair_locked" : "pair_unlocked";
+    ASSERT_TRUE(client->query(fmt::format("CREATE TABLE IF NOT EXISTS \"{}\" (n NUMBER(38,0))", table)));
+    ASSERT_TRUE(client->query("CREATE TABLE IF NOT EXISTS \"pair_fence\" (n NUMBER(38,0))"));
+    ASSERT_TRUE(client->query("INSERT INTO \"pair_fence\" VALUES (0)"));
+    const std::string sql = fmt::format(
+        "BEGIN TRANSACTION; {}{}; {}; INSERT INTO \"{}\" SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM \"{}\"); COMMIT",
+        locked ? "UPDATE \"pair_fence\" SET n = n + 1; " : "", padding, padding, table, table);
+    const std::string id = snowflake_request_id(table);
+    SharedSnowflake().slow_statements(fmt::format("INSERT INTO \"{}\"", table), std::chrono::milliseconds(1500));
+    const int statements = locked ? 6 : 5;
+    std::thread first([&] { EXPECT_TRUE(client->execute(sql, statements, id, false)); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    auto second_client = SnowflakeClient::make(config);
+    ASSERT_TRUE(second_client);
+    auto again = second_client->execute(sql, statements, id, true);
+    first.join();
+    SharedSnowflake().slow_statements("", std::chrono::milliseconds(0));
+    ASSERT_TRUE(again) << again.error().message;
+    EXPECT_TRUE(SharedSnowflake().requests().back().executed) << "a request above 1 MB was matched to its requestId";
+    const auto rows =
+        SharedSnowflake().query(fmt::format("SELECT count(*) FROM \"ANALYTICS\".\"PUBLIC\".\"{}\"", table));
+    EXPECT_EQ(rows[0][0], locked ? "1" : "2");
+  }
+}
+
 // The request the sink sends, field by field as the SQL API reference's example of POST /api/v2/statements has them
 // (statement, timeout, database, schema, warehouse, parameters.MULTI_STATEMENT_COUNT; the Authorization bearer JWT
 // with X-Snowflake-Authorization-Token-Type: KEYPAIR_JWT, JSON in and out), and the key-pair JWT's claims as the
@@ -387,7 +476,7 @@ TEST(SnowflakeApi, RequestIdsAccountNamesAndTheEmulatorsDialect) {
 }
 
 // Every batch through the external stage (threshold 0): the same table as the literal path gives for the same rows,
-// under kills inside the landing and lost DATA_DIRs; each staged file loaded into the table once.
+// under kills inside the landing and lost DATA_DIRs.
 TEST(SnowflakeSink, StagedBatchesLandOnceUnderKillsAndLostDataDirs) {
   constexpr uint64_t kRows = 60000;
   auto env = with_moto({{"BUFFER_THRESHOLD_BYTES", "256KiB"}, {"WAL_BYTES_PER_FILE", "1000000"}});
@@ -407,13 +496,15 @@ TEST(SnowflakeSink, StagedBatchesLandOnceUnderKillsAndLostDataDirs) {
   EXPECT_EQ(digest("staged"), want);
   const auto [rows, ids] = ledger_of("staged");
   EXPECT_EQ(rows, ids) << "a batch is in the ledger twice";
-  std::map<std::string, int> loads;
+  // Each staged file is loaded into a temporary table of its request (again when the request is), and from there on
+  // the ledger's and the fence's conditions: the rows above landed once whatever the loads.
+  std::set<std::string> files;
   for (const auto& [file, table] : SharedSnowflake().loads()) {
-    if (table.ends_with("\"staged\"")) ++loads[file];
+    if (file.find("/staged/") != std::string::npos) files.insert(file);
   }
-  EXPECT_GE(loads.size(), 10u) << "the batches did not go through the stage";
-  for (const auto& [file, n] : loads) EXPECT_EQ(n, 1) << file << " was loaded " << n << " times";
-  expect_one_request_id_per_batch("staged");
+  EXPECT_GE(files.size(), 10u) << "the batches did not go through the stage";
+  // No requestId check here: a replay after a kill may group batches differently, which is another request by design;
+  // what keeps a batch once is the ledger under the fence, checked above.
 }
 
 // merge_by_key through the stage: the staging table is filled by COPY INTO, the MERGE is the same.
@@ -509,6 +600,126 @@ TEST(SnowflakeSink, WaitingBatchesLandCoalescedInOneTransaction) {
     largest = std::max(largest, n);
   }
   EXPECT_GE(largest, 5u) << "no transaction carried several batches";
+}
+
+// Snowflake matches a resent requestId only for requests of at most 1 MB of text. Batches of ~10 MB and groups of
+// smaller ones, whose statements outlast the client's timeout, answers dropped after Snowflake acted, 429 and 503: a
+// resend executes again beside the first execution, and still every row lands once and every BatchId once (the
+// fence's UPDATE makes the second execution wait for the first and then see its ledger row).
+TEST(SnowflakeSink, ResentTransactionsAboveOneMegabyteOverlappingTheirFirstExecutionLandOnce) {
+  for (const auto& [table, buffer] : {std::pair{"large", "12MiB"}, std::pair{"small_grouped", "96KiB"}}) {
+    SCOPED_TRACE(table);
+    const std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", buffer},
+                                                    {"BUFFER_THRESHOLD_SECONDS", "120"},
+                                                    {"LANDING_QUEUE_BYTES", "64MiB"},
+                                                    {"SINK_RETRY_SECONDS", "300"}};
+    const std::string calm_table = std::string("calm_") + table;
+    PipelineFixture calm(sample_to_sink_config(snowflake_sink(SharedSnowflake().endpoint(), calm_table), 90000, 21));
+    ASSERT_EQ(calm.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 900).exit_code, 0);
+
+    FaultProxy proxy(SharedSnowflake().endpoint());
+    proxy.add({.method = "POST",
+               .path_regex = "^/api/v2/statements",
+               .body_regex = "BEGIN TRANSACTION",
+               .action = "drop_after_forward",
+               .skip = 0,
+               .times = 2});
+    const int unavailable = proxy.add({.method = "POST",
+                                       .path_regex = "^/api/v2/statements",
+                                       .body_regex = "BEGIN TRANSACTION",
+                                       .action = "status",
+                                       .status = 503,
+                                       .code = "ServiceUnavailable",
+                                       .skip = 2,
+                                       .times = 1});
+    const int throttled = proxy.add({.method = "POST",
+                                     .path_regex = "^/api/v2/statements",
+                                     .action = "status",
+                                     .status = 429,
+                                     .code = "TooManyRequests",
+                                     .skip = 4,
+                                     .times = 2});
+    PipelineFixture f(
+        sample_to_sink_config(snowflake_sink(proxy.endpoint(), table, ", timeout_seconds: 2"), 90000, 21));
+    {
+      // The first landings execute for 3 s; the client waits 2 s for an answer (then resends), the emulator would
+      // answer within 10 s.
+      SlowLedgerInserts slow(std::chrono::seconds(3), std::chrono::seconds(10), 4);
+      auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 900);
+      ASSERT_EQ(run.exit_code, 0) << run.err;
+      while (SharedSnowflake().running_executions() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_EQ(digest(table), digest(calm_table));
+    const auto [rows, ids] = ledger_of(table);
+    EXPECT_EQ(rows, ids) << "a BatchId is in the ledger twice";
+    EXPECT_EQ(rows, ledger_of(calm_table).first);
+    EXPECT_EQ(proxy.hits(unavailable), 1);
+    EXPECT_EQ(proxy.hits(throttled), 2);
+    EXPECT_GE(large_transactions_run_again(table), 1) << "no transaction above 1 MB was executed twice";
+  }
+}
+
+// A landing still executing in Snowflake when its process is SIGKILLed, then DATA_DIR lost: the next run (a new
+// lineage) takes the fence over, which waits for that execution to commit, and only then reads the ledger's tip, so
+// it resumes after the batch in flight instead of landing its rows again. Then a kill loop with slow landings and
+// lost DATA_DIRs: the table equals an unkilled run's.
+TEST(SnowflakeSink, AnExecutionOfAKilledRunCommitsBeforeASuccessorWithoutDataDirResumes) {
+  const std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "256KiB"}, {"SINK_RETRY_SECONDS", "300"}};
+  PipelineFixture calm(sample_to_sink_config(snowflake_sink(SharedSnowflake().endpoint(), "calm_fenced"), 30000, 22));
+  ASSERT_EQ(calm.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env).exit_code, 0);
+  PipelineFixture f(sample_to_sink_config(snowflake_sink(SharedSnowflake().endpoint(), "fenced"), 30000, 22));
+  auto spawned_env = env;
+  spawned_env["DATA_DIR"] = f.path("data").string();
+  spawned_env["SKIPPR_CONFIG_FILE"] = "";
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    {
+      SlowLedgerInserts slow(std::chrono::seconds(4), std::chrono::seconds(45));
+      const size_t landings_before = transactions_sent("fenced");
+      const int pid =
+          spawn_process({SKIPPRD_BINARY, "sync", "--pipeline", "bikehire", "--once"}, f.root(), spawned_env);
+      // Killed while its landing executes: after the fence's UPDATE and the rows, inside the slowed ledger INSERT.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+      while (transactions_sent("fenced") == landings_before && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      ASSERT_GT(transactions_sent("fenced"), landings_before) << "no landing was sent";
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      ::kill(pid, SIGKILL);
+      wait_process(pid);
+    }
+    std::filesystem::remove_all(f.path("data"));
+    ASSERT_GT(SharedSnowflake().running_executions(), 0) << "the landing finished before its process was killed";
+  }
+  auto done = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_EQ(digest("fenced"), digest("calm_fenced"));
+  const auto [rows, ids] = ledger_of("fenced");
+  EXPECT_EQ(rows, ids) << "a batch is in the ledger twice";
+  const auto takeovers = SharedSnowflake().query(
+      "SELECT takeovers::VARCHAR FROM \"ANALYTICS\".\"PUBLIC\".\"_skippr_fence\" WHERE target_table = "
+      "'\"ANALYTICS\".\"PUBLIC\".\"fenced\"'");
+  ASSERT_EQ(takeovers.size(), 1u);
+  EXPECT_GE(std::stoi(takeovers[0][0]), 3) << "the runs without DATA_DIR did not take the fence over";
+}
+
+// A copy of the pipeline whose target was taken over by a run with another DATA_DIR stops (exit 75 with its batches
+// waiting, as a copy whose S3 WAL lease was taken) and says why, instead of landing into a table another lineage now
+// feeds.
+TEST(SnowflakeSink, ACopyWhoseTargetWasTakenOverStopsAndSaysWhy) {
+  const std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "256KiB"}};
+  const std::string sink = snowflake_sink(SharedSnowflake().endpoint(), "taken");
+  PipelineFixture first(sample_to_sink_config(sink, 3000, 23));
+  ASSERT_EQ(first.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env).exit_code, 0);
+  PipelineFixture second(sample_to_sink_config(sink, 6000, 23));  // another DATA_DIR: a new lineage takes over
+  ASSERT_EQ(second.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env).exit_code, 0);
+  write_text(first.path("skippr.yml"), sample_to_sink_config(sink, 9000, 23));
+  auto stopped = first.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
+  EXPECT_EQ(stopped.exit_code, 75) << stopped.err;
+  EXPECT_NE(stopped.err.find("was taken over here by a run that started without this one's DATA_DIR"),
+            std::string::npos)
+      << stopped.err;
+  EXPECT_TRUE(digest("taken").starts_with("6000 6000 ")) << digest("taken");
 }
 
 }  // namespace

@@ -6,13 +6,17 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
+#include <condition_variable>
 #include <ctime>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <set>
 #include <stdexcept>
+#include <thread>
 
 #include "support/emulator_common.h"
 #include "support/google_oauth.h"
@@ -94,19 +98,138 @@ std::string bigquery_to_duckdb_sql(const std::string& googlesql, const std::stri
   return out;
 }
 
+namespace {
+
+std::string upper(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// DuckDB's errors for a write that met another transaction's: the row changed since this snapshot, or is being
+// changed by a transaction still open.
+bool is_conflict(const std::string& error) { return upper(error).find("CONFLICT") != std::string::npos; }
+
+// The table a DML statement writes (after UPDATE, INSERT INTO, MERGE INTO, DELETE FROM, TRUNCATE TABLE), as
+// project.dataset.table; empty for any other statement.
+std::string written_table(const std::string& statement) {
+  static const std::regex kHead(
+      R"(\s*(?:UPDATE|INSERT\s+INTO|MERGE\s+INTO|MERGE|DELETE\s+FROM|DELETE|TRUNCATE\s+TABLE)\s+([^\s(]+))",
+      std::regex::icase);
+  std::smatch match;
+  if (!std::regex_search(statement.begin(), statement.end(), match, kHead, std::regex_constants::match_continuous)) {
+    return "";
+  }
+  std::string name = match[1];
+  std::erase(name, '`');
+  return name;
+}
+
+// A mutating DML statement: UPDATE, DELETE, MERGE, TRUNCATE (BigQuery's word; an INSERT only appends).
+bool mutates(const std::string& statement) {
+  const size_t first = statement.find_first_not_of(" \n\t\r");
+  return upper(statement.substr(first, 6)) != "INSERT" && !written_table(statement).empty();
+}
+
+// BigQuery's rule for mutating DML, table by table (DuckDB's own conflicts are per row and column, more lenient): one
+// transaction at a time mutates a table, and one whose snapshot predates another's committed mutation of it may not
+// mutate it; such a transaction is cancelled. A mutating statement outside a transaction waits for the transaction
+// mutating its table instead (BigQuery queues it).
+class TableMutations {
+ public:
+  // A transaction's snapshot, taken before its database snapshot (a commit in between counts as after it: a
+  // transaction is cancelled when unsure, never let through).
+  uint64_t snapshot() {
+    std::lock_guard lock(mutex_);
+    return clock_;
+  }
+  // In a transaction: false when it must be cancelled.
+  bool try_mutate(const std::string& table, uint64_t owner, uint64_t snapshot) {
+    std::lock_guard lock(mutex_);
+    if (auto held = held_.find(table); held != held_.end() && held->second != owner) return false;
+    if (auto last = committed_.find(table); last != committed_.end() && last->second > snapshot) return false;
+    held_[table] = owner;
+    return true;
+  }
+  // Outside a transaction: queued behind the transaction mutating `table`.
+  void wait_then_mutate(const std::string& table, uint64_t owner) {
+    std::unique_lock lock(mutex_);
+    freed_.wait(lock, [&] {
+      auto held = held_.find(table);
+      return held == held_.end() || held->second == owner;
+    });
+    held_[table] = owner;
+  }
+  // After the database's commit (or rollback) of `owner`'s changes.
+  void end(uint64_t owner, bool committed) {
+    std::lock_guard lock(mutex_);
+    ++clock_;
+    for (auto it = held_.begin(); it != held_.end();) {
+      if (it->second != owner) {
+        ++it;
+        continue;
+      }
+      if (committed) committed_[it->first] = clock_;
+      it = held_.erase(it);
+    }
+    freed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable freed_;
+  uint64_t clock_ = 0;
+  std::map<std::string, uint64_t> held_;       // table -> the transaction (or statement) mutating it
+  std::map<std::string, uint64_t> committed_;  // table -> the clock of the last committed mutation
+};
+
+std::string aborted(const std::string& table) {
+  return fmt::format("Transaction is aborted due to concurrent update against table {}.", table);
+}
+
+// How a script or a load ended: empty `error` when it succeeded.
+struct JobEnd {
+  std::string error;
+  std::string reason = "invalidQuery";
+  EmulatorDb::Outcome last;  // the last statement's result
+
+  static JobEnd failed(std::string error, std::string reason = "invalidQuery") {
+    JobEnd end;
+    end.error = std::move(error);
+    end.reason = std::move(reason);
+    return end;
+  }
+};
+
+}  // namespace
+
 struct BigQueryEmulator::Impl {
+  struct Job {
+    nlohmann::json resource;
+    bool done = false;
+  };
+  struct QueryRun {
+    bool done = false;
+    JobEnd end;
+  };
+
   TempDir dir;
   std::optional<GoogleOAuthAccount> account;
   httplib::Server server;
   EmulatorDb db;
-  std::mutex& mutex = db.mutex();
-  std::map<std::string, nlohmann::json> jobs;  // id -> job resource
-  std::set<std::string> running;               // ids reported RUNNING until read once
+  std::mutex& mutex = db.mutex();  // the state below and the emulator's own connection (metadata reads)
+  std::condition_variable finished;
+  std::map<std::string, Job> jobs;  // id -> job resource
+  std::set<std::string> running;    // ids reported RUNNING until read once
   std::vector<BigQueryJobSeen> seen;
   std::atomic<bool> answer_running{false};
-  int issued = 0;
+  std::atomic<int> issued{0};
   BigQueryFaults faults;                        // what is left of them
   std::set<std::string> unseen_after_conflict;  // ids whose next jobs.get answers 404
+  std::string slow_text;                        // statements containing it (upper-case) wait slow_ms before they run
+  std::atomic<int> slow_ms{0};
+  TableMutations mutations;
+  std::atomic<uint64_t> next_owner{1};
+  Executions executions;  // last: waited for before anything above goes
 
   // 403 rateLimitExceeded instead of inserting the job, as BigQuery throttles jobs.insert: true when it answered.
   bool rate_limited(httplib::Response& res) {
@@ -134,32 +257,84 @@ struct BigQueryEmulator::Impl {
     return out.ok && !out.rows.empty();
   }
 
-  // Runs a GoogleSQL script; the error text, or empty.
-  std::string run_script(const std::string& sql, EmulatorDb::Outcome* last = nullptr) {
+  void wait_if_slow(const std::string& statement) {
+    const int delay = slow_ms.load();
+    if (delay <= 0) return;
+    bool slow;
+    {
+      std::lock_guard lock(mutex);
+      slow = upper(statement).find(slow_text) != std::string::npos;
+    }
+    if (slow) std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+  }
+
+  // A statement outside a transaction that meets another's open write waits for it, as BigQuery queues conflicting
+  // mutating DML, then runs on what that one committed.
+  static EmulatorDb::Outcome run_queued(EmulatorDb::Session& session, const std::string& sql) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+    while (true) {
+      auto out = session.run(sql);
+      if (out.ok || !is_conflict(out.error) || std::chrono::steady_clock::now() > give_up) return out;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
+  // Runs a GoogleSQL script on a connection of its own, as a job does.
+  JobEnd run_script(const std::string& sql) {
     std::vector<std::string> statements;
     try {
       statements = split_statements(sql);
     } catch (const std::exception& e) {
-      return std::string("Syntax error: ") + e.what();
+      return JobEnd::failed(std::string("Syntax error: ") + e.what());
     }
-    bool in_transaction = false;
+    EmulatorDb::Session session(db);
+    const uint64_t owner = next_owner++;
+    std::optional<uint64_t> snapshot;  // while a transaction is open
+    std::string written;               // the last table it wrote
+    auto close = [&](const char* how) {
+      session.run(how);
+      mutations.end(owner, std::string_view(how) == "COMMIT");
+      snapshot.reset();
+    };
+    JobEnd end;
     for (const auto& statement : statements) {
-      auto out = db.run(bigquery_to_duckdb_sql(statement, kProject));
-      if (!out.ok) {
-        if (in_transaction) db.run("ROLLBACK");
-        return out.error;
+      wait_if_slow(statement);
+      const std::string head = upper(statement.substr(statement.find_first_not_of(" \n\t\r"), 5));
+      if (head == "COMMI" && snapshot) {
+        auto out = session.run("COMMIT");
+        if (!out.ok) {
+          close("ROLLBACK");
+          return JobEnd::failed(is_conflict(out.error) ? aborted(written) : out.error);
+        }
+        mutations.end(owner, true);
+        snapshot.reset();
+        continue;
       }
-      const std::string head = statement.substr(statement.find_first_not_of(" \n\t"), 5);
-      if (head == "BEGIN") in_transaction = true;
-      if (head == "COMMI") in_transaction = false;
-      if (last) *last = std::move(out);
+      if (head == "BEGIN") snapshot = mutations.snapshot();
+      if (std::string table = written_table(statement); !table.empty()) written = table;
+      const std::string mutated = mutates(statement) ? upper(written) : "";
+      // BigQuery cancels a transaction that meets a concurrent update: the whole job fails.
+      if (snapshot && !mutated.empty() && !mutations.try_mutate(mutated, owner, *snapshot)) {
+        close("ROLLBACK");
+        return JobEnd::failed(aborted(written));
+      }
+      if (!snapshot && !mutated.empty()) mutations.wait_then_mutate(mutated, owner);
+      const std::string duck = bigquery_to_duckdb_sql(statement, kProject);
+      auto out = snapshot ? session.run(duck) : run_queued(session, duck);
+      if (!snapshot && !mutated.empty()) mutations.end(owner, out.ok);
+      if (!out.ok) {
+        if (!snapshot) return JobEnd::failed(out.error);
+        close("ROLLBACK");
+        return JobEnd::failed(is_conflict(out.error) ? aborted(written) : out.error);
+      }
+      end.last = std::move(out);
     }
-    if (in_transaction) db.run("ROLLBACK");
-    return "";
+    if (snapshot) close("ROLLBACK");
+    return end;
   }
 
-  // Loads NDJSON rows into dataset.table as the load configuration says; the error text, or empty.
-  std::string load(const nlohmann::json& load, const std::string& data) {
+  // Loads NDJSON rows into dataset.table as the load configuration says.
+  JobEnd load(const nlohmann::json& load, const std::string& data) {
     const auto& destination = load["destinationTable"];
     const std::string table =
         fmt::format("\"{}\".\"{}\"", destination.value("datasetId", ""), destination.value("tableId", ""));
@@ -178,25 +353,43 @@ struct BigQueryEmulator::Impl {
     }
     const auto file = dir / fmt::format("load-{}.jsonl", ++issued);
     write_text(file, data);
+    EmulatorDb::Session session(db);
     std::string error;
     if (load.value("writeDisposition", "WRITE_APPEND") == "WRITE_TRUNCATE") {
-      error = db.run(fmt::format("DROP TABLE IF EXISTS {}", table)).error;
+      error = run_queued(session, fmt::format("DROP TABLE IF EXISTS {}", table)).error;
     }
     if (error.empty()) {
-      error = db.run(fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", table, fmt::join(definitions, ", "))).error;
+      error =
+          run_queued(session, fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", table, fmt::join(definitions, ", ")))
+              .error;
     }
     if (error.empty() && data.find_first_not_of("\r\n ") != std::string::npos) {
-      error = db.run(fmt::format("INSERT INTO {} SELECT {} FROM read_json('{}', format = 'newline_delimited', "
-                                 "columns = {{{}}})",
-                                 table, fmt::join(conversions, ", "), file.string(), fmt::join(columns, ", ")))
-                  .error;
+      error =
+          run_queued(session, fmt::format("INSERT INTO {} SELECT {} FROM read_json('{}', format = "
+                                          "'newline_delimited', columns = {{{}}})",
+                                          table, fmt::join(conversions, ", "), file.string(), fmt::join(columns, ", ")))
+              .error;
     }
     std::filesystem::remove(file);
-    return error;
+    return JobEnd::failed(error);
   }
 
-  // jobs.insert: the job runs to its end here; its resource is what the API returns.
-  void insert_job(const nlohmann::json& job, const std::string& data, bool is_load, httplib::Response& res) {
+  // The job ends: DONE, with its error if any (under the lock).
+  void finish(const std::string& id, const JobEnd& end) {
+    Job& job = jobs[id];
+    job.resource["status"] = {{"state", "DONE"}};
+    if (!end.error.empty()) {
+      job.resource["status"]["errorResult"] = {{"reason", end.reason}, {"message", end.error}};
+      job.resource["status"]["errors"] = {{{"reason", end.reason}, {"message", end.error}}};
+    }
+    job.done = true;
+    finished.notify_all();
+  }
+
+  // jobs.insert: the job runs on its own thread, on after this answer and after its client; the answer waits a
+  // moment for it, as BigQuery's does, and is the job resource, RUNNING or DONE.
+  void insert_job(std::unique_lock<std::mutex>& lock, const nlohmann::json& job, std::string data, bool is_load,
+                  httplib::Response& res) {
     const std::string id = job["jobReference"].value("jobId", "");
     const std::string location = job["jobReference"].value("location", "US");
     if (jobs.count(id)) {
@@ -211,27 +404,71 @@ struct BigQueryEmulator::Impl {
       return;
     }
     seen.push_back({id, is_load ? "load" : "query", false, job.dump()});
-    // A job that fails on BigQuery's side ends with a transient reason and changes nothing.
-    const bool fails = faults.failed_jobs > 0;
-    if (fails) --faults.failed_jobs;
-    const std::string error = fails     ? "An internal error occurred and the request could not be completed."
-                              : is_load ? load(job["configuration"]["load"], data)
-                                        : run_script(job["configuration"]["query"].value("query", ""));
-    const std::string reason = fails ? faults.failed_job_reason : "invalidQuery";
     nlohmann::json resource = job;
     resource["kind"] = "bigquery#job";
     resource["id"] = fmt::format("{}:{}.{}", kProject, location, id);
-    resource["status"] = {{"state", "DONE"}};
-    if (!error.empty()) {
-      resource["status"]["errorResult"] = {{"reason", reason}, {"message", error}};
-      resource["status"]["errors"] = {{{"reason", reason}, {"message", error}}};
+    resource["status"] = {{"state", "RUNNING"}};
+    jobs[id] = {resource, false};
+    if (faults.failed_jobs > 0) {
+      // A job that fails on BigQuery's side ends with a transient reason and changes nothing.
+      --faults.failed_jobs;
+      finish(id, JobEnd::failed("An internal error occurred and the request could not be completed.",
+                                faults.failed_job_reason));
+    } else {
+      executions.start([this, id, job, data = std::move(data), is_load] {
+        JobEnd end = is_load ? load(job["configuration"]["load"], data)
+                             : run_script(job["configuration"]["query"].value("query", ""));
+        std::lock_guard done_lock(mutex);
+        finish(id, end);
+      });
     }
-    jobs[id] = resource;
+    finished.wait_for(lock, std::chrono::seconds(1), [&] { return jobs[id].done; });
+    nlohmann::json answer = jobs[id].resource;
     if (answer_running) {
       running.insert(id);
-      resource["status"] = {{"state", "RUNNING"}};
+      answer["status"] = {{"state", "RUNNING"}};
     }
-    reply(res, 200, resource);
+    reply(res, 200, answer);
+  }
+
+  // jobs.query: the query runs as a job does; the answer waits up to timeoutMs (BigQuery's default: 10 s) for it.
+  void run_query(const httplib::Request& req, httplib::Response& res) {
+    std::unique_lock lock(mutex);
+    if (!authorized(req, res)) return;
+    const auto body = nlohmann::json::parse(req.body, nullptr, false);
+    const std::string sql = body.is_object() ? body.value("query", "") : "";
+    const int timeout_ms = body.is_object() ? body.value("timeoutMs", 10000) : 10000;
+    auto run = std::make_shared<QueryRun>();
+    executions.start([this, run, sql] {
+      JobEnd end = run_script(sql);
+      std::lock_guard done_lock(mutex);
+      run->end = std::move(end);
+      run->done = true;
+      finished.notify_all();
+    });
+    finished.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return run->done; });
+    if (!run->done) {
+      reply(res, 200, {{"kind", "bigquery#queryResponse"}, {"jobComplete", false}});
+      return;
+    }
+    if (!run->end.error.empty()) {
+      reply(res, 400, google_api_error(400, "INVALID_ARGUMENT", "invalidQuery", run->end.error));
+      return;
+    }
+    const EmulatorDb::Outcome& last = run->end.last;
+    nlohmann::json fields = nlohmann::json::array(), rows = nlohmann::json::array();
+    for (const auto& name : last.names) fields.push_back({{"name", name}, {"type", "STRING"}});
+    for (const auto& row : last.rows) {
+      nlohmann::json cells = nlohmann::json::array();
+      for (const auto& v : row) cells.push_back({{"v", v}});
+      rows.push_back({{"f", cells}});
+    }
+    reply(res, 200,
+          {{"kind", "bigquery#queryResponse"},
+           {"schema", {{"fields", fields}}},
+           {"rows", rows},
+           {"totalRows", std::to_string(last.rows.size())},
+           {"jobComplete", true}});
   }
 
   void routes() {
@@ -298,32 +535,9 @@ struct BigQueryEmulator::Impl {
       reply(res, 200, {{"kind", "bigquery#table"}, {"schema", {{"fields", fields}}}});
     });
     server.Post(R"(/bigquery/v2/projects/([^/]+)/queries)",
-                [this](const httplib::Request& req, httplib::Response& res) {
-                  std::lock_guard lock(mutex);
-                  if (!authorized(req, res)) return;
-                  const auto body = nlohmann::json::parse(req.body, nullptr, false);
-                  EmulatorDb::Outcome last;
-                  const std::string error = run_script(body.is_object() ? body.value("query", "") : "", &last);
-                  if (!error.empty()) {
-                    reply(res, 400, google_api_error(400, "INVALID_ARGUMENT", "invalidQuery", error));
-                    return;
-                  }
-                  nlohmann::json fields = nlohmann::json::array(), rows = nlohmann::json::array();
-                  for (const auto& name : last.names) fields.push_back({{"name", name}, {"type", "STRING"}});
-                  for (const auto& row : last.rows) {
-                    nlohmann::json cells = nlohmann::json::array();
-                    for (const auto& v : row) cells.push_back({{"v", v}});
-                    rows.push_back({{"f", cells}});
-                  }
-                  reply(res, 200,
-                        {{"kind", "bigquery#queryResponse"},
-                         {"schema", {{"fields", fields}}},
-                         {"rows", rows},
-                         {"totalRows", std::to_string(last.rows.size())},
-                         {"jobComplete", true}});
-                });
+                [this](const httplib::Request& req, httplib::Response& res) { run_query(req, res); });
     server.Post(R"(/bigquery/v2/projects/([^/]+)/jobs)", [this](const httplib::Request& req, httplib::Response& res) {
-      std::lock_guard lock(mutex);
+      std::unique_lock lock(mutex);
       if (!authorized(req, res)) return;
       const auto job = nlohmann::json::parse(req.body, nullptr, false);
       if (!job.is_object() || !job.contains("configuration") || !job["configuration"].contains("query")) {
@@ -332,11 +546,11 @@ struct BigQueryEmulator::Impl {
         return;
       }
       if (rate_limited(res)) return;
-      insert_job(job, "", false, res);
+      insert_job(lock, job, "", false, res);
     });
     server.Post(
         R"(/upload/bigquery/v2/projects/([^/]+)/jobs)", [this](const httplib::Request& req, httplib::Response& res) {
-          std::lock_guard lock(mutex);
+          std::unique_lock lock(mutex);
           if (!authorized(req, res)) return;
           // multipart/related: the job resource (JSON), then the data.
           const std::string type = req.get_header_value("Content-Type");
@@ -363,7 +577,7 @@ struct BigQueryEmulator::Impl {
             return;
           }
           if (rate_limited(res)) return;
-          insert_job(job, parts[1], true, res);
+          insert_job(lock, job, std::move(parts[1]), true, res);
         });
     server.Get(
         R"(/bigquery/v2/projects/([^/]+)/jobs/([^/?]+))", [this](const httplib::Request& req, httplib::Response& res) {
@@ -376,7 +590,7 @@ struct BigQueryEmulator::Impl {
                                    fmt::format("Not found: Job {}:US.{}", kProject, std::string(req.matches[2]))));
             return;
           }
-          nlohmann::json resource = it->second;
+          nlohmann::json resource = it->second.resource;
           if (running.erase(it->first)) resource["status"] = {{"state", "RUNNING"}};
           reply(res, 200, resource);
         });
@@ -396,6 +610,7 @@ BigQueryEmulator::BigQueryEmulator() : impl_(std::make_unique<Impl>()) {
 BigQueryEmulator::~BigQueryEmulator() {
   impl_->server.stop();
   if (thread_.joinable()) thread_.join();
+  impl_->executions.wait_all();
 }
 
 const std::filesystem::path& BigQueryEmulator::credentials_file() const { return impl_->account->credentials_file(); }
@@ -403,6 +618,23 @@ const std::filesystem::path& BigQueryEmulator::stranger_credentials_file() const
   return impl_->account->stranger_credentials_file();
 }
 void BigQueryEmulator::answer_running(bool on) { impl_->answer_running = on; }
+
+void BigQueryEmulator::slow_statements(const std::string& containing, std::chrono::milliseconds delay) {
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->slow_text = upper(containing);
+  }
+  impl_->slow_ms = static_cast<int>(delay.count());
+}
+
+std::vector<std::string> BigQueryEmulator::running_jobs() const {
+  std::lock_guard lock(impl_->mutex);
+  std::vector<std::string> ids;
+  for (const auto& [id, job] : impl_->jobs) {
+    if (!job.done) ids.push_back(id);
+  }
+  return ids;
+}
 void BigQueryEmulator::inject(const BigQueryFaults& faults) {
   std::lock_guard lock(impl_->mutex);
   impl_->faults = faults;

@@ -6,11 +6,22 @@
 // with BEGIN TRANSACTION / COMMIT TRANSACTION) and of multipart load jobs (NEWLINE_DELIMITED_JSON, schema,
 // CREATE_IF_NEEDED, WRITE_APPEND / WRITE_TRUNCATE), jobs.get; a job id used before answered with 409 Already Exists
 // (reason "duplicate"); jobs left RUNNING until read when asked; 403 rateLimitExceeded, 404 on jobs.get right after a
-// 409, and jobs ending in transient reasons (jobInternalError, ...) when injected (BigQueryFaults). Not covered:
-// partitions and clustering, streaming inserts, quotas, IAM beyond one account. GoogleSQL becomes DuckDB SQL in one
-// place (bigquery_to_duckdb_sql). Lost answers come from tests/support/fault_proxy in front of it.
+// 409, and jobs ending in transient reasons (jobInternalError, ...) when injected (BigQueryFaults).
+// Jobs run as BigQuery runs them: each on a thread and a DuckDB connection of its own, on after the HTTP request and
+// the client that inserted it are gone (a SIGKILLed client's job still commits). jobs.insert answers within about a
+// second, RUNNING when the job has not ended; jobs.get says RUNNING until it has; jobs.query waits up to timeoutMs,
+// then answers jobComplete false. Transactions are snapshot-isolated and run side by side (DuckDB's MVCC). Mutating
+// DML (UPDATE, DELETE, MERGE, TRUNCATE; an INSERT only appends and meets no one) follows BigQuery's rule per table: a
+// transaction that mutates a table another open transaction mutates, or one whose snapshot predates another's
+// committed mutation of it, fails the job with "Transaction is aborted due to concurrent update against table ..."
+// (reason invalidQuery; so does a write DuckDB finds in conflict); a mutating statement outside a transaction is
+// queued until the transaction mutating its table ends, then runs on what it committed.
+// Not covered: partitions and clustering (conflicts are per table, never per partition), streaming inserts, quotas
+// and the limits of the DML queue, IAM beyond one account. GoogleSQL becomes DuckDB SQL in one place
+// (bigquery_to_duckdb_sql). Lost answers come from tests/support/fault_proxy in front of it.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -52,7 +63,12 @@ class BigQueryEmulator {
   const std::filesystem::path& stranger_credentials_file() const;
   std::vector<std::vector<std::string>> query(const std::string& duckdb_sql);
   std::vector<BigQueryJobSeen> jobs() const;
-  void answer_running(bool on);               // jobs.insert answers RUNNING; the first jobs.get after it, DONE
+  void answer_running(bool on);  // jobs.insert answers RUNNING; the first jobs.get after it, DONE
+  // Statements whose text contains `containing` (case-insensitive) wait `delay` before they run (0: none do); a
+  // statement already waiting keeps its delay.
+  void slow_statements(const std::string& containing, std::chrono::milliseconds delay);
+  // The ids of the jobs inserted that have not ended (they run on after their client is gone).
+  std::vector<std::string> running_jobs() const;
   void inject(const BigQueryFaults& faults);  // replaces what was left
   BigQueryFaults faults_left() const;
 

@@ -4,12 +4,17 @@
 #include <httplib.h>
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <set>
 #include <stdexcept>
@@ -114,20 +119,56 @@ std::string databricks_to_duckdb_sql(const std::string& raw, const std::function
   return out;
 }
 
+namespace {
+
+// One statement's execution: it runs on a thread of its own, on a DuckDB session of its own, and outlives the HTTP
+// request (and the client) that submitted it, as a warehouse's statements do.
+struct DbxExecution {
+  std::string id;
+  std::string statement;
+  std::string state = "PENDING";  // then RUNNING, then SUCCEEDED or FAILED
+  std::string answer;             // the final StatementResponse, once it ended
+  bool ended() const { return state == "SUCCEEDED" || state == "FAILED"; }
+};
+
+std::string upper(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// wait_timeout as the API takes it: "0s" (answer at once) or 5 to 50 seconds.
+std::optional<int> wait_seconds(const std::string& text) {
+  static const std::regex kWait(R"(^([0-9]{1,2})s$)");
+  std::smatch m;
+  if (!std::regex_match(text, m, kWait)) return std::nullopt;
+  const int seconds = std::stoi(m[1]);
+  if (seconds != 0 && (seconds < 5 || seconds > 50)) return std::nullopt;
+  return seconds;
+}
+
+}  // namespace
+
 struct DatabricksEmulator::Impl {
   httplib::Server server;
   EmulatorDb db;
-  std::mutex& mutex = db.mutex();
-  TempDir files;                 // the volumes' bytes, under Volumes/<catalog>/<schema>/<volume>/
-  std::set<std::string> loaded;  // table|file pairs COPY INTO has loaded
+  std::mutex mutex;  // the emulator's own state below (statements run on sessions of their own)
+  std::condition_variable ended;
+  TempDir files;                  // the volumes' bytes, under Volumes/<catalog>/<schema>/<volume>/
+  std::set<std::string> loaded;   // table|file pairs whose COPY INTO committed: the tables' load history
+  std::set<std::string> copying;  // table|file pairs a COPY INTO still running is loading
   std::vector<std::pair<std::string, std::string>> loads;
   int skipped = 0;
   std::vector<DatabricksUploadSeen> uploads;
   std::vector<DatabricksStatementSeen> statements;
-  std::map<std::string, std::string> results;  // statement_id -> final StatementResponse
+  std::map<std::string, std::shared_ptr<DbxExecution>> by_id;
   std::atomic<bool> pending{false};
   int next_id = 1;
   int duplicated_copy_failures = 0;  // COPY INTOs still to refuse as overlapping a concurrent one
+  std::string slow_text;             // statements containing it (upper-case) run `slow_delay` later
+  std::chrono::milliseconds slow_delay{0};
+  Executions executions;  // last: waited for before anything above goes
+
+  using Outcome = EmulatorDb::Outcome;
 
   fs::path local(const std::string& path) const { return files.path() / path.substr(1); }
   static std::string volume_root() { return fmt::format("/Volumes/{}/{}/{}/", kCatalog, kSchema, kVolume); }
@@ -143,13 +184,85 @@ struct DatabricksEmulator::Impl {
     return false;
   }
 
+  static Outcome duplicated_files() {
+    return {false,
+            "[COPY_INTO_DUPLICATED_FILES_COPY_NOT_ALLOWED] Duplicated files were committed in a concurrent COPY INTO "
+            "operation. Please try again later. SQLSTATE: 25000",
+            {},
+            {}};
+  }
+
+  // The delay a statement starting now waits (the slow fault as it is when the statement starts).
+  std::chrono::milliseconds delay_for(const std::string& sql) {
+    std::lock_guard lock(mutex);
+    if (slow_delay.count() == 0 || upper(sql).find(slow_text) == std::string::npos) return {};
+    return slow_delay;
+  }
+
+  // Takes the files of a COPY INTO: those in the table's load history are skipped, one a running COPY INTO is loading
+  // fails the statement (Databricks' answer to overlapping COPY INTOs), the rest are this COPY INTO's until it ends.
+  Outcome claim(const std::vector<std::string>& keys, std::vector<std::string>& claimed) {
+    std::lock_guard lock(mutex);
+    for (const auto& key : keys) {
+      if (copying.contains(key)) return duplicated_files();
+    }
+    for (const auto& key : keys) {
+      if (loaded.contains(key)) {
+        ++skipped;  // loaded before: COPY INTO skips it
+      } else if (std::find(claimed.begin(), claimed.end(), key) == claimed.end()) {
+        claimed.push_back(key);
+      }
+    }
+    copying.insert(claimed.begin(), claimed.end());
+    return {};
+  }
+
+  // Ends a COPY INTO: what it loaded joins the load history only when it committed.
+  void release(const std::vector<std::string>& claimed, bool committed) {
+    std::lock_guard lock(mutex);
+    for (const auto& key : claimed) {
+      copying.erase(key);
+      if (!committed) continue;
+      loaded.insert(key);
+      const size_t bar = key.find('|');
+      loads.emplace_back(key.substr(bar + 1), key.substr(0, bar));
+    }
+  }
+
+  // Loads the claimed files (table|file keys) in one transaction: all of them or none.
+  Outcome load(EmulatorDb::Session& session, const std::vector<std::string>& claimed, const std::string& select) {
+    int64_t inserted = 0;
+    session.run("BEGIN TRANSACTION");
+    for (const auto& key : claimed) {
+      const size_t bar = key.find('|');
+      const std::string table = key.substr(0, bar), file = key.substr(bar + 1);
+      Outcome done;
+      try {
+        done = session.run(
+            fmt::format("INSERT INTO {} BY NAME SELECT {} FROM {}", table, select, read_as_text(local(file), file)));
+      } catch (const std::exception& e) {
+        done = {false, e.what(), {}, {}};
+      }
+      if (!done.ok) {
+        session.run("ROLLBACK");
+        return done;
+      }
+      inserted += done.rows.empty() ? 0 : std::stoll(done.rows[0][0].get<std::string>());
+    }
+    if (auto committed = session.run("COMMIT"); !committed.ok) return committed;
+    Outcome out;
+    out.names = {"num_affected_rows", "num_inserted_rows"};
+    out.rows = {{std::to_string(inserted), std::to_string(inserted)}};
+    return out;
+  }
+
   // COPY INTO <table> FROM (SELECT <list> FROM '<folder>') FILEFORMAT = JSON FILES = (...) FORMAT_OPTIONS (...).
-  EmulatorDb::Outcome copy_into(const std::string& sql) {
+  // A slow one holds its files for `delay` before it loads them: a COPY INTO still running at the warehouse.
+  Outcome copy_into(EmulatorDb::Session& session, const std::string& sql, std::chrono::milliseconds delay) {
     static const std::regex kCopy(
         R"(^\s*COPY\s+INTO\s+(.+?)\s+FROM\s+\(SELECT\s+(.*)\s+FROM\s+'([^']*)'\)\s+FILEFORMAT\s*=\s*JSON\s+FILES\s*=\s*\((.*?)\)\s*(.*)$)",
         std::regex::icase);
     std::smatch m;
-    EmulatorDb::Outcome out;
     if (!std::regex_match(sql, m, kCopy)) {
       return {false,
               "[PARSE_SYNTAX_ERROR] the emulator takes COPY INTO ... FROM (SELECT ... FROM '<path>') "
@@ -165,37 +278,23 @@ struct DatabricksEmulator::Impl {
       return databricks_to_duckdb_sql(text, [this](const std::string& p) { return local(p); });
     };
     const std::string table = to_duck(m[1]);
-    const std::string select = to_duck(m[2]);
     const std::string folder = m[3];
     const std::string names = m[4];
-    int64_t inserted = 0;
+    std::vector<std::string> keys;
     static const std::regex kName(R"('([^']*)')");
     for (auto it = std::sregex_iterator(names.begin(), names.end(), kName); it != std::sregex_iterator(); ++it) {
-      const std::string file = folder + "/" + (*it)[1].str();
-      const std::string key = table + "|" + file;
-      if (loaded.contains(key)) {
-        ++skipped;  // loaded before: COPY INTO skips it
-        continue;
-      }
-      std::string insert;
-      try {
-        insert =
-            fmt::format("INSERT INTO {} BY NAME SELECT {} FROM {}", table, select, read_as_text(local(file), file));
-      } catch (const std::exception& e) {
-        return {false, e.what(), {}, {}};
-      }
-      auto done = db.run(insert);
-      if (!done.ok) return done;
-      inserted += done.rows.empty() ? 0 : std::stoll(done.rows[0][0].get<std::string>());
-      loaded.insert(key);
-      loads.emplace_back(file, table);
+      keys.push_back(table + "|" + folder + "/" + (*it)[1].str());
     }
-    out.names = {"num_affected_rows", "num_inserted_rows"};
-    out.rows = {{std::to_string(inserted), std::to_string(inserted)}};
+    const std::string select = to_duck(m[2]);  // before the delay: a test may be ending meanwhile
+    std::vector<std::string> claimed;
+    if (auto taken = claim(keys, claimed); !taken.ok) return taken;
+    std::this_thread::sleep_for(delay);
+    Outcome out = load(session, claimed, select);
+    release(claimed, out.ok);
     return out;
   }
 
-  nlohmann::json failed(const std::string& id, const std::string& message, const std::string& sql_state) {
+  static nlohmann::json failed(const std::string& id, const std::string& message, const std::string& sql_state) {
     return {{"statement_id", id},
             {"status",
              {{"state", "FAILED"},
@@ -203,37 +302,7 @@ struct DatabricksEmulator::Impl {
               {"sql_state", sql_state}}}};
   }
 
-  nlohmann::json execute(const nlohmann::json& body, const std::string& id) {
-    const std::string catalog = body.value("catalog", "");
-    const std::string schema = body.value("schema", "");
-    if (!catalog.empty() && catalog != kCatalog) {
-      return failed(id, fmt::format("[NO_SUCH_CATALOG_EXCEPTION] Catalog '{}' was not found.", catalog), "42704");
-    }
-    if (!schema.empty() && schema != kSchema) {
-      return failed(id, fmt::format("[SCHEMA_NOT_FOUND] The schema `{}`.`{}` cannot be found.", kCatalog, schema),
-                    "42704");
-    }
-    const std::string sql = body.value("statement", "");
-    EmulatorDb::Outcome outcome;
-    static const std::regex kIsCopy(R"(^\s*COPY\s+INTO\b)", std::regex::icase);
-    if (std::regex_search(sql, kIsCopy) && duplicated_copy_failures > 0) {
-      // What Databricks answers a COPY INTO of files another COPY INTO (an orphan of a dead process) is loading.
-      --duplicated_copy_failures;
-      return failed(id,
-                    "[COPY_INTO_DUPLICATED_FILES_COPY_NOT_ALLOWED] Duplicated files were committed in a concurrent "
-                    "COPY INTO operation. Please try again later. SQLSTATE: 25000",
-                    "25000");
-    }
-    if (std::regex_search(sql, kIsCopy)) {
-      outcome = copy_into(sql);
-    } else {
-      try {
-        outcome = db.run(databricks_to_duckdb_sql(sql, [this](const std::string& p) { return local(p); }));
-      } catch (const std::exception& e) {
-        outcome = {false, e.what(), {}, {}};
-      }
-    }
-    if (!outcome.ok) return failed(id, outcome.error, "42000");
+  static nlohmann::json succeeded(const std::string& id, const Outcome& outcome) {
     nlohmann::json columns = nlohmann::json::array();
     for (size_t c = 0; c < outcome.names.size(); ++c) {
       columns.push_back(
@@ -252,6 +321,75 @@ struct DatabricksEmulator::Impl {
             {"result", {{"chunk_index", 0}, {"row_offset", 0}, {"row_count", rows}, {"data_array", outcome.rows}}}};
   }
 
+  // The fault that refuses the next COPY INTOs as overlapping a concurrent one; true when it takes this one.
+  bool refused_as_duplicated() {
+    std::lock_guard lock(mutex);
+    if (duplicated_copy_failures == 0) return false;
+    --duplicated_copy_failures;
+    return true;
+  }
+
+  // Any other statement, translated before its delay: the translation's static tables may be gone once the test
+  // process is exiting, while a slow statement still waits (the emulator's destructor waits for it).
+  Outcome run_translated(EmulatorDb::Session& session, const std::string& sql, std::chrono::milliseconds delay) {
+    std::string duck_sql;
+    try {
+      duck_sql = databricks_to_duckdb_sql(sql, [this](const std::string& p) { return local(p); });
+    } catch (const std::exception& e) {
+      return {false, e.what(), {}, {}};
+    }
+    std::this_thread::sleep_for(delay);
+    return session.run(duck_sql);
+  }
+
+  // Runs a statement on a session of its own; the StatementResponse it ends with.
+  nlohmann::json execute(const nlohmann::json& body, const std::string& id) {
+    const std::string catalog = body.value("catalog", "");
+    const std::string schema = body.value("schema", "");
+    if (!catalog.empty() && catalog != kCatalog) {
+      return failed(id, fmt::format("[NO_SUCH_CATALOG_EXCEPTION] Catalog '{}' was not found.", catalog), "42704");
+    }
+    if (!schema.empty() && schema != kSchema) {
+      return failed(id, fmt::format("[SCHEMA_NOT_FOUND] The schema `{}`.`{}` cannot be found.", kCatalog, schema),
+                    "42704");
+    }
+    const std::string sql = body.value("statement", "");
+    static const std::regex kIsCopy(R"(^\s*COPY\s+INTO\b)", std::regex::icase);
+    const bool copy = std::regex_search(sql, kIsCopy);
+    if (copy && refused_as_duplicated()) return failed(id, duplicated_files().error, "25000");
+    const auto delay = delay_for(sql);
+    EmulatorDb::Session session(db);
+    Outcome outcome;
+    if (copy) {
+      outcome = copy_into(session, sql, delay);
+      if (!outcome.ok && outcome.error.find("COPY_INTO_DUPLICATED_FILES") != std::string::npos) {
+        return failed(id, outcome.error, "25000");
+      }
+    } else {
+      outcome = run_translated(session, sql, delay);
+    }
+    return outcome.ok ? succeeded(id, outcome) : failed(id, outcome.error, "42000");
+  }
+
+  // The execution's thread: RUNNING, then its final answer.
+  void run(const std::shared_ptr<DbxExecution>& execution, const nlohmann::json& body) {
+    {
+      std::lock_guard lock(mutex);
+      execution->state = "RUNNING";
+    }
+    const nlohmann::json answer = execute(body, execution->id);
+    std::lock_guard lock(mutex);
+    execution->answer = answer.dump();
+    execution->state = answer["status"]["state"];
+    ended.notify_all();
+  }
+
+  // The StatementResponse as the statement is now: its final one, or its id and state while it runs.
+  static std::string current(const DbxExecution& e) {
+    if (e.ended()) return e.answer;
+    return nlohmann::json{{"statement_id", e.id}, {"status", {{"state", e.state}}}}.dump();
+  }
+
   void post_statement(const httplib::Request& req, httplib::Response& res) {
     if (!authorized(req, res)) return;
     const auto body = nlohmann::json::parse(req.body, nullptr, false);
@@ -262,27 +400,34 @@ struct DatabricksEmulator::Impl {
       return error(res, 404, "NOT_FOUND",
                    fmt::format("SQL warehouse {} does not exist.", body.value("warehouse_id", "")));
     }
-    std::lock_guard lock(mutex);
-    statements.push_back({body.value("statement", ""), req.body});
-    const std::string id = fmt::format("01ef{:04x}-0000-1000-8000-{:012x}", next_id / 65536, next_id);
-    ++next_id;
-    nlohmann::json answer = execute(body, id);
-    results[id] = answer.dump();
-    // wait_timeout 0s: asynchronous, answered at once with the id (the result comes with a GET).
-    if (pending || body.value("wait_timeout", "10s") == "0s") {
-      answer = {{"statement_id", id}, {"status", {{"state", "PENDING"}}}};
+    const auto wait = wait_seconds(body.value("wait_timeout", "10s"));
+    if (!wait) {
+      return error(res, 400, "INVALID_PARAMETER_VALUE", "wait_timeout must be 0s or between 5s and 50s");
     }
+    std::unique_lock lock(mutex);
+    statements.push_back({body.value("statement", ""), req.body});
+    auto execution = std::make_shared<DbxExecution>();
+    execution->id = fmt::format("01ef{:04x}-0000-1000-8000-{:012x}", next_id / 65536, next_id);
+    execution->statement = body.value("statement", "");
+    ++next_id;
+    by_id[execution->id] = execution;
+    executions.start([this, execution, body] { run(execution, body); });
+    // Answered when the statement ends within wait_timeout; otherwise (0s: at once) with its id and state, the
+    // statement running on (on_wait_timeout CONTINUE).
+    if (!pending) ended.wait_for(lock, std::chrono::seconds(*wait), [&] { return execution->ended(); });
     res.status = 200;
-    res.set_content(answer.dump(), "application/json");
+    res.set_content(pending ? nlohmann::json{{"statement_id", execution->id}, {"status", {{"state", "PENDING"}}}}.dump()
+                            : current(*execution),
+                    "application/json");
   }
 
   void get_statement(const httplib::Request& req, httplib::Response& res) {
     if (!authorized(req, res)) return;
     std::lock_guard lock(mutex);
-    auto found = results.find(req.matches[1]);
-    if (found == results.end()) return error(res, 404, "NOT_FOUND", "The statement was not found.");
+    auto found = by_id.find(req.matches[1]);
+    if (found == by_id.end()) return error(res, 404, "NOT_FOUND", "The statement was not found.");
     res.status = 200;
-    res.set_content(found->second, "application/json");
+    res.set_content(current(*found->second), "application/json");
   }
 
   void put_file(const httplib::Request& req, httplib::Response& res) {
@@ -358,9 +503,11 @@ DatabricksEmulator::DatabricksEmulator() : impl_(std::make_unique<Impl>()) {
   must(fmt::format("ATTACH ':memory:' AS \"{}\"", kCatalog));
   must(fmt::format("CREATE SCHEMA \"{}\".\"{}\"", kCatalog, kSchema));
   fs::create_directories(impl_->local(Impl::volume_root()));
-  must("CREATE TEMP MACRO parse_json(x) AS CAST(x AS JSON)");
+  // TEMP macros and views belong to a connection: every statement's session makes them again.
+  auto each_session = [&](const std::string& sql) { impl_->db.on_each_session(sql); };
+  each_session("CREATE TEMP MACRO parse_json(x) AS CAST(x AS JSON)");
   // information_schema.columns with Databricks' type names (full_data_type as Databricks reports it).
-  must(R"(CREATE TEMP VIEW dbx_information_schema_columns AS SELECT table_catalog, table_schema, table_name,
+  each_session(R"(CREATE TEMP VIEW dbx_information_schema_columns AS SELECT table_catalog, table_schema, table_name,
     column_name, ordinal_position, CASE WHEN data_type = 'VARCHAR' THEN 'string' WHEN data_type = 'BLOB' THEN 'binary'
     WHEN data_type = 'TIMESTAMP WITH TIME ZONE' THEN 'timestamp' WHEN data_type = 'TIMESTAMP' THEN 'timestamp_ntz'
     WHEN data_type = 'INTEGER' THEN 'int' ELSE lower(data_type) END AS full_data_type FROM information_schema.columns)");
@@ -388,6 +535,22 @@ DatabricksEmulator::DatabricksEmulator() : impl_(std::make_unique<Impl>()) {
 DatabricksEmulator::~DatabricksEmulator() {
   impl_->server.stop();
   if (thread_.joinable()) thread_.join();
+  impl_->executions.wait_all();
+}
+
+void DatabricksEmulator::slow_statements(const std::string& containing, std::chrono::milliseconds delay) {
+  std::lock_guard lock(impl_->mutex);
+  impl_->slow_text = upper(containing);
+  impl_->slow_delay = delay;
+}
+
+std::vector<std::string> DatabricksEmulator::running_statements() const {
+  std::lock_guard lock(impl_->mutex);
+  std::vector<std::string> out;
+  for (const auto& [id, execution] : impl_->by_id) {
+    if (!execution->ended()) out.push_back(execution->statement);
+  }
+  return out;
 }
 
 void DatabricksEmulator::fail_copies_as_duplicated(int n) {

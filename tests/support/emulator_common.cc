@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <stdexcept>
+#include <thread>
 
 namespace skippr::test {
 namespace {
@@ -44,10 +45,49 @@ EmulatorDb::~EmulatorDb() {
   duckdb_close(&db_);
 }
 
-EmulatorDb::Outcome EmulatorDb::run(const std::string& sql) {
-  Outcome out;
+void Executions::start(std::function<void()> work) {
+  {
+    std::lock_guard lock(mutex_);
+    ++running_;
+  }
+  std::thread([this, work = std::move(work)] {
+    work();
+    std::lock_guard lock(mutex_);
+    --running_;
+    done_.notify_all();
+  }).detach();
+}
+
+void Executions::wait_all() {
+  std::unique_lock lock(mutex_);
+  done_.wait(lock, [this] { return running_ == 0; });
+}
+
+int Executions::running() const {
+  std::lock_guard lock(mutex_);
+  return running_;
+}
+
+void TableLocks::acquire(const std::string& name, uint64_t owner) {
+  std::unique_lock lock(mutex_);
+  freed_.wait(lock, [&] {
+    auto found = held_.find(name);
+    return found == held_.end() || found->second == owner;
+  });
+  held_[name] = owner;
+}
+
+void TableLocks::release_all(uint64_t owner) {
+  std::lock_guard lock(mutex_);
+  std::erase_if(held_, [&](const auto& entry) { return entry.second == owner; });
+  freed_.notify_all();
+}
+
+namespace {
+EmulatorDb::Outcome run_on(duckdb_connection con, const std::string& sql) {
+  EmulatorDb::Outcome out;
   duckdb_result result;
-  if (duckdb_query(con_, sql.c_str(), &result) != DuckDBSuccess) {
+  if (duckdb_query(con, sql.c_str(), &result) != DuckDBSuccess) {
     out.ok = false;
     out.error = duckdb_result_error(&result);
     duckdb_destroy_result(&result);
@@ -70,6 +110,26 @@ EmulatorDb::Outcome EmulatorDb::run(const std::string& sql) {
   }
   duckdb_destroy_result(&result);
   return out;
+}
+}  // namespace
+
+EmulatorDb::Outcome EmulatorDb::run(const std::string& sql) { return run_on(con_, sql); }
+
+EmulatorDb::Session::Session(EmulatorDb& db) {
+  if (duckdb_connect(db.db_, &con_) != DuckDBSuccess) throw std::runtime_error("the emulator cannot connect to DuckDB");
+  for (const auto& sql : db.session_setup_) {
+    auto out = run(sql);
+    if (!out.ok) throw std::runtime_error("emulator session setup: " + out.error);
+  }
+}
+
+EmulatorDb::Session::~Session() { duckdb_disconnect(&con_); }
+
+EmulatorDb::Outcome EmulatorDb::Session::run(const std::string& sql) { return run_on(con_, sql); }
+
+void EmulatorDb::on_each_session(const std::string& sql) {
+  must(sql);
+  session_setup_.push_back(sql);
 }
 
 void EmulatorDb::must(const std::string& sql) {

@@ -4,6 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -13,6 +17,34 @@ struct _duckdb_database;
 struct _duckdb_connection;
 
 namespace skippr::test {
+
+// Executions that run on threads of their own and outlive the HTTP request that started them, as a warehouse's
+// statements and jobs outlive their client. The owner waits for all of them when it goes (wait_all, in its destructor,
+// before what they use is gone).
+class Executions {
+ public:
+  ~Executions() { wait_all(); }
+  void start(std::function<void()> work);
+  void wait_all();
+  int running() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable done_;
+  int running_ = 0;
+};
+
+// Named locks held by an owner until it lets all of them go (a table lock held to the end of a transaction).
+class TableLocks {
+ public:
+  void acquire(const std::string& name, uint64_t owner);
+  void release_all(uint64_t owner);
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable freed_;
+  std::map<std::string, uint64_t> held_;
+};
 
 class EmulatorDb {
  public:
@@ -27,17 +59,34 @@ class EmulatorDb {
     std::vector<std::string> names;
     std::vector<std::vector<nlohmann::json>> rows;  // text or null
   };
+  // A connection of its own on the same database: the transactions of two sessions run side by side under DuckDB's
+  // snapshot isolation (a row two open transactions update: the second fails with a conflict).
+  class Session {
+   public:
+    explicit Session(EmulatorDb& db);
+    ~Session();
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+    Outcome run(const std::string& sql);
+
+   private:
+    _duckdb_connection* con_ = nullptr;
+  };
+  // On the emulator's own connection (one caller at a time: take mutex()).
   Outcome run(const std::string& sql);
   // Throws with the error when `sql` fails (setup statements).
   void must(const std::string& sql);
+  // A statement every connection runs first (TEMP macros and views are per connection); run here at once.
+  void on_each_session(const std::string& sql);
   // Rows of text ("NULL" for null), under the lock, as a reader of the emulated warehouse sees them; throws on error.
   std::vector<std::vector<std::string>> text_rows(const std::string& sql);
-  std::mutex& mutex() { return mutex_; }  // one request at a time, as one session would run them
+  std::mutex& mutex() { return mutex_; }  // one request at a time on the emulator's own connection
 
  private:
   _duckdb_database* db_ = nullptr;
   _duckdb_connection* con_ = nullptr;
   std::mutex mutex_;
+  std::vector<std::string> session_setup_;
 };
 
 // The JWT's claims when its header says RS256 and its signature verifies with `public_key_pem`; nullopt otherwise.

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <condition_variable>
 #include <ctime>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -71,25 +72,45 @@ std::string to_duckdb_sql(const std::string& snowflake_sql) {
   return out;
 }
 
+// One request's execution: it runs on a thread of its own, on a session of its own, and outlives the HTTP request
+// (and the client) that started it.
+struct SfExecution {
+  std::string handle, request_id;
+  bool done = false;
+  int status = 0;
+  std::string answer;  // the body once done
+};
+
 struct SnowflakeEmulator::Impl {
   SnowflakeEmulatorOptions options;
   httplib::Server server;
   EmulatorDb db;
-  std::mutex& mutex = db.mutex();
+  std::mutex mutex;  // the emulator's own state below (the database has its own sessions)
+  std::condition_variable finished;
   std::string fingerprint;
-  std::map<std::string, std::pair<int, std::string>> by_request_id;  // the first execution's answer
-  std::map<std::string, std::string> results;                        // handle -> 200 body
+  std::map<std::string, std::shared_ptr<SfExecution>> by_request_id;  // requests of at most 1 MB of SQL text
+  std::map<std::string, std::shared_ptr<SfExecution>> by_handle;
   std::vector<SnowflakeRequestSeen> seen;
   std::atomic<bool> async{false};
+  std::atomic<int> answer_within_ms{45000};
+  std::string slow_text;  // statements containing it (upper-case) wait slow_ms before they run
+  std::atomic<int> slow_ms{0};
+  int slow_times = -1;  // how many more statements are slowed (-1: all)
   int next_handle = 1;
   std::map<std::string, std::function<std::optional<std::string>(const std::string&)>> stages;  // upper-case names
   std::set<std::string> loaded;  // TABLE|stage/path/file COPY INTO has loaded (committed)
   std::vector<std::pair<std::string, std::string>> loads;
   int skipped = 0;
+  std::atomic<int> staged_count{0};
   TempDir staged_files;
+  TableLocks locks;
+  std::atomic<uint64_t> next_owner{1};
+  Executions executions;  // last: waited for before anything above goes
+
+  using Outcome = EmulatorDb::Outcome;
 
   // COPY INTO from a registered stage; `new_loads` collects what this request loaded (kept once it commits).
-  EmulatorDb::Outcome copy_into(const std::string& sql, std::set<std::string>& new_loads) {
+  Outcome copy_into(EmulatorDb::Session& session, const std::string& sql, std::set<std::string>& new_loads) {
     static const std::regex kCopy(
         R"(^\s*COPY\s+INTO\s+(.+?)\s*\(([^)]*)\)\s+FROM\s+\(SELECT\s+(.*)\s+FROM\s+@([^/\s]+)/([^\s)]*)\)\s+FILES\s*=\s*\((.*?)\)\s+FILE_FORMAT\s*=\s*\(\s*TYPE\s*=\s*JSON\s*\)\s*(FORCE\s*=\s*TRUE)?\s*$)",
         std::regex::icase);
@@ -103,8 +124,13 @@ struct SnowflakeEmulator::Impl {
     }
     const std::string table = m[1], columns = m[2], stage = upper(m[4]), path = m[5];
     const bool force = m[7].matched;
-    auto found = stages.find(stage);
-    if (found == stages.end()) {
+    std::function<std::optional<std::string>(const std::string&)> fetch;
+    {
+      std::lock_guard lock(mutex);
+      auto found = stages.find(stage);
+      if (found != stages.end()) fetch = found->second;
+    }
+    if (!fetch) {
       return {
           false, fmt::format("SQL compilation error:\nStage '{}' does not exist or not authorized.", stage), {}, {}};
     }
@@ -119,36 +145,38 @@ struct SnowflakeEmulator::Impl {
     for (auto it = std::sregex_iterator(names.begin(), names.end(), kName); it != std::sregex_iterator(); ++it) {
       const std::string file = stage + "/" + path + (*it)[1].str();
       const std::string key = upper(target) + "|" + file;
-      if (!force && (loaded.contains(key) || new_loads.contains(key))) {
-        ++skipped;  // in the table's load history: COPY INTO skips it
-        continue;
+      {
+        std::lock_guard lock(mutex);
+        if (!force && (loaded.contains(key) || new_loads.contains(key))) {
+          ++skipped;  // in the table's load history: COPY INTO skips it
+          continue;
+        }
       }
-      auto bytes = found->second(path + (*it)[1].str());
+      auto bytes = fetch(path + (*it)[1].str());
       if (!bytes) return {false, fmt::format("Remote file '{}' was not found.", file), {}, {}};
-      const auto local = staged_files / fmt::format("{}.json", loads.size() + new_loads.size());
+      const auto local = staged_files / fmt::format("{}.json", staged_count++);
       write_text(local, *bytes);
-      auto done = run(fmt::format("INSERT INTO {} ({}) SELECT {} FROM (SELECT json AS j FROM read_ndjson_objects({}))",
+      auto done =
+          session.run(fmt::format("INSERT INTO {} ({}) SELECT {} FROM (SELECT json AS j FROM read_ndjson_objects({}))",
                                   target, to_duckdb_sql(columns), select, duckdb_quoted(local.string(), '\'')));
       std::filesystem::remove(local);
       if (!done.ok) return done;
       inserted += done.rows.empty() ? 0 : std::stoll(done.rows[0][0].get<std::string>());
       new_loads.insert(key);
+      std::lock_guard lock(mutex);
       loads.emplace_back(file, target);
     }
-    EmulatorDb::Outcome out;
+    Outcome out;
     out.names = {"file", "status", "rows_loaded"};
     out.rows = {{names, "LOADED", std::to_string(inserted)}};
     return out;
   }
 
-  using Outcome = EmulatorDb::Outcome;
-  Outcome run(const std::string& sql) { return db.run(sql); }
-
   static nlohmann::json error_body(const std::string& code, const std::string& message, const std::string& handle) {
     return {{"code", code}, {"message", message}, {"sqlState", "42000"}, {"statementHandle", handle}};
   }
 
-  std::string handle() {
+  std::string handle() {  // under mutex
     const int n = next_handle++;
     return fmt::format("01b2c3d4-0000-{:04x}-0000-{:012x}", n / 65536, n);
   }
@@ -169,9 +197,20 @@ struct SnowflakeEmulator::Impl {
            exp.get<int64_t>() - claims->value("iat", int64_t{0}) <= 3600;
   }
 
-  // Executes the request's statements; the status and body Snowflake would answer.
-  std::pair<int, nlohmann::json> execute(const nlohmann::json& body, const std::string& request_id) {
-    const std::string h = handle();
+  // The table an UPDATE, DELETE or MERGE locks (Snowflake: such statements on one table wait for each other, to the
+  // end of the transaction that ran them); empty for any other statement. Names are compared as written.
+  static std::string locked_table(const std::string& statement) {
+    static const std::regex kLocking(R"(^\s*(?:UPDATE|DELETE\s+FROM|MERGE\s+INTO)\s+((?:"(?:[^"]|"")*"|[^\s"(])+))",
+                                     std::regex::icase);
+    std::smatch m;
+    return std::regex_search(statement, m, kLocking) ? m[1].str() : std::string();
+  }
+
+  // Runs the request's statements on a session of its own; the status and body Snowflake would answer. Transactions
+  // are READ COMMITTED as far as this emulator can: a transaction's DuckDB snapshot is taken at its first statement,
+  // after any table lock that statement waits for, so what the lock's earlier holder committed is visible to it.
+  std::pair<int, nlohmann::json> execute(const nlohmann::json& body, const std::string& request_id,
+                                         const std::string& h) {
     const std::string database = body.value("database", "");
     if (body.value("warehouse", "") != options.warehouse) {
       return {422, error_body("000606",
@@ -197,30 +236,62 @@ struct SnowflakeEmulator::Impl {
                                           statements.size(), wanted),
                               h)};
     }
-    run(fmt::format("USE \"{}\".\"{}\"", database, body.value("schema", "PUBLIC")));
+    EmulatorDb::Session session(db);
+    const uint64_t owner = next_owner++;
+    session.run(fmt::format("USE \"{}\".\"{}\"", database, body.value("schema", "PUBLIC")));
     Outcome last;
     std::vector<std::string> handles;
-    bool in_transaction = false;
+    bool in_transaction = false, snapshot_taken = false;
     std::set<std::string> new_loads;
+    auto end_transaction = [&](const char* how) {
+      if (snapshot_taken) session.run(how);
+      locks.release_all(owner);
+      in_transaction = snapshot_taken = false;
+    };
     for (const auto& statement : statements) {
       // Snowflake's limit on the text of one statement.
       if (statement.size() > (1u << 20)) {
-        if (in_transaction) run("ROLLBACK");
+        end_transaction("ROLLBACK");
         return {422, error_body("001003", "SQL compilation error: statement is too large (over 1 MB of text)", h)};
       }
       const std::string word = upper(statement.substr(statement.find_first_not_of(" \n\t"), 6));
-      last = word.starts_with("COPY") ? copy_into(statement, new_loads) : run(to_duckdb_sql(statement));
+      if (word.starts_with("BEGIN")) {
+        in_transaction = true;
+      } else if (word.starts_with("COMMIT")) {
+        if (snapshot_taken) last = session.run("COMMIT");
+        end_transaction("ROLLBACK");  // after a COMMIT: only the locks go
+      } else {
+        if (const std::string table = locked_table(statement); !table.empty()) locks.acquire(table, owner);
+        if (in_transaction && !snapshot_taken) {
+          session.run("BEGIN TRANSACTION");
+          snapshot_taken = true;
+        }
+        last =
+            word.starts_with("COPY") ? copy_into(session, statement, new_loads) : session.run(to_duckdb_sql(statement));
+        // A slow statement: it has run (on what was committed when it began) and holds its transaction's locks for
+        // `slow_ms` more, as one that executes that long would.
+        if (slow_ms > 0 && last.ok) {
+          bool slow;
+          {
+            std::lock_guard lock(mutex);
+            slow = slow_times != 0 && upper(statement).find(slow_text) != std::string::npos;
+            if (slow && slow_times > 0) --slow_times;
+          }
+          if (slow) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms.load()));
+        }
+        if (!in_transaction) locks.release_all(owner);
+      }
       if (!last.ok) {
-        if (in_transaction) run("ROLLBACK");
+        end_transaction("ROLLBACK");
         return {422, error_body("002003", "SQL compilation error:\n" + last.error, h)};
       }
-      if (word.starts_with("BEGIN")) in_transaction = true;
-      if (word.starts_with("COMMIT")) in_transaction = false;
+      std::lock_guard lock(mutex);
       handles.push_back(handle());
     }
     if (in_transaction) {
-      run("ROLLBACK");  // a request that leaves its transaction open: Snowflake rolls it back
+      end_transaction("ROLLBACK");  // a request that leaves its transaction open: Snowflake rolls it back
     } else {
+      std::lock_guard lock(mutex);
       loaded.insert(new_loads.begin(), new_loads.end());
     }
     nlohmann::json answer = {{"code", "090001"},
@@ -246,8 +317,22 @@ struct SnowflakeEmulator::Impl {
                                      {"partitionInfo", {{{"rowCount", last.rows.size()}}}}};
       answer["data"] = last.rows;
     }
-    results[h] = answer.dump();
     return {200, answer};
+  }
+
+  static std::string still_running(const SfExecution& e) {
+    return nlohmann::json{{"code", "333334"},
+                          {"message",
+                           "Asynchronous execution in progress. Use provided query id to perform query monitoring and "
+                           "management."},
+                          {"statementHandle", e.handle},
+                          {"statementStatusUrl", "/api/v2/statements/" + e.handle + "?requestId=" + e.request_id}}
+        .dump();
+  }
+
+  void answer(const SfExecution& e, httplib::Response& res) {  // under mutex
+    res.status = e.done ? e.status : 202;
+    res.set_content(e.done ? e.answer : still_running(e), "application/json");
   }
 
   void post(const httplib::Request& req, httplib::Response& res) {
@@ -258,37 +343,43 @@ struct SnowflakeEmulator::Impl {
     }
     const std::string request_id = req.get_param_value("requestId");
     const bool retry = req.get_param_value("retry") == "true";
-    const auto body = nlohmann::json::parse(req.body, nullptr, false);
+    auto body = nlohmann::json::parse(req.body, nullptr, false);
     if (!body.is_object() || !body.contains("statement")) {
       res.status = 400;
       res.set_content(R"({"code":"391902","message":"Unsupported Accept header or request body."})",
                       "application/json");
       return;
     }
-    std::lock_guard lock(mutex);
+    // Snowflake keeps a request's text for matching its requestId up to 1 MB only: a larger one resent runs again.
+    const bool remembered = !request_id.empty() && body.value("statement", "").size() <= (1u << 20);
+    std::unique_lock lock(mutex);
     std::map<std::string, std::string> headers;
     for (const auto& [name, value] : req.headers) headers[name] = name == "Authorization" ? value.substr(0, 7) : value;
     seen.push_back({request_id, retry, false, body.value("statement", ""), req.body, headers});
-    auto earlier = by_request_id.find(request_id);
-    if (retry && !request_id.empty() && earlier != by_request_id.end()) {
-      res.status = earlier->second.first;
-      res.set_content(earlier->second.second, "application/json");
-      return;
+    std::shared_ptr<SfExecution> execution;
+    if (auto earlier = by_request_id.find(request_id); retry && remembered && earlier != by_request_id.end()) {
+      execution = earlier->second;  // answered from that execution, finished or still running
+    } else {
+      seen.back().executed = true;
+      execution = std::make_shared<SfExecution>();
+      execution->handle = handle();
+      execution->request_id = request_id;
+      by_handle[execution->handle] = execution;
+      if (remembered) by_request_id[request_id] = execution;
+      executions.start([this, execution, body = std::move(body)] {
+        auto [status, answer] = execute(body, execution->request_id, execution->handle);
+        std::lock_guard done_lock(mutex);
+        execution->status = status;
+        execution->answer = answer.dump();
+        execution->done = true;
+        finished.notify_all();
+      });
     }
-    seen.back().executed = true;
-    auto [status, answer] = execute(body, request_id);
-    if (status == 200 && (async || req.get_param_value("async") == "true")) {
-      status = 202;
-      answer = {{"code", "333334"},
-                {"message",
-                 "Asynchronous execution in progress. Use provided query id to perform query monitoring and "
-                 "management."},
-                {"statementHandle", answer["statementHandle"]},
-                {"statementStatusUrl", answer["statementStatusUrl"]}};
+    // Snowflake answers 202 when the statement has not finished within 45 s (or at once when asked to).
+    if (!async && req.get_param_value("async") != "true") {
+      finished.wait_for(lock, std::chrono::milliseconds(answer_within_ms.load()), [&] { return execution->done; });
     }
-    if (!request_id.empty()) by_request_id[request_id] = {status, answer.dump()};
-    res.status = status;
-    res.set_content(answer.dump(), "application/json");
+    answer(*execution, res);
   }
 
   void get(const httplib::Request& req, httplib::Response& res) {
@@ -298,14 +389,13 @@ struct SnowflakeEmulator::Impl {
       return;
     }
     std::lock_guard lock(mutex);
-    auto found = results.find(req.matches[1]);
-    if (found == results.end()) {
+    auto found = by_handle.find(req.matches[1]);
+    if (found == by_handle.end()) {
       res.status = 404;
       res.set_content(R"({"code":"333333","message":"Statement not found."})", "application/json");
       return;
     }
-    res.status = 200;
-    res.set_content(found->second, "application/json");
+    answer(*found->second, res);
   }
 };
 
@@ -318,10 +408,12 @@ SnowflakeEmulator::SnowflakeEmulator(SnowflakeEmulatorOptions options) : impl_(s
     must(fmt::format("ATTACH ':memory:' AS \"{}\"", database));
     must(fmt::format("CREATE SCHEMA \"{}\".\"PUBLIC\"", database));
   }
-  must("CREATE TEMP MACRO parse_json(x) AS CAST(x AS JSON)");
-  must("CREATE TEMP MACRO to_binary(x, f) AS CASE WHEN upper(f) = 'BASE64' THEN from_base64(x) ELSE unhex(x) END");
+  auto each_session = [&](const std::string& sql) { impl_->db.on_each_session(sql); };
+  each_session("CREATE TEMP MACRO parse_json(x) AS CAST(x AS JSON)");
+  each_session(
+      "CREATE TEMP MACRO to_binary(x, f) AS CASE WHEN upper(f) = 'BASE64' THEN from_base64(x) ELSE unhex(x) END");
   // information_schema.columns with Snowflake's names for the types (data_type as Snowflake reports it).
-  must(R"(CREATE TEMP VIEW sf_information_schema_columns AS SELECT table_catalog, table_schema, table_name,
+  each_session(R"(CREATE TEMP VIEW sf_information_schema_columns AS SELECT table_catalog, table_schema, table_name,
     column_name, ordinal_position, CASE WHEN data_type LIKE 'DECIMAL%' OR data_type IN ('BIGINT', 'INTEGER')
     THEN 'NUMBER' WHEN data_type = 'DOUBLE' THEN 'FLOAT' WHEN data_type = 'VARCHAR' THEN 'TEXT' WHEN data_type =
     'TIMESTAMP' THEN 'TIMESTAMP_NTZ' WHEN data_type = 'TIMESTAMP WITH TIME ZONE' THEN 'TIMESTAMP_LTZ' WHEN data_type
@@ -339,7 +431,23 @@ SnowflakeEmulator::SnowflakeEmulator(SnowflakeEmulatorOptions options) : impl_(s
 SnowflakeEmulator::~SnowflakeEmulator() {
   impl_->server.stop();
   if (thread_.joinable()) thread_.join();
+  impl_->executions.wait_all();
 }
+
+void SnowflakeEmulator::answer_within(std::chrono::milliseconds wait) {
+  impl_->answer_within_ms = static_cast<int>(wait.count());
+}
+
+void SnowflakeEmulator::slow_statements(const std::string& containing, std::chrono::milliseconds delay, int times) {
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->slow_text = upper(containing);
+    impl_->slow_times = times;
+  }
+  impl_->slow_ms = static_cast<int>(delay.count());
+}
+
+int SnowflakeEmulator::running_executions() const { return impl_->executions.running(); }
 
 void SnowflakeEmulator::answer_async(bool on) { impl_->async = on; }
 
@@ -360,7 +468,16 @@ int SnowflakeEmulator::skipped_loads() const {
 }
 
 std::vector<std::vector<std::string>> SnowflakeEmulator::query(const std::string& duckdb_sql) {
-  return impl_->db.text_rows(duckdb_sql);
+  EmulatorDb::Session session(impl_->db);
+  auto out = session.run(duckdb_sql);
+  if (!out.ok) throw std::runtime_error("emulator query: " + out.error);
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& row : out.rows) {
+    std::vector<std::string> values;
+    for (const auto& v : row) values.push_back(v.is_null() ? "NULL" : v.get<std::string>());
+    rows.push_back(std::move(values));
+  }
+  return rows;
 }
 
 std::vector<SnowflakeRequestSeen> SnowflakeEmulator::requests() const {

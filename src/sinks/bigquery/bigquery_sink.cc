@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <chrono>
 #include <map>
+#include <thread>
 
 #include "clients/bigquery/bigquery_client.h"
 #include "core/failpoint.h"
@@ -11,6 +13,7 @@
 #include "sinks/batch_ledger.h"
 #include "sinks/change_fields.h"
 #include "sinks/conform_batch.h"
+#include "sinks/destination_fence.h"
 #include "sinks/merge_sql.h"
 #include "sinks/per_batch_sink.h"
 #include "sinks/schema_evolution.h"
@@ -24,12 +27,19 @@ namespace {
 constexpr int kJobAttempts = 4;
 constexpr int kJobIds = 256;
 
+// BigQuery cancels a transaction that mutates a table another transaction mutates ("Transaction is aborted due to
+// concurrent update against table ..."), and once refused conflicting DML outside one ("Could not serialize access
+// to table ... due to concurrent update"), both as invalidQuery: the statement was right, a later attempt runs.
+bool concurrent_update(std::string_view message) { return message.find("concurrent update") != std::string::npos; }
+
 // errorResult reasons that a later attempt may not meet (BigQuery's own troubles, a concurrent transaction).
 bool transient_job_error(const std::string& error) {
   // `error` is "<reason>: <message>" (job_error).
-  return bigquery_transient_reason(std::string_view(error).substr(0, error.find(':'))) ||
-         error.find("concurrent update") != std::string::npos;
+  return bigquery_transient_reason(std::string_view(error).substr(0, error.find(':'))) || concurrent_update(error);
 }
+
+// How often a statement on the fence is sent again after a concurrent-update answer before the run waits (exit 75).
+constexpr int kFenceAttempts = 8;
 constexpr std::string_view kTokenType = "BIGNUMERIC";
 
 std::string bq_new_column_type(Type type) {
@@ -96,18 +106,27 @@ class BigQuerySink final : public PerBatchSink {
         dataset_(std::move(dataset)),
         table_(std::move(table)),
         pipeline_(std::move(pipeline)),
-        merge_key_(std::move(merge_key)) {}
+        merge_key_(std::move(merge_key)),
+        target_(qualified(table_)),
+        ledger_{bq_quote_identifier(project_) + "." + bq_quote_identifier(dataset_) + ".",
+                "",
+                bq_quote_literal,
+                "STRING",
+                "INT64",
+                bq_quote_identifier},
+        fence_(FenceSql{ledger_, target_, pipeline_}, fence_client(), where()) {}
 
   Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
   bool keeps_ledger() const override { return true; }
   Status open() override;
   Result<std::optional<LedgerTip>> ledger_tip() override;
+  Status take_over(std::string_view lineage) override;
 
  private:
   std::string qualified(std::string_view table) const {
     return bq_quote_identifier(fmt::format("{}.{}.{}", project_, dataset_, table));
   }
-  std::string target() const { return qualified(table_); }
+  const std::string& target() const { return target_; }
   bool merging() const { return !merge_key_.empty(); }
   MergeSql merge_sql(const std::string& stage) const {
     return {target(),
@@ -121,13 +140,16 @@ class BigQuerySink final : public PerBatchSink {
             /*qualify_needs_where=*/true};
   }
   std::string where() const { return fmt::format("{}: table {}.{}", client_.where(), dataset_, table_); }
-  LedgerDialect ledger() const {
-    return {bq_quote_identifier(project_) + "." + bq_quote_identifier(dataset_) + ".",
-            "",
-            bq_quote_literal,
-            "STRING",
-            "INT64",
-            bq_quote_identifier};
+  const LedgerDialect& ledger() const { return ledger_; }
+  const FenceSql& fence() const { return fence_.sql(); }
+  Status fence_dml(const std::string& sql);
+  FenceClient fence_client() {
+    return {[this](const std::string& sql) -> Result<SqlRows> {
+              auto done = client_.query(sql);
+              if (!done) return std::unexpected(done.error());
+              return std::move(done->rows);
+            },
+            [this](const std::string& sql) { return fence_dml(sql); }};
   }
   std::string not_landed(const BatchId& id) const {
     return fmt::format("NOT EXISTS ({})", ledger_has_sql(ledger(), target(), id));
@@ -151,6 +173,9 @@ class BigQuerySink final : public PerBatchSink {
   BigQueryClient client_;
   std::string project_, dataset_, table_, pipeline_;
   std::vector<std::string> merge_key_;  // merge_by_key's primary key; empty: append
+  std::string target_;                  // `project.dataset.table`
+  LedgerDialect ledger_;
+  DestinationFence fence_;
   bool opened_ = false;
   bool stages_checked_ = false;  // drop_stages_left_behind ran in this process
   std::vector<TableColumn> columns_;
@@ -165,6 +190,8 @@ Status BigQuerySink::open() {
       "CURRENT_TIMESTAMP())",
       ledger().schema_prefix, bq_quote_identifier(kLedgerTable)));
   if (!ledger_table) return std::unexpected(ledger_table.error());
+  auto fence_table = client_.query(fence().create());
+  if (!fence_table) return std::unexpected(fence_table.error());
   SKIPPR_TRY(describe());
   opened_ = true;
   return ok();
@@ -219,9 +246,38 @@ Status BigQuerySink::describe() {
 
 Result<std::optional<LedgerTip>> BigQuerySink::ledger_tip() {
   SKIPPR_TRY(open());
+  // After a takeover, every stage of another lineage is dead: a load job of a killed process may have made one after
+  // the run that followed it looked (jobs outlive their client), and no batch of that lineage lands any more.
+  if (!fence_.held().empty()) SKIPPR_TRY(drop_stages_left_behind(BatchId{pipeline_, 0, 0, fence_.held()}));
   auto rows = client_.query(ledger_tip_sql(ledger(), target(), pipeline_));
   if (!rows) return fail(rows.error().kind, fmt::format("reading the ledger of {}: {}", where(), rows.error().message));
   return ledger_tip_of(rows->rows);
+}
+
+// A job of a killed process runs on, and commits, in BigQuery: the fence row goes to `lineage` before the ledger tip
+// is read (sinks/destination_fence.h). The UPDATE runs outside a transaction, so BigQuery queues it behind every
+// landing transaction still running on the fence instead of cancelling either; once it has run, a landing of an
+// earlier lineage writes nothing, and the tip read next is final.
+Status BigQuerySink::take_over(std::string_view lineage) {
+  SKIPPR_TRY(open());
+  return fence_.take(lineage);
+}
+
+// A statement on the fence outside a transaction. Should BigQuery answer a concurrent update instead of queueing it,
+// it is sent again after a pause: it changes nothing the second time that the first did not.
+Status BigQuerySink::fence_dml(const std::string& sql) {
+  double pause = 0.5;
+  for (int attempt = 1;; ++attempt) {
+    auto done = client_.query(sql);
+    if (done) return ok();
+    if (!concurrent_update(done.error().message)) return std::unexpected(done.error());
+    if (attempt == kFenceAttempts) {
+      return fail(ErrorKind::kUnavailable,
+                  fmt::format("{}: the fence of the table stays busy: {}", where(), done.error().message));
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(pause));
+    pause = std::min(pause * 2, 8.0);
+  }
 }
 
 Status BigQuerySink::prepare_table(const Batch& batch) {
@@ -257,6 +313,8 @@ Status BigQuerySink::run_attempts(std::string_view kind, const std::string& key,
     if (!done) return std::unexpected(done.error());
     if (*done) return ok();
     if (!existed && ++failed_here >= kJobAttempts) break;  // ids spent by earlier runs do not count here
+    // A transaction cancelled for a concurrent one: the next attempt waits a moment for that one to end.
+    if (!existed && concurrent_update(error)) std::this_thread::sleep_for(std::chrono::milliseconds(500 * failed_here));
   }
   return fail(transient_job_error(error) ? ErrorKind::kUnavailable : ErrorKind::kConfig,
               fmt::format("{}: the {} job of a batch failed {} times: {}", where(), kind, failed_here, error));
@@ -280,6 +338,7 @@ Result<WriteOutcome> BigQuerySink::land(const BatchToLand& item) {
       return WriteOutcome::kAlreadyApplied;
     }
   }
+  SKIPPR_TRY(fence_.hold(item.id, ledger()));
   SKIPPR_TRY(prepare_table(item.batch));
   auto conformed = conform_batch(item.batch, columns_, bq_column_rules(), where());
   if (!conformed) return std::unexpected(conformed.error());
@@ -325,21 +384,27 @@ Result<WriteOutcome> BigQuerySink::land(const BatchToLand& item) {
     auto made = client_.query(tombstones_create_sql(merge_sql(stage)));
     if (!made) return std::unexpected(made.error());
   }
+  // Every write is conditional on the fence, and the first statement takes the fence row (batches from before
+  // lineages carry none): a transaction of a lineage that was taken over writes nothing.
+  const bool fenced = !item.id.lineage.empty();
+  const std::string held = fenced ? fence().held(item.id.lineage) : "";
   std::vector<std::string> statements = {"BEGIN TRANSACTION"};
+  if (fenced) statements.push_back(fence().hold(item.id.lineage));
   if (rows.rows > 0 && merging()) {
     // Replaying the MERGE changes nothing (every write is conditional on the order token): no ledger guard needed.
     for (auto& sql : merge_apply_sql(rows, item.id, merge_sql(stage), has_deletes(rows)))
       statements.push_back(std::move(sql));
   } else if (rows.rows > 0) {
-    statements.push_back(fmt::format("INSERT INTO {} ({}) SELECT {} FROM {} WHERE {}", target(), fmt::join(names, ", "),
-                                     fmt::join(names, ", "), qualified(stage), not_landed(item.id)));
+    statements.push_back(fmt::format("INSERT INTO {} ({}) SELECT {} FROM {} WHERE {}{}{}", target(),
+                                     fmt::join(names, ", "), fmt::join(names, ", "), qualified(stage),
+                                     not_landed(item.id), fenced ? " AND " : "", held));
   }
   for (auto& sql : rejects_insert_sql(qualified(table_ + std::string(kRejectedSuffix)), item.id.str(), rejected,
                                       bq_quote_literal, bq_quote_identifier)) {
     statements.push_back(std::move(sql));
   }
   statements.push_back(
-      ledger_insert_unless_landed_sql(ledger(), target(), item.id, item.batch.rows, item.position_after));
+      ledger_insert_unless_landed_sql(ledger(), target(), item.id, item.batch.rows, item.position_after, held));
   statements.push_back("COMMIT TRANSACTION");
   const std::string script = fmt::format("{};", fmt::join(statements, ";\n"));
   failpoint::hit(failpoint::kSinkInTransaction);
@@ -347,6 +412,12 @@ Result<WriteOutcome> BigQuerySink::land(const BatchToLand& item) {
     return client_.run_query_job(job_id, script, error, existed);
   }));
   failpoint::hit(failpoint::kSinkAfterCommit);
+  if (fenced) {
+    // The job succeeded with the fence lost (taken over while this process ran): it wrote nothing.
+    auto landed = client_.query(ledger_has_sql(ledger(), target(), item.id));
+    if (!landed) return std::unexpected(landed.error());
+    if (landed->rows.empty()) return std::unexpected(fence_.fenced_out(item.id.lineage).error());
+  }
   if (rows.rows > 0) {
     auto dropped = client_.query(fmt::format("DROP TABLE IF EXISTS {}", qualified(stage)));
     if (!dropped) return std::unexpected(dropped.error());

@@ -218,6 +218,8 @@ Status DatabricksSink::finish_pending() {
 
 Result<std::optional<LedgerTip>> DatabricksSink::ledger_tip() {
   SKIPPR_TRY(open());
+  // A landing of a killed process still executing makes this transient (a COPY INTO of the same file is refused
+  // meanwhile): the engine asks again, and the tip is read once every landing that process committed is finished.
   SKIPPR_TRY(finish_pending());
   auto rows = client_.execute(ledger_tip_sql(ledger(), target(), pipeline_));
   if (!rows) return fail(rows.error().kind, fmt::format("reading the ledger of {}: {}", where(), rows.error().message));

@@ -22,6 +22,7 @@
 #include "sinks/batch_ledger.h"
 #include "sinks/change_fields.h"
 #include "sinks/conform_batch.h"
+#include "sinks/destination_fence.h"
 #include "sinks/merge_sql.h"
 #include "sinks/object_sink.h"
 #include "sinks/per_batch_sink.h"
@@ -74,7 +75,8 @@ class SnowflakeSink final : public PerBatchSink {
         table_(std::move(table)),
         pipeline_(std::move(pipeline)),
         merge_key_(std::move(merge_key)),
-        stage_(std::move(stage)) {}
+        stage_(std::move(stage)),
+        fence_(FenceSql{ledger(), target(), pipeline_}, fence_client(), where()) {}
 
   Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
   bool keeps_ledger() const override { return true; }
@@ -84,6 +86,7 @@ class SnowflakeSink final : public PerBatchSink {
   Result<std::vector<BatchLanded>> write_group(std::span<const BatchToLand> group) override;
   Status open() override;
   Result<std::optional<LedgerTip>> ledger_tip() override;
+  Status take_over(std::string_view lineage) override;
 
  private:
   std::string prefix() const { return sf_quote_identifier(database_) + "." + sf_quote_identifier(schema_) + "."; }
@@ -93,10 +96,25 @@ class SnowflakeSink final : public PerBatchSink {
   bool merging() const { return !merge_key_.empty(); }
   std::string where() const { return fmt::format("{}: table {}.{}.{}", client_.where(), database_, schema_, table_); }
   LedgerDialect ledger() const { return {prefix(), "", sf_quote_literal, "VARCHAR", "NUMBER(20,0)"}; }
-  // The ledger's own condition: the batch is not there yet (every write of the transaction carries it).
-  std::string not_landed(const BatchId& id) const {
-    return fmt::format("NOT EXISTS ({})", ledger_has_sql(ledger(), target(), id));
+  const FenceSql& fence() const { return fence_.sql(); }
+  FenceClient fence_client() {
+    return {[this](const std::string& sql) -> Result<SqlRows> {
+              auto done = client_.query(sql);
+              if (!done) return std::unexpected(done.error());
+              return std::move(done->rows);
+            },
+            [this](const std::string& sql) -> Status {
+              SKIPPR_TRY(client_.query(sql));
+              return ok();
+            }};
   }
+  // The condition every write of a batch's transaction carries: the batch is not in the ledger yet, and its lineage
+  // still holds the fence (a batch of the legacy empty lineage is not fenced).
+  std::string not_landed(const BatchId& id) const {
+    const std::string fresh = fmt::format("NOT EXISTS ({})", ledger_has_sql(ledger(), target(), id));
+    return id.lineage.empty() ? fresh : fresh + " AND " + fence().held(id.lineage);
+  }
+
   Status describe();
   Status prepare_table(const Batch& batch);
   Result<bool> ledger_has(const BatchId& id);
@@ -120,17 +138,23 @@ class SnowflakeSink final : public PerBatchSink {
   std::vector<std::string> insert_statements(const Batch& rows, const std::string& into,
                                              const std::vector<TableColumn>& columns, const std::string& condition,
                                              bool row_numbers) const;
-  // The staging table's columns: the batch's fields in the target's types (the change fields as text), then the row
-  // numbers.
-  std::vector<TableColumn> merge_stage_columns(const Batch& rows) const {
+  // A staging table's columns: the batch's fields in the target's types (merge_by_key's change fields as text), then
+  // the row numbers when asked.
+  std::vector<TableColumn> stage_columns(const Batch& rows, bool row_numbers) const {
     std::vector<TableColumn> stage;
     for (const Field& field : rows.schema.fields) {
       const TableColumn* column =
-          is_change_field(field.name) ? nullptr : find_column(columns_, field.name, sf_column_rules());
+          merging() && is_change_field(field.name) ? nullptr : find_column(columns_, field.name, sf_column_rules());
       stage.push_back({field.name, column ? column->type : "VARCHAR"});
     }
-    stage.push_back({std::string(kRowNumberColumn), std::string(kTokenType)});
+    if (row_numbers) stage.push_back({std::string(kRowNumberColumn), std::string(kTokenType)});
     return stage;
+  }
+  // A temporary table of the request's session (DDL: it goes before the transaction).
+  static std::string temporary_table_sql(const std::string& name, const std::vector<TableColumn>& columns) {
+    std::vector<std::string> definitions;
+    for (const auto& c : columns) definitions.push_back(fmt::format("{} {}", sf_quote_identifier(c.name), c.type));
+    return fmt::format("CREATE OR REPLACE TEMPORARY TABLE {} ({})", name, fmt::join(definitions, ", "));
   }
   // The statements that land a merge_by_key batch: staging (before the transaction) and the MERGE (inside it).
   void merge_statements(const Batch& rows, const BatchId& id, std::vector<std::string>& before,
@@ -153,6 +177,7 @@ class SnowflakeSink final : public PerBatchSink {
   bool rejects_ready_ = false;
   std::optional<SnowflakeStage> stage_;
   bool staged_ = false;  // this batch travels through the stage
+  DestinationFence fence_;
 };
 
 Status SnowflakeSink::open() {
@@ -163,6 +188,7 @@ Status SnowflakeSink::open() {
       "VARCHAR, lineage VARCHAR, epoch NUMBER(20,0), seq NUMBER(20,0), \"rows\" NUMBER(20,0), position_after VARCHAR, "
       "landed_at TIMESTAMP_LTZ DEFAULT CURRENT_TIMESTAMP(), PRIMARY KEY (target_table, batch_id))",
       prefix(), kLedgerTable)));
+  SKIPPR_TRY(client_.query(fence().create()));
   SKIPPR_TRY(describe());
   opened_ = true;
   return ok();
@@ -184,6 +210,13 @@ Result<std::optional<LedgerTip>> SnowflakeSink::ledger_tip() {
   auto rows = client_.query(ledger_tip_sql(ledger(), target(), pipeline_));
   if (!rows) return fail(rows.error().kind, fmt::format("reading the ledger of {}: {}", where(), rows.error().message));
   return ledger_tip_of(rows->rows);
+}
+
+Status SnowflakeSink::take_over(std::string_view lineage) {
+  SKIPPR_TRY(open());
+  // The UPDATE queues behind every landing transaction still holding the fence table's lock (one of a killed process
+  // included); one that starts later finds the row no longer its lineage's and writes nothing.
+  return fence_.take(lineage);
 }
 
 Result<bool> SnowflakeSink::ledger_has(const BatchId& id) {
@@ -246,12 +279,10 @@ std::vector<std::string> SnowflakeSink::insert_statements(const Batch& rows, con
 
 void SnowflakeSink::merge_statements(const Batch& rows, const BatchId& id, std::vector<std::string>& before,
                                      std::vector<std::string>& inside) const {
-  const std::vector<TableColumn> stage = merge_stage_columns(rows);
-  std::vector<std::string> definitions;
-  for (const auto& c : stage) definitions.push_back(fmt::format("{} {}", sf_quote_identifier(c.name), c.type));
+  const std::vector<TableColumn> stage = stage_columns(rows, /*row_numbers=*/true);
   const MergeSql m{target(), tombstones(),      sf_quote_identifier(kStageTable), merge_key_,
                    columns_, sf_column_rules(), std::string(kTokenType)};
-  before.push_back(fmt::format("CREATE OR REPLACE TEMPORARY TABLE {} ({})", m.stage, fmt::join(definitions, ", ")));
+  before.push_back(temporary_table_sql(m.stage, stage));
   before.push_back(tombstones_create_sql(m));
   if (!staged_) {
     for (auto& sql : insert_statements(rows, m.stage, stage, "", /*row_numbers=*/true))
@@ -297,35 +328,50 @@ Result<std::optional<SnowflakeSink::Prepared>> SnowflakeSink::prepare(const Batc
     merge_statements(rows, item.id, p.before, p.inside);
     if (staged_) {
       // Into the session's new temporary table: FORCE, as its load history means nothing.
-      auto copy = stage_batch(rows, item.id, sf_quote_identifier(kStageTable), merge_stage_columns(rows), true);
+      auto copy = stage_batch(rows, item.id, sf_quote_identifier(kStageTable), stage_columns(rows, true), true);
       if (!copy) return std::unexpected(copy.error());
       p.before.push_back(*copy + " FORCE = TRUE");
     }
     p.after.push_back(fmt::format("DROP TABLE IF EXISTS {}", sf_quote_identifier(kStageTable)));
   } else if (staged_) {
-    // COPY INTO loads a file once (Snowflake keeps each table's load history), so it needs no ledger condition.
-    auto copy = stage_batch(rows, item.id, target(), columns_, false);
+    // Loaded into a temporary table before the transaction (COPY INTO takes no condition), then inserted on the
+    // ledger's and the fence's condition like a VALUES list: an execution of a run that lost the fence adds nothing.
+    const std::string stage = sf_quote_identifier(fmt::format("{}_{}", kStageTable, item.id.seq));
+    const std::vector<TableColumn> columns = stage_columns(rows, /*row_numbers=*/false);
+    auto copy = stage_batch(rows, item.id, stage, columns, false);
     if (!copy) return std::unexpected(copy.error());
-    p.inside.push_back(std::move(*copy));
+    p.before.push_back(temporary_table_sql(stage, columns));
+    p.before.push_back(*copy + " FORCE = TRUE");
+    std::string names;
+    for (const Field& field : rows.schema.fields)
+      names += (names.empty() ? "" : ", ") + sf_quote_identifier(field.name);
+    p.inside.push_back(fmt::format("INSERT INTO {} ({}) SELECT {} FROM {} WHERE {}", target(), names, names, stage,
+                                   not_landed(item.id)));
+    p.after.push_back(fmt::format("DROP TABLE IF EXISTS {}", stage));
   } else if (rows.rows > 0) {
     p.inside = insert_statements(rows, target(), columns_, not_landed(item.id), /*row_numbers=*/false);
   }
-  for (auto& sql : rejects_insert_sql(rejects(), item.id.str(), rejected, sf_quote_literal)) {
+  for (auto& sql :
+       rejects_insert_sql(rejects(), item.id.str(), rejected, sf_quote_literal, nullptr, not_landed(item.id))) {
     p.inside.push_back(std::move(sql));
   }
-  // The ledger row last, on the same condition: a second run of this request after the first committed adds nothing.
-  // Two runs overlapping in time would both pass the condition (Snowflake enforces no key and inserts do not block
-  // each other): that is what the requestId with retry=true prevents, and one process per pipeline (its lease).
-  p.inside.push_back(
-      ledger_insert_unless_landed_sql(ledger(), target(), item.id, item.batch.rows, item.position_after));
+  // The ledger row last, on the same condition: a second execution of this batch adds nothing, whether it runs after
+  // the first committed or beside it (the fence's UPDATE, first in the transaction, makes it wait for the first, and
+  // each statement then sees what the first committed: READ COMMITTED).
+  p.inside.push_back(ledger_insert_unless_landed_sql(ledger(), target(), item.id, item.batch.rows, item.position_after,
+                                                     item.id.lineage.empty() ? "" : fence().held(item.id.lineage)));
   for (const auto& sql : p.inside) p.bytes += sql.size();
   return std::optional(std::move(p));
 }
 
 Status SnowflakeSink::send_transaction(std::span<const Prepared> batches) {
+  for (const auto& b : batches) SKIPPR_TRY(fence_.hold(b.item->id, ledger()));
   std::vector<std::string> statements;
   for (const auto& b : batches) statements.insert(statements.end(), b.before.begin(), b.before.end());
   statements.push_back("BEGIN TRANSACTION");
+  // First in the transaction: the fence's row, locked to the end of it (an UPDATE waits for every other transaction
+  // that updated the table, a successor's takeover included).
+  if (!fence_.held().empty()) statements.push_back(fence().hold(fence_.held()));
   for (const auto& b : batches) statements.insert(statements.end(), b.inside.begin(), b.inside.end());
   statements.push_back("COMMIT");
   for (const auto& b : batches) statements.insert(statements.end(), b.after.begin(), b.after.end());
@@ -353,6 +399,12 @@ Status SnowflakeSink::send_transaction(std::span<const Prepared> batches) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500 << attempt));
   }
   failpoint::hit(failpoint::kSinkAfterCommit);
+  // A request that committed without the last batch's ledger row wrote nothing: its lineage had lost the fence.
+  if (!last.lineage.empty()) {
+    auto landed = ledger_has(last);
+    if (!landed) return std::unexpected(landed.error());
+    if (!*landed) return fence_.fenced_out(last.lineage);
+  }
   for (const auto& b : batches) {
     if (!b.staged) continue;
     // Loaded and recorded: a retry finds the ledger row and never loads it again. A file that stays (this delete
