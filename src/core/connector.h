@@ -133,7 +133,8 @@ class Sink {
   virtual Result<std::optional<LedgerTip>> ledger_tip() { return std::optional<LedgerTip>(); }
   // Called before ledger_tip by a run that starts with a new `lineage` (DATA_DIR lost, or a state that outlives its
   // WAL): a destination whose executions outlive their client (a warehouse API) makes sure no landing of an earlier
-  // lineage can commit after this returns, so the tip that follows is final (see sinks/destination_fence.h).
+  // lineage can commit after this returns, so the tip that follows is final (sinks/destination_fence.h; Databricks
+  // gets there in ledger_tip, by finishing every landing an earlier process committed). Transient errors are retried.
   virtual Status take_over(std::string_view lineage) {
     (void)lineage;
     return ok();

@@ -57,6 +57,12 @@ std::vector<std::string> ledger_migrate_sql(const LedgerDialect& d) {
   };
 }
 
+std::string ledger_has_lineage_sql(const LedgerDialect& d, std::string_view target, std::string_view pipeline,
+                                   std::string_view lineage) {
+  return fmt::format("SELECT 1 FROM {} WHERE target_table = {} AND pipeline = {} AND lineage = {} LIMIT 1",
+                     ledger_table(d), d.quote_literal(target), d.quote_literal(pipeline), d.quote_literal(lineage));
+}
+
 std::string ledger_has_sql(const LedgerDialect& d, std::string_view target, const BatchId& id) {
   return fmt::format("SELECT 1 FROM {} WHERE target_table = {} AND batch_id = {}", ledger_table(d),
                      d.quote_literal(target), d.quote_literal(id.str()));

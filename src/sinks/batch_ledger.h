@@ -41,6 +41,9 @@ std::string ledger_create_sql(const LedgerDialect& d);
 // Rebuilds a ledger of the first format (batch_id alone as the key, no lineage or position) in the current one,
 // keeping its rows; run inside one transaction, after checking that `position_after` is missing.
 std::vector<std::string> ledger_migrate_sql(const LedgerDialect& d);
+// Rows (one at most) when a batch of `lineage` of `pipeline` has landed in `target`.
+std::string ledger_has_lineage_sql(const LedgerDialect& d, std::string_view target, std::string_view pipeline,
+                                   std::string_view lineage);
 // One row when `id` has landed in `target`.
 std::string ledger_has_sql(const LedgerDialect& d, std::string_view target, const BatchId& id);
 std::string ledger_insert_sql(const LedgerDialect& d, std::string_view target, const BatchId& id, uint64_t rows,

@@ -264,15 +264,23 @@ std::vector<std::string> rejects_insert_sql(std::string_view rejects, std::strin
   const std::string row_column = quote_identifier ? quote_identifier("row") : "\"row\"";
   std::vector<std::string> statements;
   for (size_t first = 0; first < rows.size(); first += kRowsPerStatement) {
-    std::string sql = fmt::format("INSERT INTO {} (batch_id, {}, reason, record) {}", rejects, row_column,
-                                  condition.empty() ? "VALUES " : "SELECT * FROM (VALUES ");
+    std::string sql = fmt::format("INSERT INTO {} (batch_id, {}, reason, record) ", rejects, row_column);
+    // With a condition, the rows are a derived table of SELECTs (GoogleSQL has no VALUES table), filtered by it.
+    sql += condition.empty() ? "VALUES " : "SELECT * FROM (";
     const size_t last = std::min(rows.size(), first + kRowsPerStatement);
     for (size_t i = first; i < last; ++i) {
-      if (i > first) sql += ", ";
-      sql += fmt::format("({}, {}, {}, {})", quote_literal(batch_id), rows[i].row, quote_literal(rows[i].reason),
-                         quote_literal(rows[i].record));
+      const std::string values = fmt::format("{}, {}, {}, {}", quote_literal(batch_id), rows[i].row,
+                                             quote_literal(rows[i].reason), quote_literal(rows[i].record));
+      if (condition.empty()) {
+        sql += fmt::format("{}({})", i > first ? ", " : "", values);
+      } else if (i == first) {
+        sql += fmt::format("SELECT {} AS batch_id, {} AS {}, {} AS reason, {} AS record", quote_literal(batch_id),
+                           rows[i].row, row_column, quote_literal(rows[i].reason), quote_literal(rows[i].record));
+      } else {
+        sql += " UNION ALL SELECT " + values;
+      }
     }
-    if (!condition.empty()) sql += fmt::format(") AS v(batch_id, {}, reason, record) WHERE {}", row_column, condition);
+    if (!condition.empty()) sql += fmt::format(") AS rejected_rows WHERE {}", condition);
     statements.push_back(std::move(sql));
   }
   return statements;

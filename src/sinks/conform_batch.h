@@ -46,7 +46,7 @@ Result<std::optional<ConformedBatch>> conform_batch(const Batch& batch, const st
 // for batch `batch_id`, a few hundred rows a statement.
 std::string rejects_create_sql(std::string_view rejects, std::string_view text_type);
 // `quote_identifier` quotes the "row" column (null: double quotes; BigQuery passes backticks). With a `condition`, each
-// INSERT selects from its VALUES list WHERE the condition holds (not GoogleSQL, which has no VALUES table).
+// INSERT selects its rows WHERE the condition holds.
 std::vector<std::string> rejects_insert_sql(std::string_view rejects, std::string_view batch_id,
                                             const std::vector<RejectedRow>& rows,
                                             std::string (*quote_literal)(std::string_view),

@@ -210,18 +210,7 @@ void write_jsonl_rows(const std::filesystem::path& dir, int files, int rows) {
 }
 
 std::string jsonl_to_databricks_config(const std::string& table) {
-  return fmt::format(R"(data_sources:
-  orders:
-    File: {{ path: "in/*.jsonl", format: jsonl }}
-data_sinks:
-  warehouse:
-    {}
-pipelines:
-  orders:
-    data_source: data_sources.orders
-    data_sink: data_sinks.warehouse
-)",
-                     databricks_sink(SharedDatabricks().endpoint(), table));
+  return jsonl_files_to_sink_config("in/*.jsonl", databricks_sink(SharedDatabricks().endpoint(), table), "orders");
 }
 
 // count, distinct ids and a content hash of a table the JSONL files above landed in.

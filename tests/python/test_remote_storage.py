@@ -6,7 +6,6 @@ import pathlib
 import shutil
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 
@@ -46,7 +45,8 @@ def moto(tmp_path_factory):
     # conditional writes atomic (tests/support/aws_gate.py); the bucket above was made unsigned, directly.
     port_file = tmp_path_factory.mktemp("gate") / "port"
     gate_script = pathlib.Path(__file__).resolve().parents[1] / "support" / "aws_gate.py"
-    gate = subprocess.Popen([sys.executable, str(gate_script), "--upstream", endpoint, "--port-file", str(port_file)],
+    # The image's python3 beside moto (pyenv's), whose botocore signs; the tests themselves run on Debian's.
+    gate = subprocess.Popen([_program("python3"), str(gate_script), "--upstream", endpoint, "--port-file", str(port_file)],
                             stdout=log.with_suffix(".gate").open("w"), stderr=subprocess.STDOUT)
     for _ in range(300):
         if port_file.exists() and port_file.read_text().strip():

@@ -98,6 +98,43 @@ std::map<std::string, std::string> with_moto(std::map<std::string, std::string> 
   return env;
 }
 
+// A fault on the landing transactions (requests whose text holds BEGIN TRANSACTION).
+FaultRule on_transactions(const std::string& action, int skip, int times) {
+  return {.method = "POST",
+          .path_regex = "^/api/v2/statements",
+          .body_regex = "BEGIN TRANSACTION",
+          .action = action,
+          .skip = skip,
+          .times = times};
+}
+
+// Requests (`transactions` only, or all) answered `status` with `code` instead of reaching Snowflake.
+FaultRule answered(int status, const std::string& code, int skip, int times, bool transactions) {
+  return {.method = "POST",
+          .path_regex = "^/api/v2/statements",
+          .body_regex = transactions ? "BEGIN TRANSACTION" : "",
+          .action = "status",
+          .status = status,
+          .code = code,
+          .skip = skip,
+          .times = times};
+}
+
+// A client of the emulator as the sink configures one, for the API's own tests.
+SnowflakeConfig emulator_client_config() {
+  SnowflakeConfig config;
+  config.account = "testorg-skippr";
+  config.user = "loader";
+  config.private_key_pem = read_text(snowflake_test_private_key());
+  config.key_source = "the test key";
+  config.warehouse = "LOAD_WH";
+  config.database = "ANALYTICS";
+  config.schema = "PUBLIC";
+  config.endpoint = SharedSnowflake().endpoint();
+  config.where = "test";
+  return config;
+}
+
 // The statement that writes a batch's ledger row: slowed, it keeps a landing transaction executing (with the fence
 // row locked) after its client has given up on it or died.
 constexpr const char* kLedgerInsert = "INSERT INTO \"ANALYTICS\".\"PUBLIC\".\"_skippr_batches\" (target_table";
@@ -174,26 +211,10 @@ TEST(SnowflakeSink, LandsEveryRowWithOneLedgerRowPerBatch) {
 // resend carries the batch's first requestId with retry=true.
 TEST(SnowflakeSink, DroppedAnswersAndAsyncStatementsLandOnceUnderOneRequestId) {
   FaultProxy proxy(SharedSnowflake().endpoint());
-  proxy.add({.method = "POST",
-             .path_regex = "^/api/v2/statements",
-             .body_regex = "BEGIN TRANSACTION",
-             .action = "drop_after_forward",
-             .skip = 1,
-             .times = 4});
-  proxy.add({.method = "POST",
-             .path_regex = "^/api/v2/statements",
-             .body_regex = "BEGIN TRANSACTION",
-             .action = "drop_before_forward",
-             .skip = 2,
-             .times = 3});
+  proxy.add(on_transactions("drop_after_forward", 1, 4));
+  proxy.add(on_transactions("drop_before_forward", 2, 3));
   // Throttled (429) reads and DDL: the client backs off and sends them again.
-  const int throttled = proxy.add({.method = "POST",
-                                   .path_regex = "^/api/v2/statements",
-                                   .action = "status",
-                                   .status = 429,
-                                   .code = "TooManyRequests",
-                                   .skip = 2,
-                                   .times = 3});
+  const int throttled = proxy.add(answered(429, "TooManyRequests", 2, 3, /*transactions=*/false));
   PipelineFixture unkilled(sample_to_sink_config(snowflake_sink(SharedSnowflake().endpoint(), "calm"), 30000, 8));
   ASSERT_EQ(
       unkilled.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"BUFFER_THRESHOLD_BYTES", "256KiB"}}).exit_code,
@@ -356,16 +377,7 @@ TEST(SnowflakeSink, LoginAndSetupMistakesStopWithExitTwoAndNoSecret) {
 // The API's idempotency hook as the client uses it: a transaction resent under its requestId with retry=true is
 // answered from its first execution and not run again.
 TEST(SnowflakeApi, ARetryUnderTheSameRequestIdIsNotRunAgain) {
-  SnowflakeConfig config;
-  config.account = "testorg-skippr";
-  config.user = "loader";
-  config.private_key_pem = read_text(snowflake_test_private_key());
-  config.key_source = "the test key";
-  config.warehouse = "LOAD_WH";
-  config.database = "ANALYTICS";
-  config.schema = "PUBLIC";
-  config.endpoint = SharedSnowflake().endpoint();
-  config.where = "test";
+  const SnowflakeConfig config = emulator_client_config();
   auto client = SnowflakeClient::make(config);
   ASSERT_TRUE(client) << client.error().message;
   ASSERT_TRUE(client->query("CREATE TABLE IF NOT EXISTS \"retried\" (n NUMBER(38,0))"));
@@ -385,16 +397,7 @@ TEST(SnowflakeApi, ARetryUnderTheSameRequestIdIsNotRunAgain) {
 // (inserts do not wait for each other); with an UPDATE of a fence table first, the second waits for the first's
 // commit and then sees its row (READ COMMITTED).
 TEST(SnowflakeApi, ALargeRequestResentRunsAgainAndOnlyATableLockSerialisesTheTwo) {
-  SnowflakeConfig config;
-  config.account = "testorg-skippr";
-  config.user = "loader";
-  config.private_key_pem = read_text(snowflake_test_private_key());
-  config.key_source = "the test key";
-  config.warehouse = "LOAD_WH";
-  config.database = "ANALYTICS";
-  config.schema = "PUBLIC";
-  config.endpoint = SharedSnowflake().endpoint();
-  config.where = "test";
+  const SnowflakeConfig config = emulator_client_config();
   auto client = SnowflakeClient::make(config);
   ASSERT_TRUE(client) << client.error().message;
   const std::string padding = fmt::format("SELECT '{}'", std::string(700000, 'p'));
@@ -536,18 +539,8 @@ TEST(SnowflakeSink, ARowTooLargeForAStatementTravelsThroughTheStage) {
                                             "{{\"id\": 3, \"note\": null}}\n",
                                             big));
   auto config = [&](const std::string& table, const std::string& extra) {
-    return fmt::format(R"(data_sources:
-  files:
-    File: {{ path: "{}", format: jsonl }}
-data_sinks:
-  warehouse:
-    {}
-pipelines:
-  bikehire:
-    data_source: data_sources.files
-    data_sink: data_sinks.warehouse
-)",
-                       (dir / "*.jsonl").string(), snowflake_sink(SharedSnowflake().endpoint(), table, extra));
+    return jsonl_files_to_sink_config((dir / "*.jsonl").string(),
+                                      snowflake_sink(SharedSnowflake().endpoint(), table, extra));
   };
   PipelineFixture without(config("too_big", ""));
   auto refused =
@@ -618,27 +611,9 @@ TEST(SnowflakeSink, ResentTransactionsAboveOneMegabyteOverlappingTheirFirstExecu
     ASSERT_EQ(calm.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 900).exit_code, 0);
 
     FaultProxy proxy(SharedSnowflake().endpoint());
-    proxy.add({.method = "POST",
-               .path_regex = "^/api/v2/statements",
-               .body_regex = "BEGIN TRANSACTION",
-               .action = "drop_after_forward",
-               .skip = 0,
-               .times = 2});
-    const int unavailable = proxy.add({.method = "POST",
-                                       .path_regex = "^/api/v2/statements",
-                                       .body_regex = "BEGIN TRANSACTION",
-                                       .action = "status",
-                                       .status = 503,
-                                       .code = "ServiceUnavailable",
-                                       .skip = 2,
-                                       .times = 1});
-    const int throttled = proxy.add({.method = "POST",
-                                     .path_regex = "^/api/v2/statements",
-                                     .action = "status",
-                                     .status = 429,
-                                     .code = "TooManyRequests",
-                                     .skip = 4,
-                                     .times = 2});
+    proxy.add(on_transactions("drop_after_forward", 0, 2));
+    const int unavailable = proxy.add(answered(503, "ServiceUnavailable", 2, 1, /*transactions=*/true));
+    const int throttled = proxy.add(answered(429, "TooManyRequests", 4, 2, /*transactions=*/false));
     PipelineFixture f(
         sample_to_sink_config(snowflake_sink(proxy.endpoint(), table, ", timeout_seconds: 2"), 90000, 21));
     {
@@ -656,6 +631,14 @@ TEST(SnowflakeSink, ResentTransactionsAboveOneMegabyteOverlappingTheirFirstExecu
     EXPECT_EQ(proxy.hits(unavailable), 1);
     EXPECT_EQ(proxy.hits(throttled), 2);
     EXPECT_GE(large_transactions_run_again(table), 1) << "no transaction above 1 MB was executed twice";
+    size_t largest = 0;
+    for (const auto& seen : SharedSnowflake().requests()) {
+      if (seen.statement.find(fmt::format("\"PUBLIC\".\"{}\" (", table)) != std::string::npos) {
+        largest = std::max(largest, seen.statement.size());
+      }
+    }
+    // One batch of ~10 MB of SQL, or groups of small batches up to the sink's 16 MB.
+    EXPECT_GE(largest, size_t{8} << 20) << "no transaction as large as the test means";
   }
 }
 
@@ -697,7 +680,7 @@ TEST(SnowflakeSink, AnExecutionOfAKilledRunCommitsBeforeASuccessorWithoutDataDir
   const auto [rows, ids] = ledger_of("fenced");
   EXPECT_EQ(rows, ids) << "a batch is in the ledger twice";
   const auto takeovers = SharedSnowflake().query(
-      "SELECT takeovers::VARCHAR FROM \"ANALYTICS\".\"PUBLIC\".\"_skippr_fence\" WHERE target_table = "
+      "SELECT takeovers::VARCHAR FROM \"ANALYTICS\".\"PUBLIC\".\"fenced__skippr_fence\" WHERE target_table = "
       "'\"ANALYTICS\".\"PUBLIC\".\"fenced\"'");
   ASSERT_EQ(takeovers.size(), 1u);
   EXPECT_GE(std::stoi(takeovers[0][0]), 3) << "the runs without DATA_DIR did not take the fence over";

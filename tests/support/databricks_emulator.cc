@@ -24,6 +24,8 @@
 
 namespace skippr::test {
 namespace {
+// The patterns below are never destroyed: an execution outlives the request that started it, and one still running
+// when the test binary exits must not meet a pattern the exit has already destroyed.
 
 namespace fs = std::filesystem;
 
@@ -38,7 +40,7 @@ std::string sha256_hex(const std::string& bytes) {
 
 // The rewrites of Databricks' words into DuckDB's, outside literals and names.
 std::string rewrite_text(std::string text) {
-  static const std::vector<std::pair<std::regex, std::string>> kRewrites = {
+  static const auto& kRewrites = *new std::vector<std::pair<std::regex, std::string>>{
       {std::regex(R"(\bTIMESTAMP_NTZ\b)", std::regex::icase), "TS__NTZ"},
       {std::regex(R"(\bTIMESTAMP\b)", std::regex::icase), "TIMESTAMPTZ"},  // Databricks' TIMESTAMP is an instant
       {std::regex(R"(\bTS__NTZ\b)"), "TIMESTAMP"},
@@ -73,11 +75,11 @@ std::string read_as_text(const fs::path& local, const std::string& shown) {
 
 std::string databricks_to_duckdb_sql(const std::string& raw, const std::function<fs::path(const std::string&)>& local) {
   // Statement-level shapes DuckDB spells otherwise: table properties (Delta's) dropped, ADD COLUMNS of one column.
-  static const std::regex kProperties(R"(\s*TBLPROPERTIES\s*\(.*\)\s*$)", std::regex::icase);
-  static const std::regex kAddColumns(R"(\bADD\s+COLUMNS\s*\((.*)\)\s*$)", std::regex::icase);
+  static const std::regex& kProperties = *new std::regex(R"(\s*TBLPROPERTIES\s*\(.*\)\s*$)", std::regex::icase);
+  static const std::regex& kAddColumns = *new std::regex(R"(\bADD\s+COLUMNS\s*\((.*)\)\s*$)", std::regex::icase);
   std::string sql = std::regex_replace(raw, kProperties, "");
   sql = std::regex_replace(sql, kAddColumns, "ADD COLUMN $1");
-  static const std::regex kReadFilesOpen(R"(\bread_files\s*\(\s*$)", std::regex::icase);
+  static const std::regex& kReadFilesOpen = *new std::regex(R"(\bread_files\s*\(\s*$)", std::regex::icase);
   std::string out;
   const auto pieces = sql_pieces(sql);
   for (size_t i = 0; i < pieces.size(); ++i) {
@@ -138,7 +140,7 @@ std::string upper(std::string text) {
 
 // wait_timeout as the API takes it: "0s" (answer at once) or 5 to 50 seconds.
 std::optional<int> wait_seconds(const std::string& text) {
-  static const std::regex kWait(R"(^([0-9]{1,2})s$)");
+  static const std::regex& kWait = *new std::regex(R"(^([0-9]{1,2})s$)");
   std::smatch m;
   if (!std::regex_match(text, m, kWait)) return std::nullopt;
   const int seconds = std::stoi(m[1]);
@@ -259,7 +261,7 @@ struct DatabricksEmulator::Impl {
   // COPY INTO <table> FROM (SELECT <list> FROM '<folder>') FILEFORMAT = JSON FILES = (...) FORMAT_OPTIONS (...).
   // A slow one holds its files for `delay` before it loads them: a COPY INTO still running at the warehouse.
   Outcome copy_into(EmulatorDb::Session& session, const std::string& sql, std::chrono::milliseconds delay) {
-    static const std::regex kCopy(
+    static const std::regex& kCopy = *new std::regex(
         R"(^\s*COPY\s+INTO\s+(.+?)\s+FROM\s+\(SELECT\s+(.*)\s+FROM\s+'([^']*)'\)\s+FILEFORMAT\s*=\s*JSON\s+FILES\s*=\s*\((.*?)\)\s*(.*)$)",
         std::regex::icase);
     std::smatch m;
@@ -281,7 +283,7 @@ struct DatabricksEmulator::Impl {
     const std::string folder = m[3];
     const std::string names = m[4];
     std::vector<std::string> keys;
-    static const std::regex kName(R"('([^']*)')");
+    static const std::regex& kName = *new std::regex(R"('([^']*)')");
     for (auto it = std::sregex_iterator(names.begin(), names.end(), kName); it != std::sregex_iterator(); ++it) {
       keys.push_back(table + "|" + folder + "/" + (*it)[1].str());
     }
@@ -354,7 +356,7 @@ struct DatabricksEmulator::Impl {
                     "42704");
     }
     const std::string sql = body.value("statement", "");
-    static const std::regex kIsCopy(R"(^\s*COPY\s+INTO\b)", std::regex::icase);
+    static const std::regex& kIsCopy = *new std::regex(R"(^\s*COPY\s+INTO\b)", std::regex::icase);
     const bool copy = std::regex_search(sql, kIsCopy);
     if (copy && refused_as_duplicated()) return failed(id, duplicated_files().error, "25000");
     const auto delay = delay_for(sql);

@@ -5,6 +5,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include <cstdio>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -50,8 +51,13 @@ void Executions::start(std::function<void()> work) {
     std::lock_guard lock(mutex_);
     ++running_;
   }
-  std::thread([this, work = std::move(work)] {
-    work();
+  std::thread([this, work = std::move(work)]() mutable {
+    try {
+      work();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "an emulator's execution failed: %s\n", e.what());
+    }
+    work = nullptr;  // what it holds goes before the owner may
     std::lock_guard lock(mutex_);
     --running_;
     done_.notify_all();
@@ -138,8 +144,8 @@ void EmulatorDb::must(const std::string& sql) {
 }
 
 std::vector<std::vector<std::string>> EmulatorDb::text_rows(const std::string& sql) {
-  std::lock_guard lock(mutex_);
-  auto out = run(sql);
+  Session reader(*this);  // a connection of its own: what is committed, whatever the executions are doing
+  auto out = reader.run(sql);
   if (!out.ok) throw std::runtime_error("emulator query: " + out.error);
   std::vector<std::vector<std::string>> rows;
   for (const auto& row : out.rows) {

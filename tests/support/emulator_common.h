@@ -1,5 +1,6 @@
-// Test support shared by the cloud-API emulators (Snowflake, BigQuery): an in-memory DuckDB that runs their SQL, the
-// check of an RS256 JWT against a public key, and a reader of SQL text that tells literals and quoted names apart.
+// Test support shared by the cloud-API emulators (Snowflake, BigQuery, Databricks): an in-memory DuckDB that runs their
+// SQL, the check of an RS256 JWT against a public key, and a reader of SQL text that tells literals and quoted names
+// apart.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -78,7 +79,8 @@ class EmulatorDb {
   void must(const std::string& sql);
   // A statement every connection runs first (TEMP macros and views are per connection); run here at once.
   void on_each_session(const std::string& sql);
-  // Rows of text ("NULL" for null), under the lock, as a reader of the emulated warehouse sees them; throws on error.
+  // Rows of text ("NULL" for null) on a session of its own, as a reader of the emulated warehouse sees them (what is
+  // committed); throws on error.
   std::vector<std::vector<std::string>> text_rows(const std::string& sql);
   std::mutex& mutex() { return mutex_; }  // one request at a time on the emulator's own connection
 

@@ -6,6 +6,22 @@
 
 namespace skippr::test {
 
+std::string jsonl_files_to_sink_config(const std::string& path_glob, const std::string& sink,
+                                       const std::string& pipeline) {
+  return fmt::format(R"(data_sources:
+  files:
+    File: {{ path: "{}", format: jsonl }}
+data_sinks:
+  warehouse:
+    {}
+pipelines:
+  {}:
+    data_source: data_sources.files
+    data_sink: data_sinks.warehouse
+)",
+                     path_glob, sink, pipeline);
+}
+
 std::string sample_to_sink_config(const std::string& sink, uint64_t rows, uint64_t seed) {
   return fmt::format(R"(data_sources:
   sample:

@@ -34,6 +34,10 @@ class PipelineFixture {
 // A config with the Sample source (rows, seed) into `sink` (one YAML flow line, e.g. "Stdout: {}"), pipeline
 // "bikehire".
 std::string sample_to_sink_config(const std::string& sink, uint64_t rows, uint64_t seed = 1);
+// A config with a File source of JSON lines at `path_glob` (source "files") into `sink` (one YAML flow line, sink
+// "warehouse"), pipeline `pipeline`.
+std::string jsonl_files_to_sink_config(const std::string& path_glob, const std::string& sink,
+                                       const std::string& pipeline = "bikehire");
 // A config with the Sample source (rows, seed) into DuckDB file out.duckdb, table trips, pipeline "bikehire".
 std::string sample_to_duckdb_config(uint64_t rows, uint64_t seed = 1, const std::string& db = "out.duckdb");
 

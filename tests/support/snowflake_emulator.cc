@@ -21,6 +21,8 @@
 
 namespace skippr::test {
 namespace {
+// The patterns below are never destroyed: an execution outlives the request that started it, and one still running
+// when the test binary exits must not meet a pattern the exit has already destroyed.
 
 std::string upper(std::string text) {
   for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -30,7 +32,7 @@ std::string upper(std::string text) {
 // The rewrites of Snowflake's words into DuckDB's, outside literals and names. Functions DuckDB lacks are macros
 // made when the database opens (parse_json, to_binary).
 std::string rewrite_text(std::string text) {
-  static const std::vector<std::pair<std::regex, std::string>> kRewrites = {
+  static const auto& kRewrites = *new std::vector<std::pair<std::regex, std::string>>{
       {std::regex(R"(\bTIMESTAMP_NTZ\b)", std::regex::icase), "TIMESTAMP"},
       {std::regex(R"(\bTIMESTAMP_(LTZ|TZ)\b)", std::regex::icase), "TIMESTAMPTZ"},
       {std::regex(R"(\bVARIANT\b)", std::regex::icase), "JSON"},
@@ -111,7 +113,7 @@ struct SnowflakeEmulator::Impl {
 
   // COPY INTO from a registered stage; `new_loads` collects what this request loaded (kept once it commits).
   Outcome copy_into(EmulatorDb::Session& session, const std::string& sql, std::set<std::string>& new_loads) {
-    static const std::regex kCopy(
+    static const std::regex& kCopy = *new std::regex(
         R"(^\s*COPY\s+INTO\s+(.+?)\s*\(([^)]*)\)\s+FROM\s+\(SELECT\s+(.*)\s+FROM\s+@([^/\s]+)/([^\s)]*)\)\s+FILES\s*=\s*\((.*?)\)\s+FILE_FORMAT\s*=\s*\(\s*TYPE\s*=\s*JSON\s*\)\s*(FORCE\s*=\s*TRUE)?\s*$)",
         std::regex::icase);
     std::smatch m;
@@ -135,12 +137,12 @@ struct SnowflakeEmulator::Impl {
           false, fmt::format("SQL compilation error:\nStage '{}' does not exist or not authorized.", stage), {}, {}};
     }
     // $1:"field"::VARCHAR -> the field's text in the row's JSON object.
-    static const std::regex kField(R"re(\$1:"((?:[^"]|"")*)")re");
+    static const std::regex& kField = *new std::regex(R"re(\$1:"((?:[^"]|"")*)")re");
     const std::string select =
         to_duckdb_sql(std::regex_replace(std::string(m[3]), kField, "json_extract_string(j, '$.\"$1\"')"));
     const std::string target = to_duckdb_sql(table);
     const std::string names = m[6];
-    static const std::regex kName(R"('([^']*)')");
+    static const std::regex& kName = *new std::regex(R"('([^']*)')");
     int64_t inserted = 0;
     for (auto it = std::sregex_iterator(names.begin(), names.end(), kName); it != std::sregex_iterator(); ++it) {
       const std::string file = stage + "/" + path + (*it)[1].str();
@@ -200,8 +202,8 @@ struct SnowflakeEmulator::Impl {
   // The table an UPDATE, DELETE or MERGE locks (Snowflake: such statements on one table wait for each other, to the
   // end of the transaction that ran them); empty for any other statement. Names are compared as written.
   static std::string locked_table(const std::string& statement) {
-    static const std::regex kLocking(R"(^\s*(?:UPDATE|DELETE\s+FROM|MERGE\s+INTO)\s+((?:"(?:[^"]|"")*"|[^\s"(])+))",
-                                     std::regex::icase);
+    static const std::regex& kLocking = *new std::regex(
+        R"(^\s*(?:UPDATE|DELETE\s+FROM|MERGE\s+INTO)\s+((?:"(?:[^"]|"")*"|[^\s"(])+))", std::regex::icase);
     std::smatch m;
     return std::regex_search(statement, m, kLocking) ? m[1].str() : std::string();
   }
@@ -238,6 +240,12 @@ struct SnowflakeEmulator::Impl {
     }
     EmulatorDb::Session session(db);
     const uint64_t owner = next_owner++;
+    // Whatever way this returns (or throws), the table locks go with the session: none outlives its execution.
+    struct ReleaseLocks {
+      TableLocks& locks;
+      uint64_t owner;
+      ~ReleaseLocks() { locks.release_all(owner); }
+    } release{locks, owner};
     session.run(fmt::format("USE \"{}\".\"{}\"", database, body.value("schema", "PUBLIC")));
     Outcome last;
     std::vector<std::string> handles;
@@ -367,7 +375,13 @@ struct SnowflakeEmulator::Impl {
       by_handle[execution->handle] = execution;
       if (remembered) by_request_id[request_id] = execution;
       executions.start([this, execution, body = std::move(body)] {
-        auto [status, answer] = execute(body, execution->request_id, execution->handle);
+        std::pair<int, nlohmann::json> outcome;
+        try {
+          outcome = execute(body, execution->request_id, execution->handle);
+        } catch (const std::exception& e) {  // a request the emulator cannot read (a number where text belongs)
+          outcome = {422, error_body("002003", std::string("SQL compilation error: ") + e.what(), execution->handle)};
+        }
+        auto& [status, answer] = outcome;
         std::lock_guard done_lock(mutex);
         execution->status = status;
         execution->answer = answer.dump();
@@ -468,16 +482,7 @@ int SnowflakeEmulator::skipped_loads() const {
 }
 
 std::vector<std::vector<std::string>> SnowflakeEmulator::query(const std::string& duckdb_sql) {
-  EmulatorDb::Session session(impl_->db);
-  auto out = session.run(duckdb_sql);
-  if (!out.ok) throw std::runtime_error("emulator query: " + out.error);
-  std::vector<std::vector<std::string>> rows;
-  for (const auto& row : out.rows) {
-    std::vector<std::string> values;
-    for (const auto& v : row) values.push_back(v.is_null() ? "NULL" : v.get<std::string>());
-    rows.push_back(std::move(values));
-  }
-  return rows;
+  return impl_->db.text_rows(duckdb_sql);
 }
 
 std::vector<SnowflakeRequestSeen> SnowflakeEmulator::requests() const {

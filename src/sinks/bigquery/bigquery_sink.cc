@@ -114,7 +114,10 @@ class BigQuerySink final : public PerBatchSink {
                 "STRING",
                 "INT64",
                 bq_quote_identifier},
-        fence_(FenceSql{ledger_, target_, pipeline_}, fence_client(), where()) {}
+        fence_(FenceSql{ledger_, qualified(table_ + std::string(kFenceSuffix)), target_, pipeline_},
+               {fence_reader([this](const std::string& sql) { return client_.query(sql); }),
+                [this](const std::string& sql) { return fence_dml(sql); }},
+               where()) {}
 
   Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
   bool keeps_ledger() const override { return true; }
@@ -143,17 +146,7 @@ class BigQuerySink final : public PerBatchSink {
   const LedgerDialect& ledger() const { return ledger_; }
   const FenceSql& fence() const { return fence_.sql(); }
   Status fence_dml(const std::string& sql);
-  FenceClient fence_client() {
-    return {[this](const std::string& sql) -> Result<SqlRows> {
-              auto done = client_.query(sql);
-              if (!done) return std::unexpected(done.error());
-              return std::move(done->rows);
-            },
-            [this](const std::string& sql) { return fence_dml(sql); }};
-  }
-  std::string not_landed(const BatchId& id) const {
-    return fmt::format("NOT EXISTS ({})", ledger_has_sql(ledger(), target(), id));
-  }
+  std::string not_landed(const BatchId& id) const { return fence_.unlanded(id); }
   // The staging table of one batch (its load job's destination): the BatchId in hex, so a stage a killed run left
   // behind can be matched with the ledger (drop_stages_left_behind).
   std::string stage_prefix() const { return table_ + "__skippr_stage_"; }
@@ -338,7 +331,7 @@ Result<WriteOutcome> BigQuerySink::land(const BatchToLand& item) {
       return WriteOutcome::kAlreadyApplied;
     }
   }
-  SKIPPR_TRY(fence_.hold(item.id, ledger()));
+  SKIPPR_TRY(fence_.hold(item.id));
   SKIPPR_TRY(prepare_table(item.batch));
   auto conformed = conform_batch(item.batch, columns_, bq_column_rules(), where());
   if (!conformed) return std::unexpected(conformed.error());
@@ -384,23 +377,21 @@ Result<WriteOutcome> BigQuerySink::land(const BatchToLand& item) {
     auto made = client_.query(tombstones_create_sql(merge_sql(stage)));
     if (!made) return std::unexpected(made.error());
   }
-  // Every write is conditional on the fence, and the first statement takes the fence row (batches from before
-  // lineages carry none): a transaction of a lineage that was taken over writes nothing.
-  const bool fenced = !item.id.lineage.empty();
-  const std::string held = fenced ? fence().held(item.id.lineage) : "";
-  std::vector<std::string> statements = {"BEGIN TRANSACTION"};
-  if (fenced) statements.push_back(fence().hold(item.id.lineage));
+  // The first statement updates the fence row (two landing transactions cannot then run side by side), and every
+  // INSERT is conditional on the ledger and on the batch's lineage holding the fence: a transaction of a lineage that
+  // was taken over writes nothing. The MERGE of merge_by_key needs neither: replaying it changes nothing.
+  const std::string held = item.id.lineage.empty() ? "" : fence().held(item.id.lineage);
+  std::vector<std::string> statements = {"BEGIN TRANSACTION", fence().hold()};
   if (rows.rows > 0 && merging()) {
     // Replaying the MERGE changes nothing (every write is conditional on the order token): no ledger guard needed.
     for (auto& sql : merge_apply_sql(rows, item.id, merge_sql(stage), has_deletes(rows)))
       statements.push_back(std::move(sql));
   } else if (rows.rows > 0) {
-    statements.push_back(fmt::format("INSERT INTO {} ({}) SELECT {} FROM {} WHERE {}{}{}", target(),
-                                     fmt::join(names, ", "), fmt::join(names, ", "), qualified(stage),
-                                     not_landed(item.id), fenced ? " AND " : "", held));
+    statements.push_back(fmt::format("INSERT INTO {} ({}) SELECT {} FROM {} WHERE {}", target(), fmt::join(names, ", "),
+                                     fmt::join(names, ", "), qualified(stage), not_landed(item.id)));
   }
   for (auto& sql : rejects_insert_sql(qualified(table_ + std::string(kRejectedSuffix)), item.id.str(), rejected,
-                                      bq_quote_literal, bq_quote_identifier)) {
+                                      bq_quote_literal, bq_quote_identifier, not_landed(item.id))) {
     statements.push_back(std::move(sql));
   }
   statements.push_back(
@@ -412,12 +403,8 @@ Result<WriteOutcome> BigQuerySink::land(const BatchToLand& item) {
     return client_.run_query_job(job_id, script, error, existed);
   }));
   failpoint::hit(failpoint::kSinkAfterCommit);
-  if (fenced) {
-    // The job succeeded with the fence lost (taken over while this process ran): it wrote nothing.
-    auto landed = client_.query(ledger_has_sql(ledger(), target(), item.id));
-    if (!landed) return std::unexpected(landed.error());
-    if (landed->rows.empty()) return std::unexpected(fence_.fenced_out(item.id.lineage).error());
-  }
+  // A job that succeeded with the fence lost (taken over while this process ran) wrote nothing.
+  if (!item.id.lineage.empty()) SKIPPR_TRY(fence_.confirm_landed(item.id));
   if (rows.rows > 0) {
     auto dropped = client_.query(fmt::format("DROP TABLE IF EXISTS {}", qualified(stage)));
     if (!dropped) return std::unexpected(dropped.error());

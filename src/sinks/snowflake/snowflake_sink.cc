@@ -76,7 +76,14 @@ class SnowflakeSink final : public PerBatchSink {
         pipeline_(std::move(pipeline)),
         merge_key_(std::move(merge_key)),
         stage_(std::move(stage)),
-        fence_(FenceSql{ledger(), target(), pipeline_}, fence_client(), where()) {}
+        fence_(
+            FenceSql{ledger(), prefix() + sf_quote_identifier(table_ + std::string(kFenceSuffix)), target(), pipeline_},
+            {fence_reader([this](const std::string& sql) { return client_.query(sql); }),
+             [this](const std::string& sql) -> Status {
+               SKIPPR_TRY(client_.query(sql));
+               return ok();
+             }},
+            where()) {}
 
   Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
   bool keeps_ledger() const override { return true; }
@@ -97,23 +104,7 @@ class SnowflakeSink final : public PerBatchSink {
   std::string where() const { return fmt::format("{}: table {}.{}.{}", client_.where(), database_, schema_, table_); }
   LedgerDialect ledger() const { return {prefix(), "", sf_quote_literal, "VARCHAR", "NUMBER(20,0)"}; }
   const FenceSql& fence() const { return fence_.sql(); }
-  FenceClient fence_client() {
-    return {[this](const std::string& sql) -> Result<SqlRows> {
-              auto done = client_.query(sql);
-              if (!done) return std::unexpected(done.error());
-              return std::move(done->rows);
-            },
-            [this](const std::string& sql) -> Status {
-              SKIPPR_TRY(client_.query(sql));
-              return ok();
-            }};
-  }
-  // The condition every write of a batch's transaction carries: the batch is not in the ledger yet, and its lineage
-  // still holds the fence (a batch of the legacy empty lineage is not fenced).
-  std::string not_landed(const BatchId& id) const {
-    const std::string fresh = fmt::format("NOT EXISTS ({})", ledger_has_sql(ledger(), target(), id));
-    return id.lineage.empty() ? fresh : fresh + " AND " + fence().held(id.lineage);
-  }
+  std::string not_landed(const BatchId& id) const { return fence_.unlanded(id); }
 
   Status describe();
   Status prepare_table(const Batch& batch);
@@ -365,13 +356,13 @@ Result<std::optional<SnowflakeSink::Prepared>> SnowflakeSink::prepare(const Batc
 }
 
 Status SnowflakeSink::send_transaction(std::span<const Prepared> batches) {
-  for (const auto& b : batches) SKIPPR_TRY(fence_.hold(b.item->id, ledger()));
+  for (const auto& b : batches) SKIPPR_TRY(fence_.hold(b.item->id));
   std::vector<std::string> statements;
   for (const auto& b : batches) statements.insert(statements.end(), b.before.begin(), b.before.end());
   statements.push_back("BEGIN TRANSACTION");
   // First in the transaction: the fence's row, locked to the end of it (an UPDATE waits for every other transaction
   // that updated the table, a successor's takeover included).
-  if (!fence_.held().empty()) statements.push_back(fence().hold(fence_.held()));
+  statements.push_back(fence().hold());
   for (const auto& b : batches) statements.insert(statements.end(), b.inside.begin(), b.inside.end());
   statements.push_back("COMMIT");
   for (const auto& b : batches) statements.insert(statements.end(), b.after.begin(), b.after.end());
@@ -399,12 +390,9 @@ Status SnowflakeSink::send_transaction(std::span<const Prepared> batches) {
     std::this_thread::sleep_for(std::chrono::milliseconds(500 << attempt));
   }
   failpoint::hit(failpoint::kSinkAfterCommit);
-  // A request that committed without the last batch's ledger row wrote nothing: its lineage had lost the fence.
-  if (!last.lineage.empty()) {
-    auto landed = ledger_has(last);
-    if (!landed) return std::unexpected(landed.error());
-    if (!*landed) return fence_.fenced_out(last.lineage);
-  }
+  // A request that committed without the last batch's ledger row wrote nothing: its lineage had lost the fence (a
+  // group holds one lineage: see write_group).
+  if (!last.lineage.empty()) SKIPPR_TRY(fence_.confirm_landed(last));
   for (const auto& b : batches) {
     if (!b.staged) continue;
     // Loaded and recorded: a retry finds the ledger row and never loads it again. A file that stays (this delete
@@ -446,8 +434,10 @@ Result<std::vector<BatchLanded>> SnowflakeSink::write_group(std::span<const Batc
     auto prepared = prepare(group[i]);
     if (!prepared) return std::unexpected(prepared.error());
     if (!*prepared) continue;
-    // Batches one transaction carries, up to kGroupBytes of SQL (a larger group is several transactions, in order).
-    if (!pending.empty() && bytes + (*prepared)->bytes > kGroupBytes) SKIPPR_TRY(flush());
+    // Batches one transaction carries, up to kGroupBytes of SQL (a larger group is several transactions, in order),
+    // all of one lineage (the fence is held by one: the check after the commit speaks for the whole transaction).
+    const bool other_lineage = !pending.empty() && pending.back().item->id.lineage != group[i].id.lineage;
+    if (!pending.empty() && (bytes + (*prepared)->bytes > kGroupBytes || other_lineage)) SKIPPR_TRY(flush());
     bytes += (*prepared)->bytes;
     pending.push_back(std::move(**prepared));
     positions.push_back(i);
