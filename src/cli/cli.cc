@@ -121,7 +121,8 @@ int run(int argc, char** argv) {
 
   if (help->parsed()) {
     if (help_topic.empty()) {
-      fmt::print("{}", app.help());
+      // The program's own help: App::help() would show the selected subcommand's, which is `help` itself.
+      fmt::print("{}", app.get_formatter()->make_help(&app, app.get_name(), CLI::AppFormatMode::Normal));
       return 0;
     }
     try {

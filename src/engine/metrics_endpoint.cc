@@ -15,7 +15,8 @@ MetricsEndpoint::~MetricsEndpoint() {
 }
 
 Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::start(const std::string& address) {
-  auto where = parse_host_port(address, "SKIPPR_METRICS_ADDRESS");
+  // ":9464", as Prometheus' exporters write it: every interface.
+  auto where = parse_host_port(address.starts_with(':') ? "0.0.0.0" + address : address, "SKIPPR_METRICS_ADDRESS");
   if (!where) return std::unexpected(where.error());
   // Scrapes are small GETs from a few collectors: a handful of connections, short timeouts.
   const http_server::Limits limits{.max_body_bytes = 4096, .max_connections = 16, .client_timeout_seconds = 10};

@@ -4,6 +4,7 @@
 #include <openssl/crypto.h>
 
 #include <atomic>
+#include <cctype>
 #include <functional>
 #include <list>
 #include <mutex>
@@ -30,11 +31,15 @@ Reply text_reply(std::string body, const char* content_type) {
   return r;
 }
 
-// Compared in constant time, so the answer's timing says nothing of how much of a guess was right.
+// The scheme is case-insensitive (RFC 9110, 11.1: "bearer" is "Bearer"); the token is compared in constant time, so
+// the answer's timing says nothing of how much of a guess was right.
 bool token_matches(const std::string& authorization, const std::string& token) {
-  const std::string expected = "Bearer " + token;
-  return authorization.size() == expected.size() &&
-         CRYPTO_memcmp(authorization.data(), expected.data(), expected.size()) == 0;
+  constexpr std::string_view kScheme = "bearer ";
+  if (authorization.size() != kScheme.size() + token.size()) return false;
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) != kScheme[i]) return false;
+  }
+  return CRYPTO_memcmp(authorization.data() + kScheme.size(), token.data(), token.size()) == 0;
 }
 
 Reply action_reply(const Result<std::string>& done) {
@@ -137,8 +142,11 @@ Result<std::unique_ptr<ServeEndpoint>> ServeEndpoint::start(const std::string& a
         if (get && request.path == "/metrics") {
           return text_reply(process_metrics().render(), "text/plain; version=0.0.4; charset=utf-8");
         }
-        if (request.method == "POST" && request.path.starts_with("/api/pipelines/")) {
-          return act(supervisor, token, request, *shared, pending);
+        if (request.path.starts_with("/api/pipelines/")) {
+          if (request.method == "POST") return act(supervisor, token, request, *shared, pending);
+          Reply refused = http_server::error_reply(405, "actions are POST /api/pipelines/<name>/<action>");
+          refused.headers.emplace_back("Allow", "POST");
+          return refused;
         }
         return http_server::error_reply(404,
                                         "there is /, /api/status, /metrics and POST /api/pipelines/<name>/<action>");

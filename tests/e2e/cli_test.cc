@@ -123,6 +123,12 @@ TEST(Cli, ValidateVersionConnectorsAndHelp) {
   auto help = f.skipprd({"help", "sync"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("--once"), std::string::npos);
+  // `help` alone: the program's commands, not the help of `help`.
+  auto commands = f.skipprd({"help"});
+  EXPECT_EQ(commands.exit_code, 0);
+  for (const char* command : {"sync", "serve", "query", "validate", "connectors", "promote"}) {
+    EXPECT_NE(commands.out.find(command), std::string::npos) << command << " is missing from:\n" << commands.out;
+  }
 }
 
 TEST(Cli, EnvFileAndVariablesFeedTheConfig) {

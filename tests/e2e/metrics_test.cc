@@ -114,6 +114,28 @@ TEST(Metrics, ScrapesDuringASyncParseAndEndEqualToShowStats) {
   EXPECT_TRUE(last.count(R"(skippr_seconds_since_last_landed_batch{pipeline="bikehire"})"));
 }
 
+// ":port", as Prometheus' exporters take it: every interface, so loopback too.
+TEST(Metrics, AnAddressWithoutAHostListensOnEveryInterface) {
+  PipelineFixture f(sample_config());
+  const int port = free_loopback_port();
+  const int pid = spawn_process({SKIPPRD_BINARY, "sync", "--pipeline", "bikehire"}, f.root(),
+                                {{"SKIPPR_METRICS_ADDRESS", fmt::format(":{}", port)},
+                                 {"DATA_DIR", f.path("data").string()},
+                                 {"SKIPPR_CONFIG_FILE", ""}});
+  bool scraped = false;
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+       !scraped && std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(std::chrono::milliseconds(50))) {
+    HttpRequest scrape;
+    scrape.url = fmt::format("http://127.0.0.1:{}/metrics", port);
+    auto got = http_send(scrape);
+    scraped = got && got->status == 200 && got->body.find("skippr_rows_landed_total") != std::string::npos;
+  }
+  ::kill(pid, SIGTERM);
+  EXPECT_EQ(wait_process(pid), 0);
+  EXPECT_TRUE(scraped) << read_text(f.root() / "spawned.err");
+}
+
 TEST(Metrics, AMalformedOrTakenAddressStopsBeforeAnythingIsRead) {
   PipelineFixture f(sample_config());
   auto r = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"SKIPPR_METRICS_ADDRESS", "localhost"}});

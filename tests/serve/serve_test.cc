@@ -183,8 +183,13 @@ TEST(Serve, ThreePipelinesOneDeadThePageShowsThemAllAndActionsNeedTheToken) {
   EXPECT_EQ(disabled->status, 200) << disabled->body;
   all = wait_for(base, [](const nlohmann::json& s) { return pipeline(s, "alpha").value("state", "") == "disabled"; });
   EXPECT_EQ(pipeline(all, "alpha").value("state", ""), "disabled");
-  auto enabled = call("POST", base + "/api/pipelines/alpha/enable", "Bearer serve-test-token");
+  // The scheme is case-insensitive; an action asked for with GET is 405 naming the method it takes.
+  auto enabled = call("POST", base + "/api/pipelines/alpha/enable", "bearer serve-test-token");
   EXPECT_EQ(enabled->status, 200) << enabled->body;
+  auto wrong_method = call("GET", base + "/api/pipelines/alpha/enable", "Bearer serve-test-token");
+  ASSERT_TRUE(wrong_method.has_value());
+  EXPECT_EQ(wrong_method->status, 405);
+  EXPECT_EQ(wrong_method->headers["allow"], "POST");
   all = wait_for(base, [](const nlohmann::json& s) { return pipeline(s, "alpha").value("state", "") == "running"; });
   EXPECT_EQ(pipeline(all, "alpha").value("state", ""), "running");
   auto unknown = call("POST", base + "/api/pipelines/nosuch/disable", "Bearer serve-test-token");
