@@ -102,11 +102,6 @@ std::string bigquery_to_duckdb_sql(const std::string& googlesql, const std::stri
 
 namespace {
 
-std::string upper(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return text;
-}
-
 // DuckDB's errors for a write that met another transaction's: the row changed since this snapshot, or is being
 // changed by a transaction still open.
 bool is_conflict(const std::string& error) { return upper(error).find("CONFLICT") != std::string::npos; }

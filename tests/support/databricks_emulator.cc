@@ -133,11 +133,6 @@ struct DbxExecution {
   bool ended() const { return state == "SUCCEEDED" || state == "FAILED"; }
 };
 
-std::string upper(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return text;
-}
-
 // wait_timeout as the API takes it: "0s" (answer at once) or 5 to 50 seconds.
 std::optional<int> wait_seconds(const std::string& text) {
   static const std::regex& kWait = *new std::regex(R"(^([0-9]{1,2})s$)");

@@ -5,6 +5,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
+#include <cctype>
 #include <cstdio>
 #include <memory>
 #include <stdexcept>
@@ -225,6 +226,11 @@ std::vector<SqlPiece> sql_pieces(const std::string& sql) {
   }
   if (!text.empty()) pieces.push_back({SqlPiece::kText, std::move(text)});
   return pieces;
+}
+
+std::string upper(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return text;
 }
 
 std::string duckdb_quoted(const std::string& value, char q) {

@@ -103,6 +103,8 @@ struct SqlPiece {
   std::string text;  // a literal's or a name's value (unescaped); text as written
 };
 std::vector<SqlPiece> sql_pieces(const std::string& sql);
+// `text` in upper case (ASCII): how the emulated services compare unquoted names and keywords.
+std::string upper(std::string text);
 // `value` quoted with `q` ('\'' or '"'), a quote inside doubled: DuckDB's syntax.
 std::string duckdb_quoted(const std::string& value, char q);
 // `sql` cut at the semicolons outside literals and names; empty statements dropped.

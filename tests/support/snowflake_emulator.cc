@@ -24,11 +24,6 @@ namespace {
 // The patterns below are never destroyed: an execution outlives the request that started it, and one still running
 // when the test binary exits must not meet a pattern the exit has already destroyed.
 
-std::string upper(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return text;
-}
-
 // The rewrites of Snowflake's words into DuckDB's, outside literals and names. Functions DuckDB lacks are macros
 // made when the database opens (parse_json, to_binary).
 std::string rewrite_text(std::string text) {
