@@ -13,6 +13,7 @@
 #include "config/sections.h"
 #include "config/suggest.h"
 #include "config/yaml_values.h"
+#include "core/identifier_limit.h"
 
 namespace skippr {
 
@@ -148,8 +149,11 @@ ConnectorContext connector_context(const PipelineConfig& pipeline, const Connect
   ctx.params = connector.params;
   ctx.pipeline_dir = pipeline_dir;
   ctx.landing = pipeline.landing;
-  ctx.primary_key = pipeline.primary_key;
-  ctx.partition_by = pipeline.partition_by;
+  // A sink sees the batch's fields under the names its destination can keep (engine/sync.cc), so the key and
+  // partition fields it is told about carry the same names.
+  const size_t limit = connector.spec && !connector.spec->is_source ? connector.spec->max_identifier_bytes : 0;
+  ctx.primary_key = fit_identifiers(pipeline.primary_key, limit);
+  ctx.partition_by = fit_identifiers(pipeline.partition_by, limit);
   return ctx;
 }
 

@@ -184,6 +184,9 @@ struct ConnectorSpec {
   // Sources that re-read on purpose: the landing (and its partition_by) of a pipeline that names none.
   std::optional<Landing> default_landing;
   std::vector<std::string> default_partition_by;
+  // Sinks only: the longest column name the destination keeps, in bytes (0: no limit). Longer field names land
+  // under a shortened name (core/identifier_limit.h), as do the primary_key and partition_by the sink is given.
+  size_t max_identifier_bytes = 0;
   std::function<Result<std::unique_ptr<Source>>(const ConnectorContext&)> make_source;
   std::function<Result<std::unique_ptr<Sink>>(const ConnectorContext&)> make_sink;
 };

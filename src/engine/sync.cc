@@ -10,6 +10,7 @@
 
 #include "core/env.h"
 #include "core/failpoint.h"
+#include "core/identifier_limit.h"
 #include "core/time_util.h"
 #include "engine/bounded_queue.h"
 #include "engine/chaos.h"
@@ -454,6 +455,7 @@ class SyncRun {
         t.wal_bytes = wal_->bytes_on_disk();
       });
       reporter_.batch_committed(*id, rows, snapshot());
+      fit_field_names(item->batch.schema, sink_identifier_limit());  // the WAL keeps the source's names
       if (!to_land_.push({*id, id->seq, std::move(item->batch), std::move(item->position_after), /*replayed=*/false,
                           item->oldest_record_time_micros},
                          bytes)) {
@@ -482,6 +484,7 @@ class SyncRun {
         group.clear();
         group_bytes = 0;
       }
+      fit_field_names(batch->schema, sink_identifier_limit());
       group.push_back({info.id, info.seq, std::move(*batch), info.position_after, /*replayed=*/true, std::nullopt});
       group_bytes += bytes;
     }
@@ -492,6 +495,8 @@ class SyncRun {
     }
   }
 
+  // Field names longer than the destination keeps are landed under shortened ones (core/identifier_limit.h).
+  size_t sink_identifier_limit() const { return config_.sinks.at(pipe_->data_sink).spec->max_identifier_bytes; }
   size_t max_group_batches() const { return sink_->lands_groups() ? settings_.landing_group_batches : 1; }
   size_t max_group_bytes() const { return settings_.landing_queue_limit(); }
 
@@ -666,7 +671,11 @@ class SyncRun {
     if (error_) {
       result.exit_code = exit_code_for(error_->kind);
       result.message = error_->message;
-      if (waiting > 0 && error_->kind != ErrorKind::kCorruption) {
+      if (waiting > 0 && needs_a_change(error_->kind)) {
+        // Waiting cannot fix a configuration or a batch the destination refuses as it is: exit 1 or 2 (which
+        // systemd and serve do not restart on), still saying that nothing is lost.
+        result.message = stuck_sentence(waiting, rows_waiting, error_->message);
+      } else if (waiting > 0 && error_->kind != ErrorKind::kCorruption) {
         result.exit_code = exit_code::kRetryLater;
         result.message = waiting_sentence(waiting, rows_waiting, error_->message);
       }
@@ -695,6 +704,15 @@ class SyncRun {
     return fmt::format(
         "{} committed batch{} ({} rows) wait in the WAL ({}): {}. Nothing is lost: run the same "
         "command again to deliver them",
+        batches, batches == 1 ? "" : "es", rows, wal_->location(), why);
+  }
+
+  static bool needs_a_change(ErrorKind kind) { return kind == ErrorKind::kConfig || kind == ErrorKind::kBadInput; }
+
+  std::string stuck_sentence(uint64_t batches, uint64_t rows, const std::string& why) const {
+    return fmt::format(
+        "{} committed batch{} ({} rows) wait in the WAL ({}) and cannot land as they are: {}. Nothing is lost: they "
+        "land at the first run after that is changed",
         batches, batches == 1 ? "" : "es", rows, wal_->location(), why);
   }
 

@@ -178,6 +178,7 @@ ConnectorSpec athena_sink_spec() {
   spec.is_source = false;
   spec.summary = "Hive-partitioned Parquet on S3 with its AWS Glue table and partitions (Athena); one object per batch";
   spec.guarantee = Guarantee::kOverwriteOnRetry;
+  spec.max_identifier_bytes = 255;  // Glue column names hold 255 characters; counted in bytes to be safe
   spec.params = s3_object_sink_params(/*with_format=*/false);
   spec.params.push_back({"database", ParamType::kString, true, nullptr, "the Glue database (created if missing)"});
   spec.params.push_back({"table", ParamType::kString, true, nullptr, "the Glue table (created by the first batch)"});

@@ -42,6 +42,7 @@ ConnectorSpec athena_iceberg_sink_spec() {
   spec.is_source = false;
   spec.summary = "an Apache Iceberg v2 table on S3 in the AWS Glue catalog (Athena); batch ids in snapshot summaries";
   spec.guarantee = Guarantee::kExactlyOnce;
+  spec.max_identifier_bytes = 255;  // Glue column names hold 255 characters; counted in bytes to be safe
   spec.params = {
       {"bucket", ParamType::kString, true, nullptr, "the bucket of the table's files"},
       {"prefix", ParamType::kString, false, "", "key prefix; the table's files go under <prefix>/<table>/"},

@@ -421,6 +421,7 @@ ConnectorSpec bigquery_sink_spec() {
   spec.is_source = false;
   spec.summary = "a BigQuery table (load job into a stage, then a transaction with the ledger; job ids from BatchId)";
   spec.guarantee = Guarantee::kExactlyOnce;
+  spec.max_identifier_bytes = 300;  // BigQuery column names hold 300 characters; counted in bytes to be safe
   spec.params = {
       {"project", ParamType::kString, true, nullptr, "the Google Cloud project that runs the jobs and holds the table"},
       {"dataset", ParamType::kString, true, nullptr, "the dataset; it must exist"},

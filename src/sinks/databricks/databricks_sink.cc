@@ -390,6 +390,7 @@ ConnectorSpec databricks_sink_spec() {
   spec.is_source = false;
   spec.summary = "a Delta table on a Databricks SQL warehouse (files in a Unity Catalog volume + COPY INTO)";
   spec.guarantee = Guarantee::kExactlyOnce;
+  spec.max_identifier_bytes = 255;  // Unity Catalog column names hold 255 characters; counted in bytes to be safe
   spec.params = {
       {"host", ParamType::kString, true, nullptr, "the workspace host, e.g. dbc-1234abcd-5678.cloud.databricks.com"},
       {"token", ParamType::kString, true, nullptr, "a personal access token or OAuth token (a secret: use ${VAR})"},

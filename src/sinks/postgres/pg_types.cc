@@ -9,6 +9,8 @@
 
 #include <initializer_list>
 
+#include "core/identifier_limit.h"
+
 namespace skippr {
 
 std::string_view pg_sql_type(Type type) {
@@ -80,12 +82,7 @@ std::optional<std::string> pg_text_problem(std::string_view column_type, std::st
 }
 
 std::string pg_derived_name(std::string_view table, std::string_view suffix) {
-  if (table.size() + suffix.size() <= kPgMaxNameBytes) return std::string(table) + std::string(suffix);
-  uint32_t hash = 2166136261u;  // FNV-1a: stable across versions and machines, unlike std::hash
-  for (unsigned char c : table) hash = (hash ^ c) * 16777619u;
-  size_t keep = kPgMaxNameBytes - suffix.size() - 9;                                    // 9 = '_' + 8 hex digits
-  while (keep > 0 && (static_cast<unsigned char>(table[keep]) & 0xC0) == 0x80) --keep;  // whole UTF-8 characters
-  return fmt::format("{}_{:08x}{}", table.substr(0, keep), hash, suffix);
+  return fit_identifier(table, kPgMaxNameBytes, suffix);
 }
 
 std::optional<double> pg_numeric_limit(std::string_view column_type) {

@@ -323,7 +323,10 @@ bool PostgresSink::copies_straight_into_target(const Batch& batch, const std::ve
 
 std::string PostgresSink::cast_to_column(std::string_view alias, const std::string& field,
                                          const std::vector<TableColumn>& columns) const {
-  auto column = std::ranges::find_if(columns, [&](const TableColumn& c) { return c.name == field; });
+  // A field the table lacks is left uncast: the statement then fails with Postgres' own "column does not exist"
+  // rather than this process reading past the list.
+  const TableColumn* column = find_column(columns, field, pg_column_rules());
+  if (!column) return fmt::format("{}.{}", alias, pg_quote_identifier(field));
   return fmt::format("CAST({}.{} AS {})", alias, pg_quote_identifier(field), column->type);
 }
 
@@ -391,7 +394,8 @@ Status PostgresSink::apply_merge(const Batch& batch, const BatchId& id, const st
   // Tombstones first exist for this table's keys (created with the target's key types).
   std::vector<std::string> tomb_columns;
   for (const auto& key : primary_key_) {
-    auto column = std::ranges::find_if(columns, [&](const TableColumn& c) { return c.name == key; });
+    const TableColumn* column = find_column(columns, key, pg_column_rules());  // check_merge_key found each one
+    if (!column) return fail(ErrorKind::kInternal, fmt::format("{}: key column {} vanished", where(), key));
     tomb_columns.push_back(fmt::format("{} {}", pg_quote_identifier(key), column->type));
   }
   SKIPPR_TRY(conn_->execute(fmt::format("CREATE TABLE IF NOT EXISTS {} ({}, {} numeric NOT NULL, PRIMARY KEY ({}))",
@@ -435,7 +439,7 @@ Result<std::vector<BatchLanded>> PostgresSink::write_group(std::span<const Batch
   for (const auto& item : group) {
     SKIPPR_TRY(item.batch.check_shape());  // text it cannot hold is rejected row by row (pg_text_problem)
     if (merge_) SKIPPR_TRY(check_merge_rows(item.batch));
-    if (replacing_partitions() || refreshing()) SKIPPR_TRY(check_partition_fields(item.batch, partition_by_, where()));
+    if (replacing_partitions() || refreshing()) SKIPPR_TRY(check_sync_field(item.batch, where()));
   }
   SKIPPR_TRY(open());
   auto landed = write_in_transaction(group);
@@ -473,15 +477,27 @@ Result<std::vector<BatchLanded>> PostgresSink::write_in_transaction(std::span<co
 Result<uint64_t> PostgresSink::land_batch(const BatchToLand& item) {
   const BatchId& id = item.id;
   auto failed = [&](const Error& e) {
+    if (conn_->last_sqlstate() == "54011") {
+      return fail(e.kind, fmt::format("writing batch {} to {}: {} fields, and a Postgres table holds at most 1,600 "
+                                      "columns (dropped ones count too); leave fields out at the source, or land "
+                                      "them in another sink: {}",
+                                      id.str(), where(), item.batch.schema.fields.size(), e.message));
+    }
     return fail(e.kind, fmt::format("writing batch {} to {}: {}", id.str(), where(), e.message));
   };
   // A replace landing's rows carry their sync; replace_table writes them to the refresh table.
   const SyncMark mark = sync_mark_of(item.position_after, id);
-  std::optional<Batch> tagged;
-  if ((replacing_partitions() || refreshing()) && item.batch.rows > 0) {
-    tagged = with_sync_column(item.batch, mark.sync_id);
+  std::optional<Batch> widened;
+  if (replacing_partitions()) {
+    auto filled = with_partition_fields(
+        item.batch, partition_by_, [&] { return describe(target()); }, pg_column_rules());
+    if (!filled) return failed(filled.error());
+    widened = std::move(*filled);
   }
-  const Batch& batch = tagged ? *tagged : item.batch;
+  const Batch& read = widened ? *widened : item.batch;
+  std::optional<Batch> tagged;
+  if ((replacing_partitions() || refreshing()) && read.rows > 0) tagged = with_sync_column(read, mark.sync_id);
+  const Batch& batch = tagged ? *tagged : read;
   const std::string into = refreshing() ? refresh() : target();
   if (refreshing()) {
     if (auto begun = begin_refresh(mark); !begun) return failed(begun.error());
@@ -543,6 +559,7 @@ ConnectorSpec postgres_sink_spec() {
   spec.is_source = false;
   spec.summary = "a PostgreSQL table (binary COPY, one transaction per batch)";
   spec.guarantee = Guarantee::kExactlyOnce;
+  spec.max_identifier_bytes = kPgMaxNameBytes;  // PostgreSQL cuts longer names to NAMEDATALEN - 1 = 63 bytes, silently
   spec.params = pg_connection_params();
   spec.params.push_back({"schema", ParamType::kString, false, "public", "the target's schema; created when absent"});
   spec.params.push_back(

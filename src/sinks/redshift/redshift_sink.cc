@@ -348,6 +348,7 @@ ConnectorSpec redshift_sink_spec() {
   spec.is_source = false;
   spec.summary = "an Amazon Redshift table, loaded by COPY from S3 (staged per batch)";
   spec.guarantee = Guarantee::kExactlyOnce;
+  spec.max_identifier_bytes = 127;  // Redshift refuses names over 127 bytes
   spec.params = pg_connection_params();
   for (ParamSpec& p : spec.params) {
     if (p.name == "port" && p.default_value.is_null()) p.default_value = 5439;

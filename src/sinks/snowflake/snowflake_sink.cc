@@ -520,6 +520,7 @@ ConnectorSpec snowflake_sink_spec() {
   spec.is_source = false;
   spec.summary = "a Snowflake table through the SQL API v2 (key-pair JWT; rows and ledger in one transaction)";
   spec.guarantee = Guarantee::kExactlyOnce;
+  spec.max_identifier_bytes = 255;  // Snowflake identifiers hold 255 characters; counted in bytes to be safe
   spec.params = {
       {"account", ParamType::kString, true, nullptr, "the account identifier (orgname-accountname, or a locator)"},
       {"user", ParamType::kString, true, nullptr, "the user whose RSA_PUBLIC_KEY matches private_key_file"},

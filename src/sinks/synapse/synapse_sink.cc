@@ -323,6 +323,7 @@ ConnectorSpec synapse_sink_spec() {
   spec.is_source = false;
   spec.summary = "an Azure Synapse dedicated SQL pool table, loaded by COPY INTO from Blob Storage (staged per batch)";
   spec.guarantee = Guarantee::kExactlyOnce;
+  spec.max_identifier_bytes = 128;  // SQL Server (sysname) names hold 128 characters; counted in bytes to be safe
   spec.params = {
       {"server", ParamType::kString, true, nullptr, "the SQL endpoint, e.g. myworkspace.sql.azuresynapse.net"},
       {"port", ParamType::kInt, false, 1433, "the SQL endpoint's TCP port"},
