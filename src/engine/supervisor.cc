@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "core/natural_order.h"
 #include "engine/control.h"
 #include "engine/metrics.h"
 #include "engine/sync.h"
@@ -31,6 +32,18 @@ class QuietReporter final : public Reporter {
  private:
   std::string pipeline_;
 };
+
+// run_sync never throws; should a reporter or the metrics do, the pipeline fails and serve goes on.
+SyncResult run_sync_guarded(const Config& config, const Settings& settings, const SyncOptions& options,
+                            Reporter& reporter) {
+  try {
+    return run_sync(config, settings, options, reporter);
+  } catch (const std::exception& e) {
+    return {1, false, unexpected_exception("pipeline's thread", e.what()).message, {}};
+  } catch (...) {
+    return {1, false, unexpected_exception("pipeline's thread", "an exception of unknown type").message, {}};
+  }
+}
 
 }  // namespace
 
@@ -93,6 +106,8 @@ Supervisor::Supervisor(Config config, Settings settings, std::chrono::millisecon
     slot->enabled = !enabled.contains(name) || enabled[name];
     slots_.push_back(std::move(slot));
   }
+  // The page and /api/status list pipelines as a person reads names: p2 before p10.
+  std::ranges::sort(slots_, [](const auto& a, const auto& b) { return natural_less(a->name, b->name); });
 }
 
 Supervisor::~Supervisor() { stop(); }
@@ -183,7 +198,7 @@ void Supervisor::run_slot(Slot& slot) {
     options.pipeline = slot.name;
     options.stop_requested = &slot.stop_run;
     const auto began = Clock::now();
-    const SyncResult result = run_sync(config_, settings_, options, reporter);
+    const SyncResult result = run_sync_guarded(config_, settings_, options, reporter);
     lock.lock();
     slot.in_run = false;
     slot.last_totals = result.totals;
@@ -194,8 +209,9 @@ void Supervisor::run_slot(Slot& slot) {
       continue;
     }
     slot.last_error = result.message;
-    if (result.exit_code == 2 || result.exit_code == 70) {
-      // A configuration error or a WAL that failed a check: running it again would fail the same way.
+    if (result.exit_code == 1 || result.exit_code == 2 || result.exit_code == 70) {
+      // Data no rerun fixes as it is, a configuration error, a WAL that failed a check, or a bug (an exception):
+      // running it again would fail the same way.
       slot.state = PipelineRunState::kFailed;
       spdlog::error("pipeline '{}' stopped (exit {}), waiting for an action or a restart: {}", slot.name,
                     result.exit_code, result.message);

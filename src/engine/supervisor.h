@@ -1,8 +1,9 @@
 // `skipprd serve`: every pipeline of skippr.yml in one long-running process, each in a thread of its own running the
 // same sync as `skipprd sync` (its own lease, WAL and sink). One failing pipeline never stops the others: a run that
-// ends with "retry later" (75), a held lease (3) or anything unexpected starts again after a backoff (1 s doubling to
-// 60 s); a configuration error (2) or a WAL that failed a check (70) waits for a person (an action, or a restart of
-// serve). Every run's counters come from the metrics registry; a sampler keeps an hour of history for the page.
+// ends with "retry later" (75) or a held lease (3) starts again after a backoff (1 s doubling to 60 s); data no rerun
+// fixes or a bug (1: an exception in any of the run's threads ends the run, not the process), a configuration error
+// (2) or a WAL that failed a check (70) waits for a person (an action, or a restart of serve). Every run's counters
+// come from the metrics registry; a sampler keeps an hour of history for the page.
 #pragma once
 
 #include <atomic>

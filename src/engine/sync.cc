@@ -15,6 +15,7 @@
 #include "engine/bounded_queue.h"
 #include "engine/chaos.h"
 #include "engine/dead_letters.h"
+#include "engine/injected_faults.h"
 #include "engine/metrics.h"
 #include "engine/pipeline_storage.h"
 #include "engine/sync_passes.h"
@@ -112,7 +113,7 @@ class SyncRun {
     const ConnectorConfig& sink_cfg = config_.sinks.at(pipe_->data_sink);
     auto source = source_cfg.spec->make_source(context_for(source_cfg));
     if (!source) return std::unexpected(source.error());
-    source_ = std::move(*source);
+    source_ = with_injected_faults(std::move(*source), pipe_->name);
     auto sink = sink_cfg.spec->make_sink(context_for(sink_cfg));
     if (!sink) return std::unexpected(sink.error());
     sink_ = std::move(*sink);
@@ -306,10 +307,10 @@ class SyncRun {
   void stages() {
     const auto pending = wal_->pending();
     reporter_.sync_start(pipe_->name, state_.epoch, pending.size());
-    std::thread reader([this] { read_stage(); });
-    std::thread committer([this] { commit_stage(); });
-    std::thread stats_saver([this] { save_stats_while_running(); });
-    land_stage(pending);
+    std::thread reader([this] { guarded("reader", [this] { read_stage(); }); });
+    std::thread committer([this] { guarded("committer", [this] { commit_stage(); }); });
+    std::thread stats_saver([this] { guarded("statistics", [this] { save_stats_while_running(); }); });
+    guarded("lander", [&] { land_stage(pending); });
     // The lander stops first only on failure; unblock the other stages then (a commit waiting on a full disk for
     // batches to land included).
     stopping_ = true;
@@ -320,6 +321,25 @@ class SyncRun {
     committer.join();
     stages_done_ = true;
     stats_saver.join();
+  }
+
+  // An exception escaping a stage is a bug (ours or a library's), yet it must end this run, not the process: under
+  // serve the other pipelines keep running. The run stops as after any failed stage, with the exception as its
+  // error (exit 1).
+  template <class F>
+  void guarded(std::string_view stage, F&& body) {
+    try {
+      body();
+      return;
+    } catch (const std::exception& e) {
+      record_error(unexpected_exception(stage, e.what()));
+    } catch (...) {
+      record_error(unexpected_exception(stage, "an exception of unknown type"));
+    }
+    stopping_ = true;
+    wal_->stop_waiting();
+    to_commit_.close_and_clear();
+    to_land_.close_and_clear();
   }
 
   bool stop_requested() const { return stopping_ || (options_.stop_requested && options_.stop_requested->load()); }
@@ -790,8 +810,26 @@ class SyncRun {
 
 }  // namespace
 
+Error unexpected_exception(std::string_view where, std::string_view what) {
+  return {ErrorKind::kInternal,
+          fmt::format("unexpected failure in the {}: {}. This is a bug in skipprd: please report it with the log; "
+                      "what was committed is kept and lands at the next run",
+                      where, what)};
+}
+
 SyncResult run_sync(const Config& config, const Settings& settings, const SyncOptions& options, Reporter& reporter) {
-  return SyncRun(config, settings, options, reporter).run();
+  // The stages guard their own threads; this catches what prepare() or finish() throws.
+  try {
+    return SyncRun(config, settings, options, reporter).run();
+  } catch (const std::exception& e) {
+    const Error error = unexpected_exception("run", e.what());
+    reporter.error(error.message);
+    return {exit_code_for(error.kind), false, error.message, {}};
+  } catch (...) {
+    const Error error = unexpected_exception("run", "an exception of unknown type");
+    reporter.error(error.message);
+    return {exit_code_for(error.kind), false, error.message, {}};
+  }
 }
 
 }  // namespace skippr

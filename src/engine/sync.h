@@ -31,6 +31,9 @@ struct SyncResult {
   RunTotals totals;
 };
 
+// The error (kInternal, exit 1) that an exception escaping `where` becomes: it ends one run, never the process.
+Error unexpected_exception(std::string_view where, std::string_view what);
+
 SyncResult run_sync(const Config& config, const Settings& settings, const SyncOptions& options, Reporter& reporter);
 
 }  // namespace skippr

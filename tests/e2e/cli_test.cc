@@ -100,6 +100,19 @@ TEST(Cli, UnknownPipelineExits2ListingTheKnownOnes) {
   EXPECT_FALSE(std::filesystem::exists(f.path("data")));
 }
 
+// An exception escaping one of a run's threads (injected in the source's poll) ends the run with exit 1 and a
+// sentence, not with std::terminate (exit 134); a run without the fault then lands everything.
+TEST(Cli, AnExceptionInARunsThreadIsExitOneWithAMessage) {
+  PipelineFixture fx(sample_to_duckdb_config(1000));
+  auto r = fx.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"SKIPPR_TEST_THROW_IN_POLL", "bikehire"}}, 60);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("unexpected failure in the reader: injected fault: the source's poll threw"), std::string::npos)
+      << r.err;
+  r = fx.skipprd({"sync", "--pipeline", "bikehire", "--once"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(trips_digest(fx.path("out.duckdb")).rows, 1000u);
+}
+
 TEST(Cli, UsageErrorsExit2) {
   PipelineFixture f(sample_to_duckdb_config(10));
   EXPECT_EQ(f.skipprd({"sync"}).exit_code, 2);  // --pipeline is required

@@ -253,6 +253,63 @@ TEST(Serve, ThreePipelinesOneDeadThePageShowsThemAllAndActionsNeedTheToken) {
             "50000 50000");
 }
 
+// One pipeline whose run throws (an injected fault in its source's poll, on the run's reader thread) is marked
+// failed with its error; the process lives on and the two healthy pipelines land every row once. Before, the
+// exception ended the whole process (std::terminate) within a second.
+TEST(Serve, OnePipelineThatThrowsFailsAloneAndTheOthersLandEveryRow) {
+  PipelineFixture f(R"(data_sources:
+  small:
+    Sample: { rows: 20000, seed: 1 }
+  large:
+    Sample: { rows: 50000, seed: 2 }
+data_sinks:
+  a:
+    DuckDB: { path: a.duckdb, table: trips }
+  b:
+    DuckDB: { path: b.duckdb, table: trips }
+  c:
+    DuckDB: { path: c.duckdb, table: trips }
+pipelines:
+  alpha:
+    data_source: data_sources.small
+    data_sink: data_sinks.a
+  beta:
+    data_source: data_sources.large
+    data_sink: data_sinks.b
+  crashy:
+    data_source: data_sources.small
+    data_sink: data_sinks.c
+)");
+  const int port = free_loopback_port();
+  const std::string base = fmt::format("http://127.0.0.1:{}", port);
+  const std::map<std::string, std::string> env = {{"DATA_DIR", f.path("data").string()},
+                                                  {"SKIPPR_CONFIG_FILE", ""},
+                                                  {"SKIPPR_SERVE_TOKEN", "serve-test-token"},
+                                                  {"SKIPPR_TEST_THROW_IN_POLL", "crashy"},
+                                                  {"BUFFER_THRESHOLD_BYTES", "256KiB"}};
+  Served served{spawn_process({SKIPPRD_BINARY, "serve", "--listen", fmt::format("127.0.0.1:{}", port)}, f.root(), env)};
+  auto all = wait_for(base, [](const nlohmann::json& s) {
+    return pipeline(s, "alpha").value("rows_landed", 0) == 20000 &&
+           pipeline(s, "beta").value("rows_landed", 0) == 50000 && pipeline(s, "crashy").value("state", "") == "failed";
+  });
+  EXPECT_EQ(pipeline(all, "crashy").value("state", ""), "failed") << all.dump(2);
+  const std::string error = pipeline(all, "crashy").value("last_error", std::string());
+  EXPECT_NE(error.find("unexpected failure in the reader: injected fault"), std::string::npos) << all.dump(2);
+  EXPECT_EQ(pipeline(all, "alpha").value("rows_landed", 0), 20000) << all.dump(2);
+  EXPECT_EQ(pipeline(all, "beta").value("rows_landed", 0), 50000) << all.dump(2);
+  // Still alive a while later (a failed pipeline waits for an action; it is not restarted in a loop).
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  all = status(base);
+  ASSERT_FALSE(all.empty()) << "serve is gone";
+  EXPECT_EQ(pipeline(all, "crashy").value("restarts", -1), 0) << all.dump(2);
+
+  EXPECT_EQ(served.stop(), 0);
+  EXPECT_EQ(duckdb_value(f.path("a.duckdb"), "SELECT count(*) || ' ' || count(DISTINCT trip_id) FROM trips"),
+            "20000 20000");
+  EXPECT_EQ(duckdb_value(f.path("b.duckdb"), "SELECT count(*) || ' ' || count(DISTINCT trip_id) FROM trips"),
+            "50000 50000");
+}
+
 // A --listen port another process holds is "retry later" (exit 75: the unit restarts serve), naming the address;
 // nothing runs. An address that is not this machine's is a configuration error (exit 2).
 TEST(Serve, ATakenListenPortIsRetryLaterAndAForeignAddressAConfigError) {
