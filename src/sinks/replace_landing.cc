@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "sinks/conform_batch.h"
+
 namespace skippr {
 
 Batch with_sync_column(const Batch& batch, std::string_view sync_id) {
@@ -15,23 +17,33 @@ Batch with_sync_column(const Batch& batch, std::string_view sync_id) {
   return tagged;
 }
 
-Status check_partition_fields(const Batch& batch, const std::vector<std::string>& partition_by,
-                              std::string_view where) {
+Status check_sync_field(const Batch& batch, std::string_view where) {
   if (batch.schema.index_of(kSyncColumn) >= 0) {
     return fail(ErrorKind::kConfig,
                 fmt::format("{}: the batch has a field named {}, which a replace landing keeps for itself; rename it "
                             "at the source",
                             where, kSyncColumn));
   }
-  if (batch.rows == 0) return ok();
-  for (const auto& name : partition_by) {
-    if (batch.schema.index_of(name) < 0) {
-      return fail(ErrorKind::kConfig,
-                  fmt::format("{}: the batch has no field {} named in the pipeline's partition_by; fix partition_by",
-                              where, name));
-    }
-  }
   return ok();
+}
+
+Result<std::optional<Batch>> with_partition_fields(
+    const Batch& batch, const std::vector<std::string>& partition_by,
+    const std::function<Result<std::vector<TableColumn>>()>& table_columns, const ColumnRules& rules) {
+  std::vector<std::string> missing;
+  for (const auto& name : partition_by) {
+    if (batch.schema.index_of(name) < 0) missing.push_back(name);
+  }
+  if (missing.empty() || batch.rows == 0) return std::optional<Batch>();
+  auto columns = table_columns();
+  if (!columns) return std::unexpected(columns.error());
+  Batch widened = batch;
+  for (const auto& name : missing) {
+    const TableColumn* column = find_column(*columns, name, rules);
+    const std::optional<Type> type = column ? column_value_type(column->type, rules) : std::nullopt;
+    widened.add_column({name, type.value_or(Type::kString)});
+  }
+  return std::optional<Batch>(std::move(widened));
 }
 
 std::string replace_partitions_sql(const ReplaceDialect& d, const std::string& table,

@@ -10,6 +10,8 @@
 //    left by a sync that never ended is dropped by the next sync.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,8 +36,15 @@ struct ReplaceDialect {
 // `batch` with kSyncColumn added, holding `sync_id` in every row.
 Batch with_sync_column(const Batch& batch, std::string_view sync_id);
 
-// kConfig naming `where` when the batch lacks a partition_by field (or carries a field named kSyncColumn).
-Status check_partition_fields(const Batch& batch, const std::vector<std::string>& partition_by, std::string_view where);
+// kConfig naming `where` when the batch carries a field named kSyncColumn.
+Status check_sync_field(const Batch& batch, std::string_view where);
+
+// A row without a partition_by field is in the NULL partition, whichever batch it comes in: nullopt when the batch
+// has every field (no copy), else the batch with each missing one added, all null, of the type of the table's
+// column when `table_columns` (asked only then) has it, else a string.
+Result<std::optional<Batch>> with_partition_fields(
+    const Batch& batch, const std::vector<std::string>& partition_by,
+    const std::function<Result<std::vector<TableColumn>>()>& table_columns, const ColumnRules& rules);
 
 // Run after the batch's rows are in `table` (quoted, qualified): the rows of other syncs in the partitions that rows
 // of `sync_id` hold go.

@@ -278,6 +278,39 @@ TEST(ReplaceTable, ASyncThatReadsNothingEmptiesTheTable) {
   EXPECT_EQ(target.query(f, "SELECT count(*) FROM refreshed").at(0).at(0), "0");
 }
 
+// Rows without the partition field are the NULL partition whichever batch they come in: a batch with none that has
+// it (here the first three, before the table has the column) lands as the rows would beside rows that have it,
+// instead of stopping the pipeline (it used to exit 75 on every run). A later sync replaces the NULL partition alone.
+void rows_without_the_partition_field_land_in_the_null_partition(const Target& target) {
+  SCOPED_TRACE(target.name);
+  PipelineFixture f(config(target, "daily", "replace_partition"));
+  std::string text;
+  for (int i = 0; i < 1000; ++i) text += fmt::format(R"({{"id":"none-{:05}","v":"n1-{}"}})", i, i) + "\n";
+  write_text(f.path("in/a.jsonl"), text);
+  write_days(f.path("in/b.jsonl"), {{"2026-11-01", 300}}, "s1");
+  auto first = sync_once(f, target);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.out.find("1300 landed"), std::string::npos) << first.out;
+  EXPECT_EQ(summary(partitions(target, f, "daily")),
+            (std::vector<std::tuple<std::string, int, std::string>>{{"2026-11-01", 300, "s1"}, {"NULL", 1000, "n1"}}));
+
+  text.clear();
+  for (int i = 0; i < 120; ++i) text += fmt::format(R"({{"id":"none-{:05}","v":"n2-{}"}})", i, i) + "\n";
+  write_text(f.path("in/c.jsonl"), text);
+  auto second = sync_once(f, target);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(summary(partitions(target, f, "daily")),
+            (std::vector<std::tuple<std::string, int, std::string>>{{"2026-11-01", 300, "s1"}, {"NULL", 120, "n2"}}));
+}
+
+TEST(ReplacePartition, DuckDbRowsWithoutThePartitionFieldLandInTheNullPartitionWhereverBatchesAreCut) {
+  rows_without_the_partition_field_land_in_the_null_partition(duckdb_target());
+}
+
+TEST(ReplacePartition, PostgresRowsWithoutThePartitionFieldLandInTheNullPartitionWhereverBatchesAreCut) {
+  rows_without_the_partition_field_land_in_the_null_partition(postgres_target());
+}
+
 TEST(ReplaceLandings, MistakesStopAtLoadTimeWithFileAndLine) {
   const Target target = duckdb_target();
   {

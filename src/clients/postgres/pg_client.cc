@@ -276,6 +276,7 @@ ErrorKind pg_error_kind(std::string_view sqlstate) {
   }
   if (cls == "28" || cls == "3D" || cls == "3F" || cls == "42") return ErrorKind::kConfig;  // auth, names, privileges
   if (cls == "22") return ErrorKind::kBadInput;  // a value the column cannot hold
+  if (cls == "54") return ErrorKind::kBadInput;  // a limit the data exceeds (too many columns): retrying cannot help
   return ErrorKind::kInternal;
 }
 

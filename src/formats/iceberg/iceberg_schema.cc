@@ -87,10 +87,13 @@ Result<std::optional<IcebergSchema>> evolve_schema(const std::optional<IcebergSc
       changed = true;
     } else if (have->type != type) {
       if (!promotes(have->type, type)) {
-        return fail(ErrorKind::kBadInput,
-                    fmt::format("{}: field '{}' is {} in the table and {} in this batch; Iceberg can only widen int "
-                                "to long and float to double. Cast the field at the source, or write to a new table",
-                                where, field.name, have->type, type));
+        return fail(
+            ErrorKind::kBadInput,
+            fmt::format(
+                "{}: field '{}' is {} in the table and {} in this batch; Iceberg can only widen int "
+                "to long and float to double. Point the sink at a new table (its `table`), which takes the waiting "
+                "batches too; casting the field at the source fixes only batches not read yet",
+                where, field.name, have->type, type));
       }
       have->type = std::string(type);
       changed = true;

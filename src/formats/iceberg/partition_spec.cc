@@ -6,6 +6,7 @@
 #include <map>
 #include <regex>
 
+#include "core/crc32c.h"
 #include "core/time_util.h"
 
 namespace skippr {
@@ -54,6 +55,20 @@ std::string escape_segment(std::string_view text) {
     }
   }
   return out;
+}
+
+// A folder name holds at most 255 bytes (S3 keys 1,024 in all): a longer escaped value is cut to its first bytes
+// (never inside an escape) plus "-" and the CRC-32C of the whole value. Only the folder is shortened: readers take
+// the partition's value from the manifests, whole, so two long values sharing a folder would still be told apart.
+constexpr size_t kMaxFolderValueBytes = 100;
+
+std::string folder_value(std::string_view value) {
+  std::string escaped = escape_segment(value);
+  if (escaped.size() <= kMaxFolderValueBytes) return escaped;
+  size_t cut = kMaxFolderValueBytes - 9;
+  const size_t percent = escaped.rfind('%', cut);
+  if (percent != std::string::npos && percent + 3 > cut) cut = percent;
+  return fmt::format("{}-{:08x}", escaped.substr(0, cut), crc32c::value(value));
 }
 
 std::string human_value(const PartitionField& field, const std::string& result_type, const PartitionValue& value) {
@@ -208,14 +223,16 @@ Result<PartitionSpec> make_partition_spec(const std::vector<PartitionRequest>& r
     const bool temporal = source->type == "date" || source->type == "timestamptz";
     if (r.transform != Transform::kIdentity &&
         (!temporal || (r.transform == Transform::kHour && source->type == "date"))) {
-      return fail(ErrorKind::kBadInput,
-                  fmt::format("{}: {}({}) needs a {} field; '{}' is {}", where, transform_name(r.transform),
-                              r.source_name, r.transform == Transform::kHour ? "timestamp" : "date or timestamp",
-                              r.source_name, source->type));
+      return fail(ErrorKind::kConfig,
+                  fmt::format("{}: {}({}) needs a {} field (or ISO-8601 text); '{}' is {}: partition by '{}' "
+                              "itself, or fix partition_by",
+                              where, transform_name(r.transform), r.source_name,
+                              r.transform == Transform::kHour ? "timestamp" : "date or timestamp", r.source_name,
+                              source->type, r.source_name));
     }
     if (source->type == "binary") {
-      return fail(ErrorKind::kBadInput,
-                  fmt::format("{}: a binary field ('{}') cannot name a partition", where, r.source_name));
+      return fail(ErrorKind::kConfig, fmt::format("{}: a binary field ('{}') cannot name a partition; fix partition_by",
+                                                  where, r.source_name));
     }
     std::string name = r.source_name;
     if (r.transform != Transform::kIdentity) name += std::string("_") + transform_name(r.transform);
@@ -253,8 +270,7 @@ std::string partition_path(const PartitionSpec& spec, const IcebergSchema& schem
   std::string out;
   for (size_t i = 0; i < spec.fields.size(); ++i) {
     const std::string type = partition_result_type(spec.fields[i], schema);
-    out +=
-        escape_segment(spec.fields[i].name) + "=" + escape_segment(human_value(spec.fields[i], type, values[i])) + "/";
+    out += escape_segment(spec.fields[i].name) + "=" + folder_value(human_value(spec.fields[i], type, values[i])) + "/";
   }
   return out;
 }

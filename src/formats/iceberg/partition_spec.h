@@ -48,7 +48,8 @@ struct PartitionRequest {
 Result<std::vector<PartitionRequest>> parse_partition_by(const std::vector<std::string>& partition_by,
                                                          std::string_view where);
 // The spec for `requests` over `schema` (field ids from 1000). kBadInput when a source field is missing from the
-// schema or a time transform is asked of a field that is not a date or timestamp.
+// schema; kConfig (fix partition_by) when a time transform is asked of a field that is not a date or timestamp, or a
+// binary field names a partition.
 Result<PartitionSpec> make_partition_spec(const std::vector<PartitionRequest>& requests, const IcebergSchema& schema,
                                           std::string_view where);
 
@@ -62,7 +63,8 @@ struct PartitionGroup {
 };
 // The rows of `batch` grouped by partition (one group of every row for an unpartitioned spec), in a stable order.
 std::vector<PartitionGroup> partition_rows(const Batch& batch, const PartitionSpec& spec);
-// "station=Central/event_time_day=2024-05-01/" ("" for an unpartitioned spec).
+// "station=Central/event_time_day=2024-05-01/" ("" for an unpartitioned spec); a value too long for a folder name
+// is shortened there, deterministically.
 std::string partition_path(const PartitionSpec& spec, const IcebergSchema& schema,
                            const std::vector<PartitionValue>& values);
 // The Avro schema of the partition struct (record "r102"), as manifest entries carry it.

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/failpoint.h"
+#include "formats/iceberg/partition_fields.h"
 #include "formats/iceberg/summary_ledger.h"
 #include "formats/object_encoding.h"
 
@@ -70,6 +71,19 @@ std::string describe(const std::vector<PartitionRequest>& requests) {
                : fmt::format("{}({})", names[static_cast<int>(r.transform)], r.source_name);
   }
   return out.empty() ? "nothing" : "[" + out + "]";
+}
+
+// The table's current schema (nullopt for a table not created yet).
+Result<std::optional<IcebergSchema>> current_schema(const std::optional<TableVersion>& base) {
+  if (!base) return std::optional<IcebergSchema>();
+  const auto& md = base->metadata;
+  for (const auto& s : md.at("schemas")) {
+    if (s.value("schema-id", -1) != md.value("current-schema-id", 0)) continue;
+    auto parsed = IcebergSchema::from_json(s);
+    if (!parsed) return std::unexpected(parsed.error());
+    return std::optional<IcebergSchema>(std::move(*parsed));
+  }
+  return std::optional<IcebergSchema>();
 }
 
 std::vector<PartitionRequest> requests_of(const PartitionSpec& spec) {
@@ -141,21 +155,15 @@ Result<IcebergTableWriter::Plan> IcebergTableWriter::plan(const std::optional<Ta
                                                           std::span<const BatchToLand> batches) {
   Plan p;
   p.ledger = std::move(held);
-  std::optional<IcebergSchema> current;
   int max_schema_id = -1;
   if (base) {
     const auto& md = base->metadata;
     p.last_column_id = md.value("last-column-id", 0);
-    for (const auto& s : md.at("schemas")) {
-      max_schema_id = std::max(max_schema_id, s.value("schema-id", 0));
-      if (s.value("schema-id", -1) == md.value("current-schema-id", 0)) {
-        auto parsed = IcebergSchema::from_json(s);
-        if (!parsed) return std::unexpected(parsed.error());
-        current = std::move(*parsed);
-      }
-    }
+    for (const auto& s : md.at("schemas")) max_schema_id = std::max(max_schema_id, s.value("schema-id", 0));
   }
-  std::optional<IcebergSchema> schema = current;
+  auto current = current_schema(base);
+  if (!current) return std::unexpected(current.error());
+  std::optional<IcebergSchema> schema = *current;
   for (const auto& item : batches) {
     auto next = evolve_schema(schema, item.batch.schema, p.last_column_id, options_.what);
     if (!next) return std::unexpected(next.error());
@@ -206,6 +214,7 @@ Result<std::vector<DataFile>> IcebergTableWriter::write_data_files(const Plan& p
     options.field_ids.clear();
     for (const auto& field : item.batch.schema.fields) options.field_ids.push_back(plan.schema.find(field.name)->id);
     for (auto& group : partition_rows(item.batch, plan.spec)) {
+      if (group.rows.empty()) continue;  // a batch of no rows (its records dead-lettered) adds no data file
       const bool whole = group.rows.size() == item.batch.rows;
       SKIPPR_TRY(parquet_->write(whole ? item.batch : rows_of(item.batch, group.rows), scratch, options));
       std::error_code size_error;
@@ -462,6 +471,17 @@ Result<std::vector<BatchLanded>> IcebergTableWriter::land(std::span<const BatchT
       }
     }
     if (fresh.empty()) return outcomes;
+    // Each batch's partition fields as the spec needs them (partition_fields.h), from the table's current schema.
+    auto current = current_schema(*base);
+    if (!current) return std::unexpected(current.error());
+    std::vector<std::optional<Batch>> fitted;
+    fitted.reserve(fresh.size());
+    for (const auto& item : fresh) fitted.push_back(fit_partition_fields(item.batch, options_.partition_by, *current));
+    std::vector<BatchToLand> fit;
+    for (size_t i = 0; i < fresh.size(); ++i) {
+      fit.push_back({fitted[i] ? *fitted[i] : fresh[i].batch, fresh[i].id, fresh[i].position_after});
+    }
+    fresh = std::move(fit);
     auto p = plan(*base, std::move(held), fresh);
     if (!p) return std::unexpected(p.error());
     // After a lost race the files stay good unless the winner changed the columns' ids or the layout, or landed

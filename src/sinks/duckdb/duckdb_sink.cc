@@ -354,7 +354,7 @@ Result<std::vector<BatchLanded>> DuckDbSink::write_group(std::span<const BatchTo
   for (const auto& item : group) {
     SKIPPR_TRY(item.batch.check_shape());
     if (merging()) SKIPPR_TRY(check_merge_rows(item.batch, merge_key_, duckdb_column_rules(), where()));
-    if (replacing_partitions() || refreshing()) SKIPPR_TRY(check_partition_fields(item.batch, partition_by_, where()));
+    if (replacing_partitions() || refreshing()) SKIPPR_TRY(check_sync_field(item.batch, where()));
   }
   SKIPPR_TRY(open());
   auto landed = write_in_transaction(group);
@@ -395,9 +395,17 @@ Result<uint64_t> DuckDbSink::land_batch(const BatchToLand& item) {
   // A replace landing's rows carry their sync; replace_table writes them to the refresh table.
   const bool replacing = replacing_partitions() || refreshing();
   const SyncMark mark = sync_mark_of(item.position_after, id);
+  std::optional<Batch> widened;
+  if (replacing_partitions()) {
+    auto filled = with_partition_fields(
+        item.batch, partition_by_, [&] { return describe_table(table_); }, duckdb_column_rules());
+    if (!filled) return definite(filled.error());
+    widened = std::move(*filled);
+  }
+  const Batch& read = widened ? *widened : item.batch;
   std::optional<Batch> tagged;
-  if (replacing && item.batch.rows > 0) tagged = with_sync_column(item.batch, mark.sync_id);
-  const Batch& batch = tagged ? *tagged : item.batch;
+  if (replacing && read.rows > 0) tagged = with_sync_column(read, mark.sync_id);
+  const Batch& batch = tagged ? *tagged : read;
   const std::string& into = refreshing() ? refresh_table_ : table_;
   if (refreshing()) {
     if (auto begun = begin_refresh(mark); !begun) return definite(begun.error());
