@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -34,6 +35,17 @@ std::atomic<int> g_stop_signal{0};
 void on_stop_signal(int signo) {
   if (g_stop_requested.exchange(true)) _exit(exit_code::kRetryLater);
   g_stop_signal = signo;
+}
+
+// serve does not reload skippr.yml (see README, serve): a SIGHUP is answered in the log instead of ending it.
+std::atomic<bool> g_hangup{false};
+void on_hangup(int) { g_hangup = true; }
+
+void install_hangup_handler() {
+  struct sigaction sa {};
+  sa.sa_handler = on_hangup;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGHUP, &sa, nullptr);
 }
 
 void install_stop_handlers() {
@@ -212,11 +224,20 @@ int run_serve_command(const std::string& listen, const std::optional<std::filesy
   auto endpoint = ServeEndpoint::start(listen, supervisor, token != nullptr ? token : "");
   if (!endpoint) return report(endpoint.error());
   install_stop_handlers();
+  install_hangup_handler();
   supervisor.start();
   fmt::print(stderr, "serving {} pipeline{} on http://{}/ (actions {})\n", setup->config.pipelines.size(),
              setup->config.pipelines.size() == 1 ? "" : "s", listen,
              token != nullptr && *token != '\0' ? "need the SKIPPR_SERVE_TOKEN bearer token" : "off");
-  while (!g_stop_requested.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  while (!g_stop_requested.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (g_hangup.exchange(false)) {
+      spdlog::warn(
+          "SIGHUP: serve does not reload {}; every pipeline goes on as it started. To apply changes, "
+          "restart serve (systemctl restart skipprd): each run lands what it committed first",
+          setup->config.file.string());
+    }
+  }
   // Every run lands what it committed before the page goes away.
   supervisor.stop();
   return 0;

@@ -179,6 +179,14 @@ Result<QueryResult> reset_pipeline(const std::string& name, const Config* config
 Result<QueryResult> set_enabled(const std::string& name, bool enabled, const Config* config, const Settings& settings) {
   auto storage = known_storage(name, config, settings);
   if (!storage) return std::unexpected(storage.error());
+  // A run in another process (sync, or serve) would neither see the change nor keep it: its state saves rewrite
+  // the flag. Changed there, or once it stopped.
+  if (auto holder = (*storage)->state().holder()) {
+    return fail(ErrorKind::kLocked,
+                fmt::format("pipeline '{}' is running in another process ({}); {} it there (under serve: the page's "
+                            "button or POST /api/pipelines/{}/{}) or stop that process first",
+                            name, *holder, enabled ? "enable" : "disable", name, enabled ? "enable" : "disable"));
+  }
   SKIPPR_TRY((*storage)->state().set_enabled(enabled));
   QueryResult r;
   r.message = fmt::format("pipeline '{}' {}", name, enabled ? "enabled" : "disabled");

@@ -5,9 +5,11 @@
 
 #include <algorithm>
 
+#include "core/env.h"
 #include "core/natural_order.h"
 #include "engine/control.h"
 #include "engine/metrics.h"
+#include "engine/pipeline_storage.h"
 #include "engine/sync.h"
 
 namespace skippr {
@@ -17,6 +19,7 @@ using Clock = std::chrono::steady_clock;
 
 constexpr auto kHistory = std::chrono::hours(1);
 constexpr auto kMaxBackoff = std::chrono::seconds(60);
+constexpr auto kDisabledRecheck = std::chrono::seconds(3);
 
 // serve shows progress on its page and in /metrics: a run's events are not printed, its errors are logged.
 class QuietReporter final : public Reporter {
@@ -46,6 +49,19 @@ SyncResult run_sync_guarded(const Config& config, const Settings& settings, cons
 }
 
 }  // namespace
+
+std::optional<bool> Supervisor::stored_enabled(const std::string& name) const {
+  auto storage = PipelineStorage::open(settings_, name);
+  if (!storage) return std::nullopt;
+  auto state = (*storage)->state().load();
+  if (!state) return std::nullopt;
+  return state->enabled;
+}
+
+bool Supervisor::config_changed() const {
+  auto now = default_env().read_file(config_.file);
+  return !now || *now != config_text_;
+}
 
 const char* to_string(PipelineRunState state) {
   switch (state) {
@@ -98,6 +114,7 @@ Supervisor::Supervisor(Config config, Settings settings, std::chrono::millisecon
   if (auto shown = execute_statement({StatementKind::kShowPipelines, ""}, &config_, settings_)) {
     for (const auto& row : shown->rows) enabled[row.at(0)] = row.at(3) != "no";
   }
+  if (auto text = default_env().read_file(config_.file)) config_text_ = *text;
   for (const auto& [name, pipeline] : config_.pipelines) {
     auto slot = std::make_unique<Slot>();
     slot->name = name;
@@ -183,9 +200,17 @@ void Supervisor::run_slot(Slot& slot) {
   auto backoff = std::chrono::milliseconds(1000);
   std::unique_lock lock(slot.mu);
   while (!stopping_) {
+    // ENABLE / DISABLE PIPELINE from the CLI change the store while no run holds the pipeline: seen before each run,
+    // and every few seconds while disabled.
+    if (!slot.held) {
+      lock.unlock();
+      const std::optional<bool> stored = stored_enabled(slot.name);
+      lock.lock();
+      if (stored && !slot.held) slot.enabled = *stored;
+    }
     if (!slot.enabled || slot.held) {
       if (!slot.enabled) slot.state = PipelineRunState::kDisabled;
-      slot.cv.wait(lock, [&] { return stopping_ || slot.wake; });
+      slot.cv.wait_for(lock, kDisabledRecheck, [&] { return stopping_ || slot.wake; });
       slot.wake = false;
       continue;
     }
@@ -242,7 +267,14 @@ Supervisor::Slot* Supervisor::find(const std::string& name) const {
 
 Result<std::string> Supervisor::act(const std::string& pipeline, const std::string& action) {
   Slot* slot = find(pipeline);
-  if (slot == nullptr) return fail(ErrorKind::kConfig, fmt::format("there is no pipeline '{}' here", pipeline));
+  if (slot == nullptr) {
+    return fail(ErrorKind::kConfig,
+                fmt::format("there is no pipeline '{}' here{}", pipeline,
+                            config_changed() ? fmt::format("; {} changed since serve started: restart serve to run "
+                                                           "the pipelines it now names",
+                                                           config_.file.string())
+                                             : ""));
+  }
   StatementKind kind;
   if (action == "enable") {
     kind = StatementKind::kEnablePipeline;
@@ -252,6 +284,12 @@ Result<std::string> Supervisor::act(const std::string& pipeline, const std::stri
     kind = StatementKind::kResetPipeline;
   } else {
     return fail(ErrorKind::kConfig, fmt::format("'{}' is not an action; use enable, disable or reset", action));
+  }
+  if (kind == StatementKind::kResetPipeline && config_changed()) {
+    // A reset reads the source from its start: with the configuration serve started with, not the one on disk.
+    return fail(ErrorKind::kLocked, fmt::format("{} changed since serve started, and a reset would read the source "
+                                                "serve started with; restart serve first, then reset '{}'",
+                                                config_.file.string(), pipeline));
   }
   std::unique_lock one_action(slot->action_mu, std::try_to_lock);
   if (!one_action.owns_lock()) {

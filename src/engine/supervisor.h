@@ -71,8 +71,13 @@ class Supervisor {
   void run_slot(Slot& slot);
   void sample();
   Slot* find(const std::string& name) const;
+  // The enabled flag in the pipeline's state store (nullopt when it cannot be read: the slot keeps its own).
+  std::optional<bool> stored_enabled(const std::string& name) const;
+  // skippr.yml no longer reads as it did when serve started (serve does not reload it; see README).
+  bool config_changed() const;
 
   Config config_;
+  std::string config_text_;  // skippr.yml as serve read it
   Settings settings_;
   std::chrono::milliseconds sample_every_;
   std::vector<std::unique_ptr<Slot>> slots_;

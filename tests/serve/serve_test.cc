@@ -310,6 +310,71 @@ pipelines:
             "50000 50000");
 }
 
+// What serve does not do is said, not silently ignored: a SIGHUP is answered in the log (before, it killed serve);
+// a pipeline added to skippr.yml since serve started is 404 saying so; a reset against an edited skippr.yml is
+// refused; DISABLE PIPELINE from the CLI is refused while serve's run holds the pipeline (before, it printed success
+// and changed nothing) and, once the run stopped, takes effect (serve shows it disabled, and ENABLE resumes it).
+TEST(Serve, SighupConfigEditsAndCliActionsAreAnsweredNotIgnored) {
+  PipelineFixture f(R"(data_sources:
+  s:
+    Sample: { rows: 500 }
+data_sinks:
+  d:
+    DuckDB: { path: d.duckdb, table: t }
+pipelines:
+  only:
+    data_source: data_sources.s
+    data_sink: data_sinks.d
+)");
+  const int port = free_loopback_port();
+  const std::string base = fmt::format("http://127.0.0.1:{}", port);
+  const std::map<std::string, std::string> env = {
+      {"DATA_DIR", f.path("data").string()}, {"SKIPPR_CONFIG_FILE", ""}, {"SKIPPR_SERVE_TOKEN", "tok"}};
+  Served served{spawn_process({SKIPPRD_BINARY, "serve", "--listen", fmt::format("127.0.0.1:{}", port)}, f.root(), env)};
+  auto all = wait_for(base, [](const nlohmann::json& s) { return pipeline(s, "only").value("rows_landed", 0) == 500; });
+  ASSERT_EQ(pipeline(all, "only").value("rows_landed", 0), 500) << all.dump(2);
+
+  kill(served.pid, SIGHUP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ASSERT_FALSE(status(base).empty()) << "serve died on SIGHUP";
+  EXPECT_NE(read_text(f.path("spawned.err")).find("SIGHUP: serve does not reload"), std::string::npos)
+      << read_text(f.path("spawned.err"));
+
+  // The CLI cannot disable what serve runs: refused with exit 3, naming where to do it.
+  auto cli = f.skipprd({"query", "--sql", "DISABLE PIPELINE only"});
+  EXPECT_EQ(cli.exit_code, 3) << cli.out << cli.err;
+  EXPECT_NE(cli.err.find("POST /api/pipelines/only/disable"), std::string::npos) << cli.err;
+
+  // An edited skippr.yml: a new pipeline is 404 saying why; a reset is refused (it would read the old source).
+  write_text(f.path("skippr.yml"), read_text(f.path("skippr.yml")) +
+                                       "  added:\n    data_source: data_sources.s\n    data_sink: data_sinks.d\n");
+  auto added = call("POST", base + "/api/pipelines/added/disable", "Bearer tok");
+  ASSERT_TRUE(added.has_value());
+  EXPECT_EQ(added->status, 404);
+  EXPECT_NE(added->body.find("changed since serve started: restart serve"), std::string::npos) << added->body;
+  auto reset = call("POST", base + "/api/pipelines/only/reset", "Bearer tok");
+  ASSERT_TRUE(reset.has_value());
+  EXPECT_EQ(reset->status, 409) << reset->body;
+  EXPECT_NE(reset->body.find("restart serve first"), std::string::npos) << reset->body;
+
+  EXPECT_EQ(served.stop(), 0);
+  EXPECT_EQ(duckdb_value(f.path("d.duckdb"), "SELECT count(*) FROM t"), "500") << "the refused reset changed data";
+  // Disabled from the CLI while serve is down: the next serve shows it disabled and runs nothing. ENABLE from
+  // the CLI while serve holds no run of it takes effect, and serve picks it up within seconds.
+  write_text(f.path("skippr.yml"),
+             read_text(f.path("skippr.yml")).substr(0, read_text(f.path("skippr.yml")).find("  added:")));
+  cli = f.skipprd({"query", "--sql", "DISABLE PIPELINE only"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  Served again{spawn_process({SKIPPRD_BINARY, "serve", "--listen", fmt::format("127.0.0.1:{}", port)}, f.root(), env)};
+  all = wait_for(base, [](const nlohmann::json& s) { return pipeline(s, "only").value("state", "") == "disabled"; });
+  EXPECT_EQ(pipeline(all, "only").value("state", ""), "disabled") << all.dump(2);
+  cli = f.skipprd({"query", "--sql", "ENABLE PIPELINE only"});
+  ASSERT_EQ(cli.exit_code, 0) << cli.err;
+  all = wait_for(base, [](const nlohmann::json& s) { return pipeline(s, "only").value("state", "") == "running"; });
+  EXPECT_EQ(pipeline(all, "only").value("state", ""), "running") << all.dump(2);
+  EXPECT_EQ(again.stop(), 0);
+}
+
 // A --listen port another process holds is "retry later" (exit 75: the unit restarts serve), naming the address;
 // nothing runs. An address that is not this machine's is a configuration error (exit 2).
 TEST(Serve, ATakenListenPortIsRetryLaterAndAForeignAddressAConfigError) {
