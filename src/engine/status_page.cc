@@ -118,6 +118,23 @@ std::string html_escape(std::string_view text) {
   return out;
 }
 
+namespace {
+
+// Under the all-runs total: this run's rows, and what did not land in the target (rows in the rejects table, records
+// in the dead-letter file), every run's, so a run that "landed 0" is not mistaken for one that read nothing.
+std::string counts_text(const PipelineStatus& p) {
+  std::string out = fmt::format("<br><small class=\"this-run\">this run {}</small>", p.totals.rows_landed);
+  if (p.all_runs.rows_rejected > 0) {
+    out += fmt::format("<br><small class=\"rejected\">{} rows rejected</small>", p.all_runs.rows_rejected);
+  }
+  if (p.all_runs.dead_letters > 0) {
+    out += fmt::format("<br><small class=\"dead-letters\">{} dead letters</small>", p.all_runs.dead_letters);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string status_page_html(const std::vector<PipelineStatus>& pipelines, bool actions_enabled) {
   std::string rows;
   for (const auto& p : pipelines) {
@@ -133,7 +150,7 @@ std::string status_page_html(const std::vector<PipelineStatus>& pipelines, bool 
         "<tr class=\"pipeline\" data-pipeline=\"{0}\" data-state=\"{1}\">"
         "<td data-label=\"pipeline\"><b>{0}</b><br><small>{2} &rarr; {3}</small></td>"
         "<td data-label=\"state\"><span class=\"state state-{1}\">{1}</span>{4}</td>"
-        "<td data-label=\"rows landed\" class=\"num\">{5}<br><small>{6:.0f} rows/s</small></td>"
+        "<td data-label=\"rows landed\" class=\"num\">{5}<br><small>{6:.0f} rows/s</small>{14}</td>"
         "<td data-label=\"throughput\">{7}</td>"
         "<td data-label=\"backlog\">{8}<br><small class=\"num\">{9} batches waiting</small></td>"
         "<td data-label=\"WAL\" class=\"num\">{10}</td>"
@@ -141,13 +158,14 @@ std::string status_page_html(const std::vector<PipelineStatus>& pipelines, bool 
         "<td data-label=\"last error\" class=\"error\">{12}</td>"
         "<td>{13}</td></tr>\n",
         name, to_string(p.state), html_escape(p.source), html_escape(p.sink),
-        p.restarts > 0 ? fmt::format("<br><small>{} restarts</small>", p.restarts) : "", p.totals.rows_landed, recent,
+        p.restarts > 0 ? fmt::format("<br><small>{} restarts</small>", p.restarts) : "", p.all_runs.rows_landed, recent,
         chart(
             p.history, "throughput", [](const HistorySample& h) { return h.rows_per_second; }, "rows/s"),
         chart(
             p.history, "backlog", [](const HistorySample& h) { return static_cast<double>(h.batches_waiting); },
             "batches"),
-        p.totals.batches_waiting, bytes_text(p.totals.wal_bytes), lag_text(p), html_escape(p.last_error), actions);
+        p.totals.batches_waiting, bytes_text(p.totals.wal_bytes), lag_text(p), html_escape(p.last_error), actions,
+        counts_text(p));
   }
   return fmt::format(
       "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -169,6 +187,8 @@ std::string status_json(const std::vector<PipelineStatus>& pipelines) {
                          {"rows_per_second", h.rows_per_second},
                          {"batches_waiting", h.batches_waiting}});
     }
+    nlohmann::json all_runs = nlohmann::json::object();
+    for (const auto& [name, member] : DeliveryCounts::fields()) all_runs[name] = p.all_runs.*member;
     out.push_back({{"pipeline", p.name},
                    {"source", p.source},
                    {"sink", p.sink},
@@ -177,7 +197,10 @@ std::string status_json(const std::vector<PipelineStatus>& pipelines) {
                    {"last_error", p.last_error},
                    {"rows_read", p.totals.rows_read},
                    {"rows_landed", p.totals.rows_landed},
+                   {"rows_rejected", p.totals.rows_rejected},
+                   {"dead_letters", p.totals.dead_letters},
                    {"batches_landed", p.totals.batches_landed},
+                   {"all_runs", all_runs},
                    {"batches_waiting", p.totals.batches_waiting},
                    {"wal_bytes", p.totals.wal_bytes},
                    {"source_lag_seconds", p.source_lag_seconds ? nlohmann::json(*p.source_lag_seconds) : nullptr},

@@ -50,12 +50,13 @@ SyncResult run_sync_guarded(const Config& config, const Settings& settings, cons
 
 }  // namespace
 
-std::optional<bool> Supervisor::stored_enabled(const std::string& name) const {
+Supervisor::Stored Supervisor::load_stored(const std::string& name) const {
+  Stored stored;
   auto storage = PipelineStorage::open(settings_, name);
-  if (!storage) return std::nullopt;
-  auto state = (*storage)->state().load();
-  if (!state) return std::nullopt;
-  return state->enabled;
+  if (!storage) return stored;
+  if (auto state = (*storage)->state().load()) stored.enabled = state->enabled;
+  stored.stats = (*storage)->state().load_stats();
+  return stored;
 }
 
 bool Supervisor::config_changed() const {
@@ -105,6 +106,7 @@ struct Supervisor::Slot {
     uint64_t batches_waiting;
   };
   std::deque<Point> points;
+  DeliveryCounts before_run;       // every run's counts before the current (or last) one, from the state store
   uint64_t landed_before_run = 0;  // rows landed by earlier runs of this serve (the history is cumulative)
 };
 
@@ -204,9 +206,12 @@ void Supervisor::run_slot(Slot& slot) {
     // and every few seconds while disabled.
     if (!slot.held) {
       lock.unlock();
-      const std::optional<bool> stored = stored_enabled(slot.name);
+      Stored stored = load_stored(slot.name);
       lock.lock();
-      if (stored && !slot.held) slot.enabled = *stored;
+      if (stored.enabled && !slot.held) slot.enabled = *stored.enabled;
+      // Every earlier run's counts (SHOW STATS), to which the page adds the coming run's.
+      slot.before_run = stored.stats;
+      slot.last_totals = {};
     }
     if (!slot.enabled || slot.held) {
       if (!slot.enabled) slot.state = PipelineRunState::kDisabled;
@@ -355,6 +360,8 @@ std::vector<PipelineStatus> Supervisor::status() const {
     } else {
       s.totals = slot->last_totals;
     }
+    s.all_runs = slot->before_run;
+    s.all_runs += s.totals;
     for (size_t i = 1; i < slot->points.size(); ++i) {
       const auto& a = slot->points[i - 1];
       const auto& b = slot->points[i];

@@ -44,7 +44,8 @@ struct PipelineStatus {
   PipelineRunState state = PipelineRunState::kStarting;
   std::string last_error;  // "" when none
   int restarts = 0;
-  RunTotals totals;
+  RunTotals totals;         // the current run's, or the last one's while none runs
+  DeliveryCounts all_runs;  // every run's in this DATA_DIR, the current one included (SHOW STATS)
   std::optional<double> source_lag_seconds;
   std::optional<SourceBacklog> source_backlog;  // what the source says is still waiting to be read
   std::optional<double> seconds_since_last_landing;
@@ -71,8 +72,13 @@ class Supervisor {
   void run_slot(Slot& slot);
   void sample();
   Slot* find(const std::string& name) const;
-  // The enabled flag in the pipeline's state store (nullopt when it cannot be read: the slot keeps its own).
-  std::optional<bool> stored_enabled(const std::string& name) const;
+  // What the pipeline's state store holds: its enabled flag (nullopt when it cannot be read: the slot keeps its
+  // own) and the counts of every run so far.
+  struct Stored {
+    std::optional<bool> enabled;
+    DeliveryCounts stats;
+  };
+  Stored load_stored(const std::string& name) const;
   // skippr.yml no longer reads as it did when serve started (serve does not reload it; see README).
   bool config_changed() const;
 

@@ -375,6 +375,48 @@ pipelines:
   EXPECT_EQ(again.stop(), 0);
 }
 
+// The page and /api/status count every run (SHOW STATS), not only serve's: after a CLI run landed rows, rejected one
+// and dead-lettered another, serve's idle run shows those totals (and 0 for itself), with the rejected row and the
+// dead letter. Before, everything read 0 after a restart and rejects and dead letters were not shown at all.
+TEST(Serve, ThePageShowsEveryRunsTotalsWithRejectedRowsAndDeadLetters) {
+  PipelineFixture f(R"(data_sources:
+  inbox:
+    File: { path: "in/*.jsonl" }
+data_sinks:
+  d:
+    DuckDB: { path: out.duckdb, table: orders }
+pipelines:
+  orders:
+    data_source: data_sources.inbox
+    data_sink: data_sinks.d
+)");
+  duckdb_write(f.path("out.duckdb"), "CREATE TABLE orders (id BIGINT, code BIGINT)");
+  write_text(f.path("in/a.jsonl"), "{\"id\":1}\n{\"id\":2}\n{\"\":5,\"id\":3}\n{\"id\":4}\n");
+  write_text(f.path("in/b.jsonl"), "{\"id\":5,\"code\":\"x12\"}\n");
+  auto r = f.skipprd({"sync", "--pipeline", "orders", "--once"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  const int port = free_loopback_port();
+  const std::string base = fmt::format("http://127.0.0.1:{}", port);
+  const std::map<std::string, std::string> env = {{"DATA_DIR", f.path("data").string()}, {"SKIPPR_CONFIG_FILE", ""}};
+  Served served{spawn_process({SKIPPRD_BINARY, "serve", "--listen", fmt::format("127.0.0.1:{}", port)}, f.root(), env)};
+  auto all = wait_for(base, [](const nlohmann::json& s) {
+    return pipeline(s, "orders").value("all_runs", nlohmann::json::object()).value("rows_landed", 0) == 3;
+  });
+  const auto orders = pipeline(all, "orders");
+  ASSERT_TRUE(orders.contains("all_runs")) << all.dump(2);
+  EXPECT_EQ(orders["all_runs"].value("rows_landed", 0), 3) << all.dump(2);
+  EXPECT_EQ(orders["all_runs"].value("rows_rejected", 0), 1) << all.dump(2);
+  EXPECT_EQ(orders["all_runs"].value("dead_letters", 0), 1) << all.dump(2);
+  EXPECT_EQ(orders.value("rows_landed", -1), 0) << "this run landed nothing new: " << all.dump(2);
+  auto page = call("GET", base + "/");
+  ASSERT_TRUE(page.has_value());
+  EXPECT_NE(page->body.find("1 rows rejected"), std::string::npos) << page->body;
+  EXPECT_NE(page->body.find("1 dead letters"), std::string::npos) << page->body;
+  EXPECT_NE(page->body.find("this run 0"), std::string::npos) << page->body;
+  EXPECT_EQ(served.stop(), 0);
+}
+
 // A --listen port another process holds is "retry later" (exit 75: the unit restarts serve), naming the address;
 // nothing runs. An address that is not this machine's is a configuration error (exit 2).
 TEST(Serve, ATakenListenPortIsRetryLaterAndAForeignAddressAConfigError) {
