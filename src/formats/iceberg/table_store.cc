@@ -74,6 +74,29 @@ class FolderTableStore final : public TableStore {
     return fsync_path(target.parent_path(), O_RDONLY | O_DIRECTORY);
   }
 
+  Result<std::vector<std::string>> list(const std::string& folder) override {
+    std::vector<std::string> out;
+    std::error_code ec;
+    if (!std::filesystem::exists(root_ / folder, ec)) return out;
+    std::filesystem::recursive_directory_iterator it(root_ / folder, ec), end;
+    for (; !ec && it != end; it.increment(ec)) {
+      if (it->is_regular_file(ec) && !it->path().filename().string().starts_with(".")) {
+        out.push_back(it->path().lexically_relative(root_).generic_string());
+      }
+    }
+    if (ec)
+      return fail(ErrorKind::kUnavailable, fmt::format("listing {}: {}", (root_ / folder).string(), ec.message()));
+    return out;
+  }
+
+  Status remove(const std::string& relative) override {
+    std::error_code ec;
+    std::filesystem::remove(root_ / relative, ec);
+    if (ec)
+      return fail(ErrorKind::kUnavailable, fmt::format("removing {}: {}", (root_ / relative).string(), ec.message()));
+    return ok();
+  }
+
   Result<CreateOutcome> create(const std::string& relative, std::string_view bytes) override {
     auto temp = write_temporary(relative, bytes);
     if (!temp) return std::unexpected(temp.error());
@@ -146,6 +169,17 @@ class S3TableStore final : public TableStore {
   Status write(const std::string& relative, std::string_view bytes) override {
     return client_.put_object(bucket_, key(relative), bytes, content_type(relative));
   }
+  Result<std::vector<std::string>> list(const std::string& folder) override {
+    auto objects = client_.list_objects(bucket_, key(folder) + "/");
+    if (!objects) return std::unexpected(objects.error());
+    const std::string root = key("");
+    std::vector<std::string> out;
+    for (const auto& object : *objects) {
+      if (object.key.starts_with(root)) out.push_back(object.key.substr(root.size()));
+    }
+    return out;
+  }
+  Status remove(const std::string& relative) override { return client_.delete_object(bucket_, key(relative)); }
   Result<CreateOutcome> create(const std::string& relative, std::string_view bytes) override {
     auto put = client_.put_object_if_absent(bucket_, key(relative), bytes, content_type(relative));
     if (!put) return std::unexpected(put.error());

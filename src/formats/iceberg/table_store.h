@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "clients/aws/s3_client.h"
 #include "core/result.h"
@@ -30,6 +31,11 @@ class TableStore {
   // Creates the file whole only if no file has that path: the catalog's commit (two writers racing for the next
   // version: exactly one creates it). kUnknownOutcome when it may have been created.
   virtual Result<CreateOutcome> create(const std::string& relative, std::string_view bytes) = 0;
+  // Every file under `folder` ("data"), as relative paths ("data/day=2024-05-01/x.parquet"): for the sweep of files
+  // no snapshot names (a folder's hidden temporaries left out).
+  virtual Result<std::vector<std::string>> list(const std::string& folder) = 0;
+  // Removes the file; one that is already gone is fine.
+  virtual Status remove(const std::string& relative) = 0;
   // "folder /lake/trips", "s3://bucket/lake/trips": for messages.
   virtual std::string where() const = 0;
 };

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/failpoint.h"
+#include "formats/iceberg/orphan_files.h"
 #include "formats/iceberg/partition_fields.h"
 #include "formats/iceberg/summary_ledger.h"
 #include "formats/object_encoding.h"
@@ -224,11 +225,13 @@ Result<std::vector<DataFile>> IcebergTableWriter::write_data_files(const Plan& p
       }
       // Named from the BatchId, plus a random part: another writer of the same batch (a lease being handed over)
       // never overwrites a committed file, and two partition groups never share a name. A retry writes new files;
-      // those a crash leaves uncommitted are never in a snapshot.
+      // those a crash leaves uncommitted are never in a snapshot, and the name lets the sweep tell them
+      // (orphan_files.h).
       std::string name = batch_object_name(item.id, parquet);
       name.insert(name.size() - parquet.extension().size(), "-" + uuid4().substr(0, 8));
       const std::string rel = "data/" + partition_path(plan.spec, plan.schema, group.values) + name;
       SKIPPR_TRY(store_->write_file(rel, scratch));
+      data_written_.push_back(rel);
       files.push_back({store_->uri(rel), static_cast<int64_t>(group.rows.size()), size, std::move(group.values)});
     }
     wrote_one = true;
@@ -293,6 +296,7 @@ Result<std::vector<ManifestFile>> IcebergTableWriter::carried_manifests(const nl
   if (!bytes) return std::unexpected(bytes.error());
   const std::string rel = fmt::format("metadata/{}-m1.avro", uuid4());
   SKIPPR_TRY(store_->write(rel, *bytes));
+  metadata_written_.push_back(rel);
   ManifestFile m;
   m.path = store_->uri(rel);
   m.length = static_cast<int64_t>(bytes->size());
@@ -359,6 +363,7 @@ Result<nlohmann::json> IcebergTableWriter::next_metadata(const std::optional<Tab
   if (!manifest) return std::unexpected(manifest.error());
   const std::string manifest_rel = fmt::format("metadata/{}-m0.avro", uuid4());
   SKIPPR_TRY(store_->write(manifest_rel, *manifest));
+  metadata_written_.push_back(manifest_rel);
   ManifestFile added;
   added.path = store_->uri(manifest_rel);
   added.length = static_cast<int64_t>(manifest->size());
@@ -380,6 +385,7 @@ Result<nlohmann::json> IcebergTableWriter::next_metadata(const std::optional<Tab
   if (!list) return std::unexpected(list.error());
   const std::string list_rel = fmt::format("metadata/snap-{}-1-{}.avro", snapshot_id, uuid4());
   SKIPPR_TRY(store_->write(list_rel, *list));
+  metadata_written_.push_back(list_rel);
 
   std::string ids;
   for (const auto& item : batches) ids += (ids.empty() ? "" : ",") + item.id.str();
@@ -450,6 +456,48 @@ Result<nlohmann::json> IcebergTableWriter::next_metadata(const std::optional<Tab
 
 Result<std::vector<BatchLanded>> IcebergTableWriter::land(std::span<const BatchToLand> group) {
   report_ = {};
+  committing_ = false;
+  auto landed = commit_group(group);
+  // A landing that failed before its commit leaves nothing behind (each retry used to add its files); one whose
+  // commit failed may have made it, so its files stay (the sweep takes them once their batches are held).
+  if (!landed && !committing_) {
+    discard(data_written_);
+    discard(metadata_written_);
+  }
+  discard(abandoned_);
+  data_written_.clear();
+  metadata_written_.clear();
+  if (landed && !swept_ && report_.snapshot_id != 0) {
+    swept_ = true;
+    sweep();
+  }
+  return landed;
+}
+
+void IcebergTableWriter::discard(std::vector<std::string>& files) {
+  for (const auto& file : files) {
+    if (auto removed = store_->remove(file); !removed) {
+      spdlog::debug("{}: {} stays behind: {}", options_.what, file, removed.error().message);
+    }
+  }
+  files.clear();
+}
+
+void IcebergTableWriter::sweep() {
+  auto base = catalog_->load();
+  if (!base || !*base) return;
+  auto removed = sweep_orphan_data_files(*store_, (*base)->metadata);
+  if (!removed) {
+    spdlog::warn("{}: data files no snapshot names were not swept: {}", options_.what, removed.error().message);
+  } else if (*removed > 0) {
+    spdlog::info(
+        "{}: removed {} data file(s) of batches the table holds that no snapshot names (left by a landing "
+        "that was killed)",
+        options_.what, *removed);
+  }
+}
+
+Result<std::vector<BatchLanded>> IcebergTableWriter::commit_group(std::span<const BatchToLand> group) {
   std::optional<std::vector<DataFile>> files;
   std::string files_layout;
   for (int conflicts = 0; conflicts <= kMaxConflicts; ++conflicts) {
@@ -489,6 +537,9 @@ Result<std::vector<BatchLanded>> IcebergTableWriter::land(std::span<const BatchT
     std::string fresh_ids;
     for (const auto& item : fresh) fresh_ids += item.id.str() + ",";
     if (!files || files_layout != p->layout() + fresh_ids) {
+      // Files written for a layout or batches that changed are never committed.
+      abandoned_.insert(abandoned_.end(), data_written_.begin(), data_written_.end());
+      data_written_.clear();
       auto written = write_data_files(*p, fresh);
       if (!written) return std::unexpected(written.error());
       files = std::move(*written);
@@ -497,6 +548,7 @@ Result<std::vector<BatchLanded>> IcebergTableWriter::land(std::span<const BatchT
     failpoint::hit(failpoint::kSinkInTransaction);
     auto metadata = next_metadata(*base, *p, fresh, *files);
     if (!metadata) return std::unexpected(metadata.error());
+    committing_ = true;
     auto committed = catalog_->commit(*base, *metadata);
     if (!committed) return std::unexpected(committed.error());
     if (*committed == CommitResult::kCommitted) {
@@ -504,6 +556,10 @@ Result<std::vector<BatchLanded>> IcebergTableWriter::land(std::span<const BatchT
       report_.version = *base ? (*base)->version + 1 : 1;
       return outcomes;
     }
+    committing_ = false;
+    // This attempt's manifests are named by no version: the next attempt writes its own.
+    abandoned_.insert(abandoned_.end(), metadata_written_.begin(), metadata_written_.end());
+    metadata_written_.clear();
     spdlog::debug("{}: another writer committed first; committing again on its snapshot", options_.what);
   }
   return fail(ErrorKind::kUnavailable,

@@ -57,12 +57,18 @@ class IcebergTableWriter {
   // to (partition_by matches its spec). kConfig otherwise.
   Status open();
   Result<std::optional<LedgerTip>> ledger_tip(std::string_view pipeline);
-  // One snapshot for the batches of `group` the table does not hold yet; one outcome per batch.
+  // One snapshot for the batches of `group` the table does not hold yet; one outcome per batch. A landing that fails
+  // before its commit removes the files it wrote; the first one that commits sweeps the data files of killed
+  // landings (orphan_files.h).
   Result<std::vector<BatchLanded>> land(std::span<const BatchToLand> group);
   const IcebergCommitReport& last_commit() const { return report_; }
 
  private:
   struct Plan;
+  Result<std::vector<BatchLanded>> commit_group(std::span<const BatchToLand> group);
+  // Removes `files` (best effort: one that stays is logged) and empties the list.
+  void discard(std::vector<std::string>& files);
+  void sweep();
   // `held`: the base's ledger, as land() read it to find the new batches; the plan adds them to it.
   Result<Plan> plan(const std::optional<TableVersion>& base, SummaryLedger held, std::span<const BatchToLand> batches);
   Result<std::vector<DataFile>> write_data_files(const Plan& plan, std::span<const BatchToLand> batches);
@@ -77,6 +83,12 @@ class IcebergTableWriter {
   std::unique_ptr<IcebergCatalog> catalog_;
   std::optional<ParquetFileWriter> parquet_;
   IcebergCommitReport report_;
+  // The files of the landing under way that no version names yet (data, and manifests and manifest lists), those
+  // it wrote that none ever will (a lost race's manifests, data files written again), and whether the commit was
+  // asked for (after which a failure may still have made it).
+  std::vector<std::string> data_written_, metadata_written_, abandoned_;
+  bool committing_ = false;
+  bool swept_ = false;  // once a writer's life: the first landing that commits
 };
 
 }  // namespace skippr
