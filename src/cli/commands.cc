@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "config/parse_text.h"
 #include "core/connector.h"
+#include "core/host_port.h"
 #include "engine/command_setup.h"
 #include "engine/control.h"
 #include "engine/metrics_endpoint.h"
@@ -198,6 +199,31 @@ std::filesystem::path data_dir_without_loading_the_config() {
 
 }  // namespace
 
+namespace {
+
+// serve answers /metrics on --listen itself. SKIPPR_METRICS_ADDRESS naming the same address is taken as that (no
+// second listener); one that shares only the port (":8484" beside 127.0.0.1:8484) would collide with serve's own
+// socket, which the listener would blame on "another process": a configuration error instead, saying what to do.
+Result<bool> metrics_beside_serve(const std::string& metrics_address, const std::string& listen) {
+  if (metrics_address.empty()) return false;
+  auto metrics = parse_host_port(metrics_address.starts_with(':') ? "0.0.0.0" + metrics_address : metrics_address,
+                                 "SKIPPR_METRICS_ADDRESS");
+  auto serve = parse_host_port(listen, "--listen");
+  if (!metrics || !serve || metrics->port != serve->port) return true;  // malformed ones are reported by their owner
+  auto any = [](const std::string& host) { return host == "0.0.0.0" || host == "::"; };
+  if (metrics->host == serve->host) {
+    spdlog::info("SKIPPR_METRICS_ADDRESS is --listen: /metrics is answered there by serve");
+    return false;
+  }
+  if (!any(metrics->host) && !any(serve->host)) return true;
+  return fail(ErrorKind::kConfig,
+              fmt::format("SKIPPR_METRICS_ADDRESS={} and --listen {} share port {}: serve already answers /metrics at "
+                          "http://{}/metrics; unset SKIPPR_METRICS_ADDRESS, or give it another port",
+                          metrics_address, listen, serve->port, listen));
+}
+
+}  // namespace
+
 int run_serve_command(const std::string& listen, const std::optional<std::filesystem::path>& config_path) {
   auto setup = prepare_serve(config_path);
   if (!setup) return report(setup.error());
@@ -215,8 +241,10 @@ int run_serve_command(const std::string& listen, const std::optional<std::filesy
   // Declared before the endpoints, so it outlives them: a scrape or a page in flight reads it until they stop.
   Supervisor supervisor(setup->config, setup->settings,
                         std::chrono::milliseconds(static_cast<int64_t>(sample_seconds * 1000)));
+  auto separate_metrics = metrics_beside_serve(setup->settings.metrics_address, listen);
+  if (!separate_metrics) return report(separate_metrics.error());
   std::unique_ptr<MetricsEndpoint> metrics;
-  if (!setup->settings.metrics_address.empty()) {
+  if (*separate_metrics) {
     auto started = MetricsEndpoint::start(setup->settings.metrics_address);
     if (!started) return report(started.error());
     metrics = std::move(*started);

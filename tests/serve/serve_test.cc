@@ -440,6 +440,31 @@ TEST(Serve, ATakenListenPortIsRetryLaterAndAForeignAddressAConfigError) {
   EXPECT_NE(r.err.find("use an address of this machine"), std::string::npos) << r.err;
 }
 
+// SKIPPR_METRICS_ADDRESS equal to --listen is served there (serve answers /metrics itself); one sharing only the
+// port (every interface beside loopback) is a configuration error saying so. Before, both collided with serve's own
+// socket and blamed "another process" with exit 75, which the unit retries forever.
+TEST(Serve, AMetricsAddressOnTheListenPortIsServedThereOrRefusedSayingWhy) {
+  PipelineFixture f(sample_to_duckdb_config_for_serve());
+  const int port = free_loopback_port();
+  const std::string listen = fmt::format("127.0.0.1:{}", port);
+  auto r = f.skipprd({"serve", "--listen", listen}, {{"SKIPPR_METRICS_ADDRESS", fmt::format(":{}", port)}}, 30);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(fmt::format("share port {}: serve already answers /metrics at http://{}/metrics", port, listen)),
+            std::string::npos)
+      << r.err;
+
+  const std::map<std::string, std::string> env = {
+      {"DATA_DIR", f.path("data").string()}, {"SKIPPR_CONFIG_FILE", ""}, {"SKIPPR_METRICS_ADDRESS", listen}};
+  Served served{spawn_process({SKIPPRD_BINARY, "serve", "--listen", listen}, f.root(), env)};
+  const std::string base = "http://" + listen;
+  auto all = wait_for(base, [](const nlohmann::json& s) { return pipeline(s, "only").value("rows_landed", 0) == 10; });
+  EXPECT_EQ(pipeline(all, "only").value("rows_landed", 0), 10) << read_text(f.path("spawned.err"));
+  auto metrics = call("GET", base + "/metrics");
+  ASSERT_TRUE(metrics.has_value());
+  EXPECT_NE(metrics->body.find(R"(skippr_rows_landed_total{pipeline="only"} 10)"), std::string::npos) << metrics->body;
+  EXPECT_EQ(served.stop(), 0);
+}
+
 // What serve cannot run safely in one process stops it before anything runs (exit 2): two pipelines on one DuckDB
 // file, and chaos mode (which kills the process, so every pipeline).
 TEST(Serve, RefusesPipelinesSharingADuckDbFileAndChaosMode) {
