@@ -731,8 +731,8 @@ class SyncRun {
 
   std::string stuck_sentence(uint64_t batches, uint64_t rows, const std::string& why) const {
     return fmt::format(
-        "{} committed batch{} ({} rows) wait in the WAL ({}) and cannot land as they are: {}. Nothing is lost: they "
-        "land at the first run after that is changed",
+        "{} committed batch{} ({} rows) wait in the WAL ({}): {}. Nothing is lost, but a run as things are fails "
+        "the same way: change what this says, then run the same command again",
         batches, batches == 1 ? "" : "es", rows, wal_->location(), why);
   }
 
