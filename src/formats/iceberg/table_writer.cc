@@ -518,7 +518,11 @@ Result<std::vector<BatchLanded>> IcebergTableWriter::commit_group(std::span<cons
         fresh.push_back(group[i]);
       }
     }
-    if (fresh.empty()) return outcomes;
+    if (fresh.empty()) {
+      // Another writer landed them all after a lost race: the files written for them are never committed.
+      abandoned_.insert(abandoned_.end(), data_written_.begin(), data_written_.end());
+      return outcomes;
+    }
     // Each batch's partition fields as the spec needs them (partition_fields.h), from the table's current schema.
     auto current = current_schema(*base);
     if (!current) return std::unexpected(current.error());
