@@ -265,7 +265,7 @@ Status ConfigDocument::save() const {
                             "these problems (line numbers refer to the text that would be written):\n{}",
                             file_.string(), config.error().message));
   }
-  return write_file_atomically(shared_files_env(), file_, text);
+  return replace_kept_file(file_, text);
 }
 
 }  // namespace skippr

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 namespace skippr {
 
@@ -246,13 +247,24 @@ Env& shared_files_env() {
   return env;
 }
 
-Status write_file_atomically(Env& env, const fs::path& path, std::string_view content) {
+namespace {
+
+// The temporary file gets `mode` before anything is written to it (when given), so the file never has other bits.
+Status write_atomically(Env& env, const fs::path& path, std::string_view content, std::optional<fs::perms> mode) {
   fs::path tmp = path;
   tmp += ".tmp";
   fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
   auto written = [&]() -> Status {
     auto file = env.open_writable(tmp, OpenMode::kCreateOrTruncate);
     if (!file) return std::unexpected(file.error());
+    if (mode) {
+      std::error_code ec;
+      fs::permissions(tmp, *mode, fs::perm_options::replace, ec);
+      if (ec) {
+        return fail(ErrorKind::kConfig,
+                    fmt::format("cannot set the permissions of {}: {}", tmp.string(), ec.message()));
+      }
+    }
     SKIPPR_TRY((*file)->append(content));
     SKIPPR_TRY((*file)->sync());
     SKIPPR_TRY((*file)->close());
@@ -265,6 +277,23 @@ Status write_file_atomically(Env& env, const fs::path& path, std::string_view co
   SKIPPR_TRY(env.rename(tmp, path));
   SKIPPR_TRY(env.fsync_dir(dir));
   return ok();
+}
+
+}  // namespace
+
+Status write_file_atomically(Env& env, const fs::path& path, std::string_view content) {
+  return write_atomically(env, path, content, std::nullopt);
+}
+
+Status replace_kept_file(const fs::path& path, std::string_view content) {
+  std::error_code ec;
+  // weakly_canonical follows every link, so a link to a link lands on the file itself.
+  const fs::path target = fs::is_symlink(fs::symlink_status(path, ec)) ? fs::weakly_canonical(path, ec) : path;
+  if (ec) return fail(ErrorKind::kConfig, fmt::format("cannot follow the link {}: {}", path.string(), ec.message()));
+  const auto before = fs::status(target, ec);
+  std::optional<fs::perms> mode;
+  if (!ec && fs::exists(before)) mode = before.permissions();
+  return write_atomically(shared_files_env(), target, content, mode);
 }
 
 }  // namespace skippr

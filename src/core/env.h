@@ -73,4 +73,9 @@ Env& shared_files_env();
 // write a temporary file next to it, fsync it, rename it over `path`, fsync the directory.
 Status write_file_atomically(Env& env, const std::filesystem::path& path, std::string_view content);
 
+// The same for a file a person keeps (skippr.yml): a symbolic link is followed (the file it names is replaced, the
+// link stays), and the new file keeps the old one's permission bits before it takes its place, so a file kept
+// private (it may hold secrets) is never readable by others, even for an instant.
+Status replace_kept_file(const std::filesystem::path& path, std::string_view content);
+
 }  // namespace skippr

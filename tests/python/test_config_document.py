@@ -111,3 +111,21 @@ def test_partition_by_is_written_and_read_back(workdir):
     with pytest.raises(skippr.Error) as e:
         cfg.save()
     assert "partition_by" in str(e.value)
+
+
+def test_save_through_a_symlink_replaces_the_file_it_names_and_keeps_its_permissions(workdir):
+    # A skippr.yml kept elsewhere (a dotfiles repo, a mounted secret) and linked here, readable by its owner only.
+    # Before, save() replaced the link with a new file, readable by everyone (0644).
+    kept = workdir / "private" / "real.yml"
+    kept.parent.mkdir()
+    kept.write_text("data_sources: {}\ndata_sinks: {}\npipelines: {}\n")
+    kept.chmod(0o600)
+    link = workdir / "skippr.yml"
+    link.symlink_to(kept)
+    cfg = Config.load(link)
+    cfg.data_sink("db", DataSinkDuckDB(path=workdir / "x.duckdb", table="t"))
+    cfg.save()
+    assert link.is_symlink()
+    assert "DuckDB" in kept.read_text()
+    assert (kept.stat().st_mode & 0o777) == 0o600
+    assert not (workdir / "private" / "real.yml.tmp").exists()
