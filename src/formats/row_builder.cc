@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/lossless.h"
 #include "formats/field_names.h"
 
 namespace skippr {
@@ -24,6 +25,39 @@ int RowBuilder::find_column(std::string_view name) {
   return -1;
 }
 
+namespace {
+
+// `value` as a value of `column_type` when that loses nothing (the rule a sink's columns follow, core/lossless.h):
+// an integer widens into a double field, an integral double or a whole decimal string fits an integer field, a
+// numeric string a double field, and anything is JSON text in a JSON field. False leaves `value` as it was.
+bool convert_losslessly(FieldValue& value, Type column_type) {
+  const bool text = value.type == Type::kString;
+  if (column_type == Type::kInt64) {
+    const auto v = value.type == Type::kDouble ? integral_value(value.d) : text ? whole_number(value.s) : std::nullopt;
+    if (!v) return false;
+    value.type = Type::kInt64;
+    value.i = *v;
+    return true;
+  }
+  if (column_type == Type::kDouble) {
+    const auto v = value.type == Type::kInt64 ? std::optional<double>(static_cast<double>(value.i))
+                   : text                     ? decimal_number(value.s)
+                                              : std::nullopt;
+    if (!v) return false;
+    value.type = Type::kDouble;
+    value.d = *v;
+    return true;
+  }
+  if (column_type == Type::kJson && value.as_json) {
+    value.s = value.as_json(value.as_json_context);
+    value.type = Type::kJson;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::optional<std::string> RowBuilder::set(std::string_view name, const FieldValue& value) {
   if (value.null) return std::nullopt;  // absent and null are the same to a column
   const int c = find_column(name);
@@ -36,17 +70,9 @@ std::optional<std::string> RowBuilder::set(std::string_view name, const FieldVal
     return problem;
   }
   FieldValue stored = value;
-  if (column_type != value.type) {
-    if (column_type == Type::kDouble && value.type == Type::kInt64) {
-      stored.type = Type::kDouble;
-      stored.d = static_cast<double>(value.i);
-    } else if (column_type == Type::kJson && value.as_json) {
-      stored.type = Type::kJson;
-      stored.s = value.as_json(value.as_json_context);
-    } else {
-      return fmt::format("field '{}' is {} here but {} in earlier records; a type change is not applied silently", name,
-                         to_string(value.type), to_string(column_type));
-    }
+  if (column_type != value.type && !convert_losslessly(stored, column_type)) {
+    return fmt::format("field '{}' is {} here but {} in earlier records; a type change is not applied silently", name,
+                       to_string(value.type), to_string(column_type));
   }
   if (c >= 0) {
     if (set_in_row_[c] == row_stamp_) return fmt::format("field '{}' appears twice", name);

@@ -34,7 +34,9 @@ class RowBuilder {
  public:
   void begin_row();
   // Stages one field. Returns why the row cannot be used (a type that does not fit its column, a duplicate field),
-  // or nullopt. An int64 value is widened into a double column, and any value is kept as JSON text in a JSON column.
+  // or nullopt. A value of another type is taken when it converts without loss (an int64 into a double column, an
+  // integral double or a whole decimal string into an int64 one, a numeric string into a double one, anything as
+  // JSON text into a JSON column).
   std::optional<std::string> set(std::string_view name, const FieldValue& value);
   void end_row();  // appends the staged row; absent fields are NULL
 

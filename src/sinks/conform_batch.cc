@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "core/lossless.h"
 #include "formats/json_rows.h"
 #include "sinks/change_fields.h"
 
@@ -17,15 +17,6 @@ constexpr Type kCandidates[] = {Type::kInt64, Type::kDouble,    Type::kBool, Typ
                                 Type::kJson,  Type::kTimestamp, Type::kDate, Type::kBinary};
 
 using IntRange = std::optional<std::pair<int64_t, int64_t>>;
-
-// `text` as a T when all of it is one number (no sign prefix like '+', no spaces), else nullopt.
-template <class T>
-std::optional<T> parse_whole(std::string_view text) {
-  T value{};
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
 
 bool convert_value(const Column& column, size_t row, Type target, Column& out);
 
@@ -52,13 +43,9 @@ bool convert_value(const Column& column, size_t row, Type target, Column& out) {
         out.append_int(column.int_at(row));
         return true;
       }
-      if (from == Type::kDouble) {
-        const double d = column.double_at(row);
-        if (std::trunc(d) != d || std::fabs(d) > 9.0e15) return false;
-        out.append_int(static_cast<int64_t>(d));
-        return true;
-      }
-      const auto v = textual ? parse_whole<int64_t>(column.string_at(row)) : std::nullopt;
+      const auto v = from == Type::kDouble ? integral_value(column.double_at(row))
+                     : textual             ? whole_number(column.string_at(row))
+                                           : std::nullopt;
       if (v) out.append_int(*v);
       return v.has_value();
     }
@@ -70,9 +57,9 @@ bool convert_value(const Column& column, size_t row, Type target, Column& out) {
         out.append_double(static_cast<double>(v));
         return true;
       }
-      const auto v = textual ? parse_whole<double>(column.string_at(row)) : std::nullopt;
-      if (v && std::isfinite(*v)) out.append_double(*v);
-      return v && std::isfinite(*v);
+      const auto v = textual ? decimal_number(column.string_at(row)) : std::nullopt;
+      if (v) out.append_double(*v);
+      return v.has_value();
     }
     case Type::kBool: {
       if (from == Type::kInt64 && (column.int_at(row) == 0 || column.int_at(row) == 1)) {
