@@ -39,6 +39,9 @@ struct PipelineConfig {
   bool landing_given = false;  // false: the source's default landing (ConnectorSpec::default_landing) applies
   std::vector<std::string> primary_key;
   std::vector<std::string> partition_by;  // replace_partition's partition columns
+  // replace_table: a sync that reads no rows empties the table only when this is set; otherwise it is refused
+  // (exit 1) and the table stays as it is (an unmounted share must not wipe a table).
+  bool allow_empty_replace = false;
   SourceLocation where;
 };
 

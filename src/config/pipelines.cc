@@ -1,4 +1,4 @@
-// pipelines: `name: { data_source, data_sink, chaos_mode, landing, primary_key, partition_by }`.
+// pipelines: `name: { data_source, data_sink, chaos_mode, landing, primary_key, partition_by, allow_empty_replace }`.
 #include <algorithm>
 #include <array>
 
@@ -69,8 +69,8 @@ std::optional<std::string> read_reference(const YAML::Node& node, std::string_vi
 // Returns nullopt when a problem was recorded.
 std::optional<PipelineConfig> read_pipeline(const Entry& entry, const std::vector<std::string>& declared_sources,
                                             const std::vector<std::string>& declared_sinks, Diagnostics& diag) {
-  static const std::vector<std::string> kKeys = {"data_source", "data_sink",   "chaos_mode",
-                                                 "landing",     "primary_key", "partition_by"};
+  static const std::vector<std::string> kKeys = {"data_source", "data_sink",    "chaos_mode",         "landing",
+                                                 "primary_key", "partition_by", "allow_empty_replace"};
   const std::string what = fmt::format("pipelines.{}", entry.key);
   if (entry.value.IsNull()) {
     diag.add(entry.key_node.Mark(), fmt::format("{}: is empty; it needs data_source and data_sink", what));
@@ -122,6 +122,13 @@ std::optional<PipelineConfig> read_pipeline(const Entry& entry, const std::vecto
       ok = false;
     }
   }
+  if (auto it = given.find("allow_empty_replace"); it != given.end()) {
+    if (auto v = read_bool(it->second.value, what + ".allow_empty_replace", diag)) {
+      pipeline.allow_empty_replace = *v;
+    } else {
+      ok = false;
+    }
+  }
   bool primary_key_ok = true;
   if (auto it = given.find("primary_key"); it != given.end()) {
     if (auto v = read_string_list(it->second.value, what + ".primary_key", diag, /*allow_single=*/true)) {
@@ -152,6 +159,15 @@ std::optional<PipelineConfig> read_pipeline(const Entry& entry, const std::vecto
     } else {
       pipeline.landing = *landing;
       pipeline.landing_given = true;
+      // Only replace_table empties a table when a sync reads nothing (replace_partition replaces the partitions
+      // a sync read, none then), so the key means nothing with another landing.
+      if (given.contains("allow_empty_replace") && *landing != Landing::kReplaceTable) {
+        diag.add(given.at("allow_empty_replace").key_node.Mark(),
+                 fmt::format("{}.allow_empty_replace: only landing replace_table empties the table when a sync reads "
+                             "nothing, and this pipeline lands with {}; remove the key",
+                             what, *text));
+        ok = false;
+      }
       // Only when primary_key itself is fine: a broken one is already reported.
       if (*landing == Landing::kMergeByKey && primary_key_ok && pipeline.primary_key.empty()) {
         diag.add(node.Mark(), fmt::format("{}.landing: merge_by_key needs the key to merge on; add primary_key: "

@@ -22,12 +22,26 @@ std::string human_bytes(uint64_t bytes) {
   return fmt::format("{:.1f} {}", v, units[u]);
 }
 
+// What a replace landing replaced in this run, so a run that emptied a table (allow_empty_replace) says so.
+std::string replaced_clause(const RunTotals& t) {
+  if (t.replace_landing.empty()) return "";
+  if (t.syncs_replaced == 0) return fmt::format("; {}: no sync ended in this run, nothing replaced", t.replace_landing);
+  const bool one = t.syncs_replaced == 1;
+  const std::string syncs = fmt::format("{} sync{}", t.syncs_replaced, one ? "" : "s");
+  if (t.replace_landing == "replace_table") {
+    return fmt::format("; replace_table: the table was replaced by {} ({} rows landed with {} in this run)", syncs,
+                       t.rows_in_replaced_syncs, one ? "it" : "them");
+  }
+  return fmt::format("; {}: {} replaced the partitions of {} rows landed in this run", t.replace_landing, syncs,
+                     t.rows_in_replaced_syncs);
+}
+
 std::string summary_line(const RunTotals& t, int exit_code) {
   return fmt::format(
       "{} rows read, {} committed, {} landed in {:.2f}s ({:.0f} rows/s); {} batches landed ({} replayed "
-      "from the WAL, {} already applied); {} waiting; {} dead letters; exit {}",
+      "from the WAL, {} already applied); {} waiting; {} dead letters{}; exit {}",
       t.rows_read, t.rows_committed, t.rows_landed, t.seconds, t.rows_per_second(), t.batches_landed,
-      t.batches_replayed, t.already_applied, t.batches_waiting, t.dead_letters, exit_code);
+      t.batches_replayed, t.already_applied, t.batches_waiting, t.dead_letters, replaced_clause(t), exit_code);
 }
 
 class JsonReporter final : public Reporter {
@@ -58,6 +72,9 @@ class JsonReporter final : public Reporter {
               {"seconds", t.seconds},
               {"rows_per_second", t.rows_per_second()},
               {"exit_code", exit_code}});
+    if (!t.replace_landing.empty()) {
+      j["replaced"] = {{"landing", t.replace_landing}, {"syncs", t.syncs_replaced}, {"rows", t.rows_in_replaced_syncs}};
+    }
     emit(std::move(j));
   }
   void error(const std::string& message) override { emit({{"event", "error"}, {"message", message}}); }

@@ -21,6 +21,11 @@ struct RunTotals : DeliveryCounts {
   uint64_t batches_waiting = 0;
   std::string last_batch_landed;  // the full BatchId of the last batch this run landed; empty when none
   double seconds = 0;
+  // Replace landings only: the landing's name (empty otherwise), the syncs whose ending batch this run landed (each
+  // replaced the table, or the partitions it read), and the rows this run landed in those syncs.
+  std::string replace_landing;
+  uint64_t syncs_replaced = 0;
+  uint64_t rows_in_replaced_syncs = 0;
   double rows_per_second() const { return seconds > 0 ? rows_landed / seconds : 0; }
 };
 

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -306,6 +307,7 @@ class SyncRun {
 
   void stages() {
     const auto pending = wal_->pending();
+    if (passes_) add([&](RunTotals& t) { t.replace_landing = to_string(pipe_->landing); });
     reporter_.sync_start(pipe_->name, state_.epoch, pending.size());
     std::thread reader([this] { guarded("reader", [this] { read_stage(); }); });
     std::thread committer([this] { guarded("committer", [this] { commit_stage(); }); });
@@ -380,7 +382,9 @@ class SyncRun {
           // The new records do not fit the batch being built (a field of another type, or one that differs only in
           // letter case): that batch is cut at the position before them, and they start the next one. Each batch
           // then lands on its own (the sink maps names and converts or rejects values), so nothing blocks here.
-          if (!cut_batch(pending, pending_dead, pending_oldest, committed_position(position, false))) break;
+          if (!cut_batch(pending, pending_dead, pending_oldest, committed_position(position, false, pending.rows))) {
+            break;
+          }
           pending = std::move(polled->records);
           pending_oldest.add(polled->oldest_record_time_micros);
           batch_started = Clock::now();
@@ -392,6 +396,12 @@ class SyncRun {
       for (auto& letter : polled->dead_letters) pending_dead.push_back(std::move(letter));
       position = polled->position_after;
       position_to_keep = position_to_keep || polled->keep_position;
+      // A full refresh that read nothing would empty the table: refused unless the pipeline expects it, before its
+      // end is committed (the table stays as it is, and the next run reads the source again).
+      if (passes_ && polled->drained && !pipe_->allow_empty_replace && passes_->ends_empty_refresh(pending.rows)) {
+        record_error(empty_refresh_error(pending_dead.size()));
+        break;
+      }
       // The end of a sync is committed even when its last poll brought nothing (see SyncPasses::needs_end_batch).
       if (passes_ && polled->drained && passes_->needs_end_batch()) position_to_keep = true;
       // Dead letters alone make a (row-less) batch too: they must be committed with the position that skips them;
@@ -399,7 +409,8 @@ class SyncRun {
       const bool cut = (pending.rows > 0 || !pending_dead.empty() || position_to_keep) &&
                        (pending.byte_size() >= settings_.buffer_threshold_bytes ||
                         seconds_since(batch_started) >= settings_.buffer_threshold_seconds || polled->drained);
-      if (cut && !cut_batch(pending, pending_dead, pending_oldest, committed_position(position, polled->drained))) {
+      if (cut && !cut_batch(pending, pending_dead, pending_oldest,
+                            committed_position(position, polled->drained, pending.rows))) {
         break;
       }
       if (cut) position_to_keep = false;
@@ -415,9 +426,21 @@ class SyncRun {
     to_commit_.close();
   }
 
-  // The position a batch is committed with: the source's own, or (replace landings) wrapped with its sync.
-  Position committed_position(const Position& source, bool drained) {
-    return passes_ ? passes_->commit_position(source, drained) : source;
+  // The position a batch of `rows` is committed with: the source's own, or (replace landings) wrapped with its sync.
+  Position committed_position(const Position& source, bool drained, size_t rows) {
+    return passes_ ? passes_->commit_position(source, drained, rows) : source;
+  }
+
+  Error empty_refresh_error(size_t dead_letters) const {
+    return {ErrorKind::kBadInput,
+            fmt::format("pipeline '{}': this sync read no rows from source '{}'{}, and landing replace_table would "
+                        "empty the destination table with it; nothing was replaced. Check the source (a path that "
+                        "matches no file, a share that is not mounted, an export that failed), or add "
+                        "allow_empty_replace: true to the pipeline when an empty source is expected",
+                        pipe_->name, pipe_->data_source,
+                        dead_letters == 0
+                            ? ""
+                            : fmt::format(" (its {} records were all bad ones, for the dead letters)", dead_letters))};
   }
 
   // Encodes `pending` with the position after it and hands it to the committer; false when the run must stop.
@@ -642,6 +665,7 @@ class SyncRun {
         t.last_batch_landed = b.id.str();
         t.wal_bytes = wal_->bytes_on_disk();
       });
+      if (passes_) count_replaced(b, b.batch.rows - rejected, already);
       if (rejected > 0) {
         spdlog::warn("{}: {} row(s) did not fit their columns and went to the destination's rejects table", b.id.str(),
                      rejected);
@@ -652,6 +676,22 @@ class SyncRun {
       reporter_.batch_landed(b.id, b.batch.rows, b.replayed, already, lag, snapshot());
     }
     return true;
+  }
+
+  // Replace landings: the rows each sync landed in this run, and the syncs that ended (each replaced what it read);
+  // a batch the destination already had was landed, and did its replacing, in an earlier run.
+  void count_replaced(const CommittedBatch& b, uint64_t rows, bool already) {
+    const SyncMark mark = sync_mark_of(b.position_after, b.id);
+    uint64_t& in_sync = rows_by_sync_[mark.sync_id];
+    if (!already) in_sync += rows;
+    if (!mark.ends_sync) return;
+    if (!already) {
+      add([&](RunTotals& t) {
+        t.syncs_replaced += 1;
+        t.rows_in_replaced_syncs += in_sync;
+      });
+    }
+    rows_by_sync_.erase(mark.sync_id);
   }
 
   void sleep_unless_stopped(double seconds) {
@@ -787,7 +827,8 @@ class SyncRun {
   PipelinePaths paths_;
   PipelineState state_;
   std::unique_ptr<Source> source_;
-  std::optional<SyncPasses> passes_;  // replace landings only: the syncs the read stage makes
+  std::optional<SyncPasses> passes_;              // replace landings only: the syncs the read stage makes
+  std::map<std::string, uint64_t> rows_by_sync_;  // the lander's: rows landed per open sync (count_replaced)
   std::unique_ptr<Sink> sink_;
   bool sink_open_ = false;
   std::unique_ptr<Wal> wal_;

@@ -10,6 +10,7 @@ SyncPasses::SyncPasses(bool full_refresh, const Position& last_committed) : full
     // Killed mid-sync: the same sync goes on from where its last batch left the source.
     open_ = true;
     committed_in_sync_ = true;
+    resumed_ = true;
     sync_id_ = marked->mark.sync_id;
     source_start_ = marked->source;
     return;
@@ -23,12 +24,15 @@ bool SyncPasses::begin_poll() {
   if (open_) return false;
   open_ = true;
   committed_in_sync_ = false;
+  resumed_ = false;
+  rows_in_sync_ = 0;
   sync_id_ = new_lineage();  // 128 random bits: no two syncs of any pipeline share an id
   return full_refresh_ && !first;
 }
 
-Position SyncPasses::commit_position(const Position& source, bool ends) {
+Position SyncPasses::commit_position(const Position& source, bool ends, size_t rows) {
   committed_in_sync_ = true;
+  rows_in_sync_ += rows;
   if (ends) open_ = false;
   return wrap_position(SyncMark{sync_id_, ends}, source);
 }

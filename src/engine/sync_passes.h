@@ -21,8 +21,14 @@ class SyncPasses {
   // Before each poll: opens a sync when none is open. True when the source must first be sought back to its start
   // (a full refresh after the first).
   bool begin_poll();
-  // The position a batch cut now is committed with; `ends`: the poll that made it found the source drained.
-  Position commit_position(const Position& source, bool ends);
+  // The position a batch of `rows` rows cut now is committed with; `ends`: the poll that made it found the source
+  // drained.
+  Position commit_position(const Position& source, bool ends, size_t rows);
+  // A full refresh whose sync, ended now with `pending_rows` more, would have read no row at all: it would empty
+  // the table. A sync this process resumed (killed mid-sync) read rows before, as far as it can tell: false.
+  bool ends_empty_refresh(size_t pending_rows) const {
+    return full_refresh_ && open_ && !resumed_ && rows_in_sync_ + pending_rows == 0;
+  }
   // A drained poll that left nothing to cut still commits a row-less batch that ends the sync: always for a full
   // refresh (the source may hold nothing now, and the table must say so), else when the sync committed a batch.
   bool needs_end_batch() const;
@@ -35,6 +41,8 @@ class SyncPasses {
   bool open_ = false;
   bool first_poll_ = true;
   bool committed_in_sync_ = false;
+  bool resumed_ = false;     // the open sync was begun by an earlier run
+  size_t rows_in_sync_ = 0;  // committed by this run in the open sync
   std::string sync_id_;
 };
 

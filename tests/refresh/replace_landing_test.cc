@@ -265,10 +265,12 @@ TEST(ReplaceTable, PostgresReadersSeeTheOldTableOrTheNewOneWholeThroughKills) {
   replace_table_killed_mid_refresh(postgres_target(), /*poll_readers=*/true);
 }
 
-// A source that reads nothing any more: the refreshed table is empty (a full refresh says what the source holds).
+// A source that reads nothing any more: the refreshed table is empty (a full refresh says what the source holds),
+// when the pipeline says an empty source is expected; otherwise the sync is refused and the table stays
+// (tests/refresh/empty_replace_test.cc).
 TEST(ReplaceTable, ASyncThatReadsNothingEmptiesTheTable) {
   const Target target = duckdb_target();
-  PipelineFixture f(config(target, "refreshed", "replace_table"));
+  PipelineFixture f(config(target, "refreshed", "replace_table") + "    allow_empty_replace: true\n");
   write_days(f.path("in/a.jsonl"), {{"2026-11-01", 300}}, "t1");
   ASSERT_EQ(sync_once(f, target).exit_code, 0);
   EXPECT_TRUE(table_digest(target, f, "refreshed").starts_with("300 rows"));

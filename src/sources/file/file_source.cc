@@ -67,10 +67,14 @@ class FileSource final : public Source {
 
   Status open() override {
     SKIPPR_TRY(store_->open());
+    // A folder that is not there is a typo or a share that is not mounted, not "no files yet": reading nothing
+    // from it would look like an empty source, and a replace_table landing would empty its table.
     std::error_code ec;
     if (!options_.remote && !std::filesystem::is_directory(options_.pattern.base, ec)) {
-      spdlog::warn("File source '{}': folder {} does not exist (yet); no file matches {}", options_.name,
-                   options_.pattern.base.string(), options_.pattern_text);
+      return fail(ErrorKind::kConfig,
+                  fmt::format("File source '{}': the folder {} of path {} does not exist; fix path, or create the "
+                              "folder (or mount the share it is on) and run again",
+                              options_.name, options_.pattern.base.string(), options_.pattern_text));
     }
     return ok();
   }
