@@ -4,6 +4,7 @@
 
 #include <duckdb.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,6 +27,9 @@ struct QueryRows {
 };
 
 // For a database the sink appends to: a bounded buffer pool, so peak RSS does not grow with the table (see the .cc).
+// Its memory_limit is kAppendingSinkMemoryMiB; a landing that needs more (a wide table) raises it for its own
+// transaction (sinks/duckdb/duckdb_memory.h).
+inline constexpr uint64_t kAppendingSinkMemoryMiB = 64;
 extern const std::vector<std::pair<std::string, std::string>> kAppendingSinkSettings;
 
 class DuckDbDatabase {

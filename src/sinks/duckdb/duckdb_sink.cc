@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "sinks/batch_ledger.h"
 #include "sinks/change_fields.h"
 #include "sinks/conform_batch.h"
+#include "sinks/duckdb/duckdb_memory.h"
 #include "sinks/duckdb/duckdb_memory_probe.h"
 #include "sinks/duckdb/duckdb_merge.h"
 #include "sinks/duckdb/duckdb_types.h"
@@ -35,7 +37,8 @@ class DuckDbSink final : public GroupLandingSink {
         pipeline_(ctx.pipeline),
         landing_(ctx.landing),
         merge_key_(ctx.landing == Landing::kMergeByKey ? ctx.primary_key : std::vector<std::string>{}),
-        partition_by_(ctx.partition_by) {}
+        partition_by_(ctx.partition_by),
+        memory_(target_.max_memory_bytes, ctx.name) {}
 
   Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
   Status open() override;
@@ -83,6 +86,7 @@ class DuckDbSink final : public GroupLandingSink {
   // the table again (every change to it inside the transaction goes through prepare_table). Reset per transaction.
   std::optional<std::vector<TableColumn>> columns_in_transaction_;
   std::string columns_of_table_;  // the table columns_in_transaction_ describes
+  DuckDbMemoryLimit memory_;      // raised for a landing into a wide table (duckdb_memory.h)
   // Declared in this order so the connection closes before the database.
   std::optional<DuckDbDatabase> db_;
   std::optional<DuckDbConnection> conn_;
@@ -105,6 +109,20 @@ Status DuckDbSink::open() {
   if (landing_ == Landing::kAppend) settings.emplace_back("max_vacuum_tasks", "0");
   settings.insert(settings.end(), target_.settings.begin(), target_.settings.end());
   auto db = DuckDbDatabase::open(path_, settings);
+  const bool replay_needs_memory = !db && db.error().message.find("Out of Memory") != std::string::npos;
+  if (replay_needs_memory) {
+    // Opening replays DuckDB's own WAL, and a wide landing that a crash stopped before its checkpoint needs as much
+    // memory to replay as it needed to land: the database opens under max_memory_bytes, then checkpoints and goes
+    // back to the usual limit (DuckDbMemoryLimit::lower).
+    spdlog::info(
+        "{}: replaying DuckDB's WAL needs more than the usual memory; opening it under max_memory_bytes ({} "
+        "MiB)",
+        path_, memory_.max_mib());
+    for (auto& [name, value] : settings) {
+      if (name == "memory_limit") value = fmt::format("{}MiB", memory_.max_mib());
+    }
+    db = DuckDbDatabase::open(path_, settings);
+  }
   if (!db) {
     // A lock held by another process, a full disk, a permission being fixed, a service out of reach: all of these
     // can go away, so the engine retries; the reason (with the lock holder's PID) tells the user what to look at.
@@ -118,6 +136,8 @@ Status DuckDbSink::open() {
   }
   db_ = std::move(*db);
   conn_ = std::move(*conn);
+  memory_.opened(replay_needs_memory ? memory_.max_mib() : kAppendingSinkMemoryMiB);
+  memory_.lower(*conn_);
   if (auto prepared = prepare_ledger(); !prepared) {
     conn_.reset();
     db_.reset();
@@ -277,6 +297,8 @@ Status DuckDbSink::finish_refresh() {
   if (!refresh) return std::unexpected(refresh.error());
   auto target = describe_table(table_);
   if (!target) return std::unexpected(target.error());
+  // The swap reads the refresh table while it appends to the target.
+  SKIPPR_TRY(memory_.fit(*conn_, std::max(refresh->size(), target->size()), 2, where()));
   if (refresh->empty()) {
     // The sync read nothing: the refreshed table is empty.
     if (!target->empty()) SKIPPR_TRY(conn_->execute(fmt::format("DELETE FROM {}", quote_identifier(table_))));
@@ -369,6 +391,11 @@ Result<std::vector<BatchLanded>> DuckDbSink::write_group(std::span<const BatchTo
 }
 
 Result<std::vector<BatchLanded>> DuckDbSink::write_in_transaction(std::span<const BatchToLand> group) {
+  // A limit raised for a wide table lasts for this transaction only (the guard runs after the transaction's own).
+  struct LowerMemory {
+    DuckDbSink& sink;
+    ~LowerMemory() { sink.memory_.lower(*sink.conn_); }
+  } lower_memory{*this};
   auto tx = DuckDbTransaction::begin(*conn_);
   if (!tx) return fail(tx.error().kind, fmt::format("writing to {}: {}", where(), tx.error().message));
   columns_in_transaction_.reset();
@@ -413,6 +440,11 @@ Result<uint64_t> DuckDbSink::land_batch(const BatchToLand& item) {
   auto columns = prepare_table(batch, into);
   if (!columns) {
     return columns.error().kind == ErrorKind::kConfig ? std::unexpected(columns.error()) : definite(columns.error());
+  }
+  // merge_by_key appends to its stage too, replace_partition deletes from the table it appends to.
+  const int tables = merging() || replacing_partitions() ? 2 : 1;
+  if (auto fits = memory_.fit(*conn_, columns->size(), tables, where()); !fits) {
+    return fits.error().kind == ErrorKind::kConfig ? std::unexpected(fits.error()) : definite(fits.error());
   }
   // Values of another type than their column's are converted, or their rows rejected (kept in the rejects table).
   auto conformed = conform_batch(batch, *columns, duckdb_column_rules(), where());
@@ -466,6 +498,8 @@ ConnectorSpec duckdb_sink_spec() {
   spec.params = {
       {"path", ParamType::kPath, true, nullptr, "the database file; created when absent"},
       {"table", ParamType::kString, true, nullptr, "the target table; created from the first batch's schema"},
+      {"max_memory_bytes", ParamType::kInt, false, kDefaultMaxMemoryBytes,
+       "the most memory DuckDB may use while landing into a wide table (DuckDB needs ~0.6 MiB a column)"},
   };
   spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
     SKIPPR_TRY(check_duckdb_landing(ctx));
@@ -474,7 +508,13 @@ ConnectorSpec duckdb_sink_spec() {
     if (path.empty() || table.empty()) {
       return fail(ErrorKind::kConfig, fmt::format("sink '{}': DuckDB needs both path and table", ctx.name));
     }
-    return make_duckdb_sink(DuckDbTarget{path, {}, {}, true}, table, ctx);
+    const int64_t max_memory = ctx.params.value("max_memory_bytes", static_cast<int64_t>(kDefaultMaxMemoryBytes));
+    if (max_memory < static_cast<int64_t>(kAppendingSinkMemoryMiB << 20)) {
+      return fail(ErrorKind::kConfig, fmt::format("sink '{}': max_memory_bytes must be at least {} MiB (the memory "
+                                                  "DuckDB lands ordinary batches with)",
+                                                  ctx.name, kAppendingSinkMemoryMiB));
+    }
+    return make_duckdb_sink(DuckDbTarget{path, {}, {}, true, static_cast<uint64_t>(max_memory)}, table, ctx);
   };
   return spec;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/connector.h"
+#include "sinks/duckdb/duckdb_memory.h"
 
 namespace skippr {
 
@@ -21,6 +22,7 @@ struct DuckDbTarget {
   std::vector<std::pair<std::string, std::string>> settings;  // DuckDB options given at open
   std::vector<std::string> secrets;                           // redacted from every message about the open
   bool local_file = true;                                     // its folder is created when absent
+  uint64_t max_memory_bytes = kDefaultMaxMemoryBytes;         // DuckDB's limit for a wide table (duckdb_memory.h)
 };
 // The DuckDB sink on `target` (merge_by_key, replace_* and the ledger as for a file).
 std::unique_ptr<Sink> make_duckdb_sink(DuckDbTarget target, const std::string& table, const ConnectorContext& ctx);
