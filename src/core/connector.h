@@ -148,6 +148,10 @@ class Sink {
   // handed one batch at a time (the default below, which is write()).
   virtual bool lands_groups() const { return false; }
   virtual Result<std::vector<BatchLanded>> write_group(std::span<const BatchToLand> group);
+
+  // Nothing has waited to land for a while (between polls, say): a sink holding what others need while it lands
+  // (DuckDB's lock on its file) lets go of it here; its next write takes it again.
+  virtual void idle() {}
 };
 
 enum class ParamType { kString, kInt, kDouble, kBool, kPath, kStringList, kStringMap };

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <limits>
@@ -55,6 +56,13 @@ class BoundedQueue {
     }
     if (!taken.empty()) not_full_.notify_all();
     return taken;
+  }
+
+  // Waits up to `timeout` for an item (or the close). False when the time ran out with the queue still empty.
+  template <class Rep, class Period>
+  bool wait_for_item(std::chrono::duration<Rep, Period> timeout) {
+    std::unique_lock lock(mu_);
+    return not_empty_.wait_for(lock, timeout, [&] { return closed_ || !items_.empty(); });
   }
 
   // No more pushes; pops drain what is left.

@@ -31,6 +31,9 @@ constexpr size_t kQueueDepth = 2;  // batches between reader and committer; boun
 // Between committer and lander: up to this many batches and LANDING_QUEUE_BYTES, so many small batches (a push
 // source's requests) can wait for one coalesced landing while the committer goes on at the WAL's pace.
 constexpr size_t kLandQueueBatches = 4096;
+// How long the lander waits with nothing to land before the sink lets go of its destination (Sink::idle): long
+// enough that a steady flow of batches keeps it, short enough that readers get a DuckDB file between polls.
+constexpr auto kSinkIdleAfter = std::chrono::seconds(1);
 constexpr int kInterruptedExit = 130;  // 128 + SIGINT, as a shell reports an interrupted command
 
 struct ReadBatch {
@@ -533,6 +536,8 @@ class SyncRun {
     }
     if (!group.empty() && !land_group(group)) return;
     while (true) {
+      // Nothing came for a while: the sink lets go of what it holds while landing (sinks/duckdb: the file).
+      if (sink_open_ && !to_land_.wait_for_item(kSinkIdleAfter)) sink_->idle();
       group = to_land_.pop_up_to(max_group_batches(), max_group_bytes());
       if (group.empty() || !land_group(group)) return;
     }

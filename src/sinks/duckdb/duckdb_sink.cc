@@ -44,6 +44,13 @@ class DuckDbSink final : public GroupLandingSink {
   Status open() override;
   Result<std::optional<LedgerTip>> ledger_tip() override;
   Result<std::vector<BatchLanded>> write_group(std::span<const BatchToLand> group) override;
+  // Closes the database between landings, so other processes can open the file (DuckDB locks it while it is
+  // open); the next write opens it again. A database reached through an extension (MotherDuck) stays connected.
+  void idle() override {
+    if (!target_.local_file) return;
+    conn_.reset();
+    db_.reset();
+  }
 
  private:
   bool merging() const { return !merge_key_.empty(); }
