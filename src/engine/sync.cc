@@ -284,11 +284,12 @@ class SyncRun {
         return done;
       }
       if (!is_transient(done.error()) || give_up_retrying(started)) {
+        // "Run again" only when waiting can fix it: a folder that cannot be made or refused credentials cannot.
         return fail(done.error().kind,
                     fmt::format("pipeline '{}' has no state yet, and what the destination already holds "
-                                "could not be read, so nothing was read from the source; run again once it is "
-                                "reachable: {}",
-                                pipe_->name, done.error().message));
+                                "could not be read, so nothing was read from the source{}: {}",
+                                pipe_->name, is_transient(done.error()) ? "; run again once it is reachable" : "",
+                                done.error().message));
       }
       metrics_->note_error(done.error().message);
       spdlog::warn("reading what the destination holds (retried): {}", done.error().message);

@@ -113,6 +113,19 @@ TEST(Cli, AnExceptionInARunsThreadIsExitOneWithAMessage) {
   EXPECT_EQ(trips_digest(fx.path("out.duckdb")).rows, 1000u);
 }
 
+// A DuckDB file in a folder that cannot be made (under /proc, even for root) is exit 2 saying why, and does not ask
+// to "run again once it is reachable" (waiting cannot fix it).
+TEST(Cli, ADuckDbFolderThatCannotBeMadeIsExitTwoWithoutRunAgain) {
+  PipelineFixture fx(
+      "data_sources:\n  s:\n    Sample: { rows: 10 }\ndata_sinks:\n  d:\n    DuckDB: { path: /proc/no-such/out.duckdb, "
+      "table: t }\npipelines:\n  p:\n    data_source: data_sources.s\n    data_sink: data_sinks.d\n");
+  auto r = fx.skipprd({"sync", "--pipeline", "p", "--once"}, {}, 60);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("cannot create the folder of the DuckDB database /proc/no-such/out.duckdb"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("run again"), std::string::npos) << r.err;
+}
+
 TEST(Cli, UsageErrorsExit2) {
   PipelineFixture f(sample_to_duckdb_config(10));
   EXPECT_EQ(f.skipprd({"sync"}).exit_code, 2);  // --pipeline is required

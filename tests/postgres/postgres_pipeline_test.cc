@@ -89,6 +89,13 @@ TEST(PostgresPipeline, AnUnreachableServerExits75AndARerunDeliversEverything) {
   EXPECT_EQ(r.exit_code, 75) << r.err;
   EXPECT_NE(r.err.find("nothing was read from the source"), std::string::npos) << r.err;
   EXPECT_FALSE(committed_anything(r)) << r.out;
+  // libpq's own question is asked once, on one line, and ours is not added to it.
+  const auto error_line = r.err.substr(r.err.find("error: "));
+  EXPECT_NE(error_line.find("Connection refused. Is the server running on that host and accepting TCP/IP "
+                            "connections? The run is retried"),
+            std::string::npos)
+      << error_line;
+  EXPECT_EQ(error_line.find("Is the server running and reachable"), std::string::npos) << error_line;
   // A pipeline with a state (here made by RESET) reads into the WAL while the sink is down.
   ASSERT_EQ(fx.skipprd({"query", "--sql", "RESET PIPELINE bikehire"}, env).exit_code, 0);
   r = fx.skipprd(kSync, env);

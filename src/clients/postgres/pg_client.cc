@@ -19,6 +19,22 @@ std::string trim(std::string text) {
   return text;
 }
 
+// libpq's connection errors are several lines ("...: Connection refused\n\tIs the server running ...?"): one
+// sentence each, joined on one line for a log and the status page.
+std::string one_line(std::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '\n') {
+      out += text[i];
+      continue;
+    }
+    while (i + 1 < text.size() && (text[i + 1] == '\t' || text[i + 1] == ' ')) ++i;
+    if (!out.empty() && out.back() != '.' && out.back() != '?' && out.back() != ':') out += '.';
+    out += ' ';
+  }
+  return out;
+}
+
 std::string param_text(const nlohmann::json& value) {
   return value.is_string() ? value.get<std::string>() : value.dump();
 }
@@ -169,12 +185,15 @@ Result<PgConnection> PgConnection::connect(const nlohmann::json& params, std::st
   }
   if (PQstatus(raw) != CONNECTION_OK) {
     // libpq may quote what it was given (a host, an option's value): nothing of a password may pass.
-    const std::string message = redact(trim(PQerrorMessage(raw)), connection_secrets(params));
+    const std::string message = one_line(redact(trim(PQerrorMessage(raw)), connection_secrets(params)));
     const ErrorKind kind = connect_error_kind(message);
-    return fail(kind,
-                fmt::format("{}: cannot connect to PostgreSQL: {}. {}", what, message,
-                            kind == ErrorKind::kConfig ? "Check dsn/host/port/user/password/database in skippr.yml"
-                                                       : "Is the server running and reachable? The run is retried"));
+    // libpq often asks already ("Is the server running on that host and accepting TCP/IP connections?").
+    const bool asked = message.find("Is the server running") != std::string::npos;
+    const char* advice = kind == ErrorKind::kConfig ? "Check dsn/host/port/user/password/database in skippr.yml"
+                         : asked                    ? "The run is retried"
+                                                    : "Is the server running and reachable? The run is retried";
+    return fail(kind, fmt::format("{}: cannot connect to PostgreSQL: {}{} {}", what, message,
+                                  message.ends_with('?') || message.ends_with('.') ? "" : ".", advice));
   }
   return conn;
 }
