@@ -1,11 +1,15 @@
 #include "clients/aws/dynamodb_client.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <charconv>
 #include <chrono>
+#include <map>
+#include <optional>
 #include <regex>
 #include <thread>
+#include <vector>
 
 #include "clients/aws/aws_json.h"
 
@@ -82,11 +86,42 @@ Result<ConditionalWrite> DynamoDbClient::delete_item(const std::string& table, c
   return conditional("DeleteItem", {{"TableName", table}, {"Key", key}});
 }
 
+namespace {
+
+// What is wrong with a described table's keys for items keyed by one string partition key `key_name`, as "the
+// partition key 'pk' (S)"-like words, or nullopt when they are right.
+std::optional<std::string> key_schema_mismatch(const nlohmann::json& table, const std::string& key_name) {
+  std::map<std::string, std::string> types;
+  for (const auto& a : table.value("AttributeDefinitions", nlohmann::json::array())) {
+    types[a.value("AttributeName", "")] = a.value("AttributeType", "");
+  }
+  std::vector<std::string> keys;
+  bool right = true;
+  const auto schema = table.value("KeySchema", nlohmann::json::array());
+  for (const auto& k : schema) {
+    const std::string name = k.value("AttributeName", ""), kind = k.value("KeyType", "");
+    keys.push_back(fmt::format("{} key '{}' ({})", kind == "HASH" ? "partition" : "sort", name, types[name]));
+    right = right && kind == "HASH" && name == key_name && types[name] == "S";
+  }
+  if (right && schema.size() == 1) return std::nullopt;
+  return keys.empty() ? std::string("no key schema") : fmt::format("the {}", fmt::join(keys, " and the "));
+}
+
+}  // namespace
+
 Status DynamoDbClient::ensure_table(const std::string& table, const std::string& key_name) {
   for (int attempt = 0; attempt < 100; ++attempt) {
     auto described = call("DescribeTable", {{"TableName", table}});
     if (described) {
-      const std::string status = (*described)["Table"].value("TableStatus", std::string());
+      const auto& found = (*described)["Table"];
+      if (auto wrong = key_schema_mismatch(found, key_name)) {
+        return fail(ErrorKind::kConfig,
+                    fmt::format("the table exists with {}, but skipprd keeps its items under one string partition "
+                                "key named '{}' and no sort key; name another table (it is created for you), or "
+                                "create this one with that key",
+                                *wrong, key_name));
+      }
+      const std::string status = found.value("TableStatus", std::string());
       if (status == "ACTIVE") return ok();
       std::this_thread::sleep_for(std::chrono::milliseconds(200));  // CREATING or UPDATING
       continue;
