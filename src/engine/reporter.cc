@@ -38,10 +38,14 @@ std::string replaced_clause(const RunTotals& t) {
 
 std::string summary_line(const RunTotals& t, int exit_code) {
   return fmt::format(
-      "{} rows read, {} committed, {} landed in {:.2f}s ({:.0f} rows/s); {} batches landed ({} replayed "
+      "{} rows read, {} committed, {} landed{} in {:.2f}s ({:.0f} rows/s); {} batches landed ({} replayed "
       "from the WAL, {} already applied); {} waiting; {} dead letters{}; exit {}",
-      t.rows_read, t.rows_committed, t.rows_landed, t.seconds, t.rows_per_second(), t.batches_landed,
-      t.batches_replayed, t.already_applied, t.batches_waiting, t.dead_letters, replaced_clause(t), exit_code);
+      t.rows_read, t.rows_committed, t.rows_landed,
+      // A row in the rejects table is neither landed nor lost: said, so "0 landed" is not read as "nothing came".
+      t.rows_rejected > 0 ? fmt::format(" and {} rejected (in the rejects table, with their reason)", t.rows_rejected)
+                          : "",
+      t.seconds, t.rows_per_second(), t.batches_landed, t.batches_replayed, t.already_applied, t.batches_waiting,
+      t.dead_letters, replaced_clause(t), exit_code);
 }
 
 class JsonReporter final : public Reporter {

@@ -3,6 +3,7 @@
 
 #include <map>
 
+#include "support/duckdb_probe.h"
 #include "support/pipeline_fixture.h"
 
 namespace skippr::test {
@@ -124,6 +125,20 @@ TEST(Cli, ADuckDbFolderThatCannotBeMadeIsExitTwoWithoutRunAgain) {
   EXPECT_NE(r.err.find("cannot create the folder of the DuckDB database /proc/no-such/out.duckdb"), std::string::npos)
       << r.err;
   EXPECT_EQ(r.err.find("run again"), std::string::npos) << r.err;
+}
+
+// A run whose only row went to the rejects table says so in its summary; before, it read "0 landed ... exit 0".
+TEST(Cli, TheSummaryCountsRejectedRows) {
+  PipelineFixture fx(
+      "data_sources:\n  in:\n    File: { path: \"in/*.jsonl\" }\ndata_sinks:\n  d:\n    DuckDB: { path: out.duckdb, "
+      "table: t }\npipelines:\n  p:\n    data_source: data_sources.in\n    data_sink: data_sinks.d\n");
+  duckdb_write(fx.path("out.duckdb"), "CREATE TABLE t (id BIGINT, code BIGINT)");
+  write_text(fx.path("in/a.jsonl"), "{\"id\": 1, \"code\": \"not a number\"}\n");
+  auto r = fx.skipprd({"sync", "--pipeline", "p", "--once", "--output", "text"}, {}, 60);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("1 committed, 0 landed and 1 rejected (in the rejects table, with their reason)"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(Cli, UsageErrorsExit2) {
