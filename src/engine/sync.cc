@@ -18,6 +18,7 @@
 #include "engine/dead_letters.h"
 #include "engine/injected_faults.h"
 #include "engine/metrics.h"
+#include "engine/periodic.h"
 #include "engine/pipeline_storage.h"
 #include "engine/sync_passes.h"
 #include "state/state_store.h"
@@ -315,7 +316,8 @@ class SyncRun {
     reporter_.sync_start(pipe_->name, state_.epoch, pending.size());
     std::thread reader([this] { guarded("reader", [this] { read_stage(); }); });
     std::thread committer([this] { guarded("committer", [this] { commit_stage(); }); });
-    std::thread stats_saver([this] { guarded("statistics", [this] { save_stats_while_running(); }); });
+    // Saved every few seconds from the process's periodic thread (engine/periodic.h), not a thread per run.
+    auto stats_saver = run_periodically(std::chrono::seconds(5), [this] { save_stats_if_changed(); });
     guarded("lander", [&] { land_stage(pending); });
     // The lander stops first only on failure; unblock the other stages then (a commit waiting on a full disk for
     // batches to land included).
@@ -325,8 +327,7 @@ class SyncRun {
     to_land_.close_and_clear();
     reader.join();
     committer.join();
-    stages_done_ = true;
-    stats_saver.join();
+    stats_saver.reset();  // waits for a save in progress
   }
 
   // An exception escaping a stage is a bug (ours or a library's), yet it must end this run, not the process: under
@@ -807,20 +808,12 @@ class SyncRun {
 
   // Every few seconds while the stages run, when the counts changed: a killed run (or a daemon that runs for days)
   // keeps its counts up to the last save.
-  void save_stats_while_running() {
-    constexpr auto kEvery = std::chrono::seconds(5);
-    std::optional<std::pair<uint64_t, uint64_t>> saved;  // (committed, landed) rows at the last save
-    auto last = Clock::now();
-    while (!stages_done_) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      if (Clock::now() - last < kEvery) continue;
-      last = Clock::now();
-      const RunTotals t = snapshot();
-      const std::pair now{t.rows_committed, t.rows_landed};
-      if (saved == now) continue;
-      save_run_stats(t, /*exit_code=*/-1);  // -1: still running (or killed)
-      saved = now;
-    }
+  void save_stats_if_changed() {
+    const RunTotals t = snapshot();
+    const std::pair now{t.rows_committed, t.rows_landed};
+    if (saved_stats_ == now) return;
+    save_run_stats(t, /*exit_code=*/-1);  // -1: still running (or killed)
+    saved_stats_ = now;
   }
 
   const Config& config_;
@@ -846,7 +839,7 @@ class SyncRun {
   std::mutex mu_;
   RunTotals totals_;
   PipelineStats stats_before_;
-  std::atomic<bool> stages_done_{false};
+  std::optional<std::pair<uint64_t, uint64_t>> saved_stats_;  // (committed, landed) rows at the last periodic save
   std::atomic<bool> drained_{false};      // with --once: the reader saw the source drained (not stopped before it)
   std::atomic<uint64_t> batches_cut_{0};  // handed to the committer by the reader
   std::optional<Error> error_;
