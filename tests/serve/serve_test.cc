@@ -25,7 +25,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string serve_config(int dead_port) {
+// Two healthy pipelines (alpha: 20,000 rows into a.duckdb, beta: 50,000 into b.duckdb) and a third, `third`, from
+// alpha's source into the sink `third_sink` (one YAML flow line).
+std::string serve_config(const std::string& third, const std::string& third_sink) {
   return fmt::format(R"(data_sources:
   small:
     Sample: {{ rows: 20000, seed: 1 }}
@@ -36,8 +38,8 @@ data_sinks:
     DuckDB: {{ path: a.duckdb, table: trips }}
   b:
     DuckDB: {{ path: b.duckdb, table: trips }}
-  dead:
-    Postgres: {{ host: 127.0.0.1, port: {}, user: loader, password: "${{DEAD_PASSWORD}}", database: x, table: trips }}
+  third:
+    {}
 pipelines:
   alpha:
     data_source: data_sources.small
@@ -45,11 +47,19 @@ pipelines:
   beta:
     data_source: data_sources.large
     data_sink: data_sinks.b
-  gamma:
+  {}:
     data_source: data_sources.small
-    data_sink: data_sinks.dead
+    data_sink: data_sinks.third
 )",
-                     dead_port);
+                     third_sink, third);
+}
+
+// alpha and beta landed every row once (read after serve let go of the files).
+void expect_healthy_pipelines_landed_every_row_once(const PipelineFixture& f) {
+  EXPECT_EQ(duckdb_value(f.path("a.duckdb"), "SELECT count(*) || ' ' || count(DISTINCT trip_id) FROM trips"),
+            "20000 20000");
+  EXPECT_EQ(duckdb_value(f.path("b.duckdb"), "SELECT count(*) || ' ' || count(DISTINCT trip_id) FROM trips"),
+            "50000 50000");
 }
 
 std::string sample_to_duckdb_config_for_serve() {
@@ -120,7 +130,10 @@ bool is_png(const fs::path& file) { return fs::exists(file) && read_text(file).s
 
 TEST(Serve, ThreePipelinesOneDeadThePageShowsThemAllAndActionsNeedTheToken) {
   const int dead_port = free_loopback_port();  // nothing listens there
-  PipelineFixture f(serve_config(dead_port));
+  PipelineFixture f(serve_config(
+      "gamma", fmt::format("Postgres: {{ host: 127.0.0.1, port: {}, user: loader, password: \"${{DEAD_PASSWORD}}\", "
+                           "database: x, table: trips }}",
+                           dead_port)));
   const int port = free_loopback_port();
   const std::string base = fmt::format("http://127.0.0.1:{}", port);
   const std::map<std::string, std::string> env = {
@@ -246,40 +259,14 @@ TEST(Serve, ThreePipelinesOneDeadThePageShowsThemAllAndActionsNeedTheToken) {
   EXPECT_EQ(pipeline(all, "gamma").value("state", ""), "disabled");
 
   EXPECT_EQ(served.stop(), 0);
-  // Every row of the two live pipelines once, after serve let go of the files.
-  EXPECT_EQ(duckdb_value(f.path("a.duckdb"), "SELECT count(*) || ' ' || count(DISTINCT trip_id) FROM trips"),
-            "20000 20000");
-  EXPECT_EQ(duckdb_value(f.path("b.duckdb"), "SELECT count(*) || ' ' || count(DISTINCT trip_id) FROM trips"),
-            "50000 50000");
+  expect_healthy_pipelines_landed_every_row_once(f);
 }
 
 // One pipeline whose run throws (an injected fault in its source's poll, on the run's reader thread) is marked
 // failed with its error; the process lives on and the two healthy pipelines land every row once. Before, the
 // exception ended the whole process (std::terminate) within a second.
 TEST(Serve, OnePipelineThatThrowsFailsAloneAndTheOthersLandEveryRow) {
-  PipelineFixture f(R"(data_sources:
-  small:
-    Sample: { rows: 20000, seed: 1 }
-  large:
-    Sample: { rows: 50000, seed: 2 }
-data_sinks:
-  a:
-    DuckDB: { path: a.duckdb, table: trips }
-  b:
-    DuckDB: { path: b.duckdb, table: trips }
-  c:
-    DuckDB: { path: c.duckdb, table: trips }
-pipelines:
-  alpha:
-    data_source: data_sources.small
-    data_sink: data_sinks.a
-  beta:
-    data_source: data_sources.large
-    data_sink: data_sinks.b
-  crashy:
-    data_source: data_sources.small
-    data_sink: data_sinks.c
-)");
+  PipelineFixture f(serve_config("crashy", "DuckDB: { path: c.duckdb, table: trips }"));
   const int port = free_loopback_port();
   const std::string base = fmt::format("http://127.0.0.1:{}", port);
   const std::map<std::string, std::string> env = {{"DATA_DIR", f.path("data").string()},
@@ -304,10 +291,7 @@ pipelines:
   EXPECT_EQ(pipeline(all, "crashy").value("restarts", -1), 0) << all.dump(2);
 
   EXPECT_EQ(served.stop(), 0);
-  EXPECT_EQ(duckdb_value(f.path("a.duckdb"), "SELECT count(*) || ' ' || count(DISTINCT trip_id) FROM trips"),
-            "20000 20000");
-  EXPECT_EQ(duckdb_value(f.path("b.duckdb"), "SELECT count(*) || ' ' || count(DISTINCT trip_id) FROM trips"),
-            "50000 50000");
+  expect_healthy_pipelines_landed_every_row_once(f);
 }
 
 // What serve does not do is said, not silently ignored: a SIGHUP is answered in the log (before, it killed serve);
