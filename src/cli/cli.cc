@@ -58,10 +58,15 @@ int run(int argc, char** argv) {
                    "here or in the nearest parent folder)");
 
   std::string sql;
+  std::string query_pipeline;
   auto* query = app.add_subcommand("query",
-                                   "Run a control statement: RESET PIPELINE, SHOW PIPELINES, SHOW PIPELINE, "
-                                   "SHOW STATS FOR, ENABLE PIPELINE, DISABLE PIPELINE");
-  query->add_option("--sql", sql, "The statement, e.g. \"SHOW PIPELINE bikehire\"")->required();
+                                   "Run a control statement (RESET PIPELINE, SHOW PIPELINES, SHOW PIPELINE, "
+                                   "SHOW STATS FOR, ENABLE PIPELINE, DISABLE PIPELINE), or a SELECT on a "
+                                   "pipeline's DuckDB destination");
+  query->add_option("--sql", sql, "The statement, e.g. \"SHOW PIPELINE bikehire\" or \"SELECT count(*) FROM trips\"")
+      ->required();
+  query->add_option("--pipeline", query_pipeline,
+                    "With a SELECT: the pipeline whose DuckDB file to read (needed when several land in DuckDB)");
   query->add_option("--config", config_file, "The configuration file");
   query->add_option("--output", output, "text (default) or json")->check(CLI::IsMember({"text", "json"}));
 
@@ -144,7 +149,7 @@ int run(int argc, char** argv) {
     sync_args.output = output;
     return run_sync_command(sync_args);
   }
-  if (query->parsed()) return run_query_command(sql, config, output);
+  if (query->parsed()) return run_query_command(sql, config, output, query_pipeline);
   if (serve->parsed()) return run_serve_command(serve_listen, config);
   if (validate->parsed()) return run_validate_command(config);
   if (app.got_subcommand("connectors")) return run_connectors_command();

@@ -64,6 +64,20 @@ int report(const Error& e) {
 
 }  // namespace
 
+namespace {
+
+// After a run into a DuckDB file, the command that shows its rows (Debian has no DuckDB CLI to look with).
+void print_how_to_look(const Config& config, const std::string& pipeline) {
+  const auto& sink = config.sinks.at(config.pipelines.at(pipeline).data_sink);
+  if (sink.type != "DuckDB") return;
+  size_t duckdb_pipelines = 0;
+  for (const auto& [_, p] : config.pipelines) duckdb_pipelines += config.sinks.at(p.data_sink).type == "DuckDB";
+  fmt::print(stderr, "look at the rows: skipprd query{} --sql \"SELECT * FROM {} LIMIT 10\"\n",
+             duckdb_pipelines > 1 ? " --pipeline " + pipeline : "", sink.params.value("table", std::string()));
+}
+
+}  // namespace
+
 int run_sync_command(const SyncArgs& args) {
   auto setup = prepare_sync(args.config, args.pipeline);
   if (!setup) return report(setup.error());
@@ -94,12 +108,13 @@ int run_sync_command(const SyncArgs& args) {
     return 128 + (g_stop_signal.load() != 0 ? g_stop_signal.load() : SIGINT);  // 130 for SIGINT, 143 for SIGTERM
   }
   if (result.exit_code != 0) fmt::print(stderr, "error: {}\n", result.message);
+  if (result.exit_code == 0 && mode != OutputMode::kJson) print_how_to_look(setup->config, args.pipeline);
   return result.exit_code;
 }
 
 int run_query_command(const std::string& sql, const std::optional<std::filesystem::path>& config_path,
-                      const std::string& output) {
-  auto result = run_statement(sql, config_path);
+                      const std::string& output, const std::string& pipeline) {
+  auto result = run_statement(sql, config_path, pipeline);
   if (!result) return report(result.error());
   if (!result->message.empty()) fmt::print("{}\n", result->message);
   if (!result->columns.empty()) {

@@ -15,8 +15,8 @@ struct SyncArgs {
 };
 
 int run_sync_command(const SyncArgs& args);
-int run_query_command(const std::string& sql, const std::optional<std::filesystem::path>& config,
-                      const std::string& output);
+int run_query_command(const std::string& sql, const std::optional<std::filesystem::path>& config_path,
+                      const std::string& output, const std::string& pipeline);
 int run_validate_command(const std::optional<std::filesystem::path>& config);
 int run_connectors_command();
 int run_wal_inspect_command(const std::string& pipeline, const std::string& output);

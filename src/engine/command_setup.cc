@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <map>
 
+#include "engine/destination_query.h"
+
 namespace skippr {
 
 Result<Config> discover_and_load_config(const std::optional<std::filesystem::path>& explicit_path) {
@@ -119,7 +121,16 @@ bool sink_writes_stdout(const Config& config, const std::string& pipeline) {
   return it != config.pipelines.end() && config.sinks.at(it->second.data_sink).type == "Stdout";
 }
 
-Result<QueryResult> run_statement(std::string_view sql, const std::optional<std::filesystem::path>& explicit_path) {
+Result<QueryResult> run_statement(std::string_view sql, const std::optional<std::filesystem::path>& explicit_path,
+                                  const std::string& pipeline) {
+  if (is_destination_query(sql)) {
+    auto config = discover_config_if_any(explicit_path);
+    if (!config) return std::unexpected(config.error());
+    return query_destination(sql, pipeline, *config ? &**config : nullptr);
+  }
+  if (!pipeline.empty()) {
+    return fail(ErrorKind::kConfig, "--pipeline goes with a SELECT (a control statement names its pipeline itself)");
+  }
   auto statement = parse_statement(sql);
   if (!statement) return std::unexpected(statement.error());
   auto config = discover_config_if_any(explicit_path);

@@ -34,7 +34,9 @@ Result<SyncSetup> prepare_serve(const std::optional<std::filesystem::path>& expl
 bool sink_writes_stdout(const Config& config, const std::string& pipeline);
 
 // Parses and runs one control-language statement. Without a skippr.yml (and no explicit path) it still runs
-// against DATA_DIR alone.
-Result<QueryResult> run_statement(std::string_view sql, const std::optional<std::filesystem::path>& explicit_path);
+// against DATA_DIR alone. A SELECT (and the like) reads `pipeline`'s DuckDB destination instead
+// (engine/destination_query.h).
+Result<QueryResult> run_statement(std::string_view sql, const std::optional<std::filesystem::path>& explicit_path,
+                                  const std::string& pipeline = {});
 
 }  // namespace skippr

@@ -220,7 +220,8 @@ Result<Statement> parse_statement(std::string_view sql) {
   if (starts_with_words(words, {"SHOW", "PIPELINE"})) return named(StatementKind::kShowPipeline, 2);
   return fail(ErrorKind::kConfig,
               fmt::format("cannot run '{}': expected one of RESET PIPELINE <name>, SHOW PIPELINES, SHOW PIPELINE "
-                          "<name>, SHOW STATS FOR <name>, ENABLE PIPELINE <name>, DISABLE PIPELINE <name>",
+                          "<name>, SHOW STATS FOR <name>, ENABLE PIPELINE <name>, DISABLE PIPELINE <name>, or a SELECT "
+                          "reading a pipeline's DuckDB destination",
                           sql));
 }
 

@@ -141,6 +141,39 @@ TEST(Cli, TheSummaryCountsRejectedRows) {
       << r.out;
 }
 
+// What landed in a DuckDB destination can be looked at without a DuckDB CLI: the sync says how, and a SELECT runs
+// on the file, read-only; with two DuckDB pipelines, --pipeline picks one.
+TEST(Cli, ASelectReadsThePipelinesDuckDbDestinationReadOnly) {
+  PipelineFixture fx(sample_to_duckdb_config(1000));
+  auto r = fx.skipprd({"sync", "--pipeline", "bikehire", "--once", "--output", "text"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("look at the rows: skipprd query --sql \"SELECT * FROM trips LIMIT 10\""), std::string::npos)
+      << r.err;
+  r = fx.skipprd({"query", "--sql", "select count(*) AS n, count(DISTINCT trip_id) AS ids FROM trips"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("1000  1000"), std::string::npos) << r.out;
+  r = fx.skipprd({"query", "--sql", "WITH x AS (SELECT 1) SELECT count(*) FROM trips; DELETE FROM trips"});
+  EXPECT_NE(r.exit_code, 0) << "a statement that writes ran: " << r.out;
+  EXPECT_EQ(trips_digest(fx.path("out.duckdb")).rows, 1000u);
+
+  // A second pipeline, into another DuckDB file.
+  const std::string config = read_text(fx.path("skippr.yml"));
+  write_text(fx.path("skippr.yml"),
+             std::string(config).insert(config.find("pipelines:"),
+                                        "  other:\n    DuckDB: { path: other.duckdb, table: t }\n") +
+                 "  copy:\n    data_source: data_sources.sample\n    data_sink: data_sinks.other\n");
+  r = fx.skipprd({"query", "--sql", "SELECT count(*) FROM trips"});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("2 pipelines land in DuckDB files; name one with --pipeline (bikehire, copy)"),
+            std::string::npos)
+      << r.err;
+  r = fx.skipprd({"query", "--pipeline", "copy", "--sql", "SELECT 1"});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("pipeline 'copy' has landed nothing yet"), std::string::npos) << r.err;
+  r = fx.skipprd({"query", "--pipeline", "bikehire", "--sql", "SELECT count(*) FROM trips"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 TEST(Cli, UsageErrorsExit2) {
   PipelineFixture f(sample_to_duckdb_config(10));
   EXPECT_EQ(f.skipprd({"sync"}).exit_code, 2);  // --pipeline is required
