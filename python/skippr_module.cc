@@ -215,16 +215,22 @@ std::optional<std::vector<std::string>> column_names(const py::object& given, co
 }
 
 PipelineValue make_pipeline(const py::object& data_source, const py::object& data_sink, const py::object& chaos_mode,
-                            const py::object& landing, const py::object& primary_key, const py::object& partition_by) {
+                            const py::object& landing, const py::object& primary_key, const py::object& partition_by,
+                            const py::object& allow_empty_replace) {
   PipelineValue p;
   p.raw.data_source = connector_reference<DataSourceValue>(data_source, "data_source", "a DataSource");
   p.raw.data_sink = connector_reference<DataSinkValue>(data_sink, "data_sink", "a DataSink");
-  if (!chaos_mode.is_none()) {
-    p.raw.chaos_mode = to_json(chaos_mode, "Pipeline(chaos_mode=...)");
-    if (!p.raw.chaos_mode.is_boolean() && !is_env_reference(p.raw.chaos_mode)) {
-      throw py::type_error("Pipeline(chaos_mode=...): must be True or False (or a \"${VAR}\" reference)");
+  auto flag = [](const py::object& given, const char* keyword) {
+    if (given.is_none()) return nlohmann::json();
+    auto value = to_json(given, std::string("Pipeline(") + keyword + "=...)");
+    if (!value.is_boolean() && !is_env_reference(value)) {
+      throw py::type_error(std::string("Pipeline(") + keyword +
+                           "=...): must be True or False (or a \"${VAR}\" reference)");
     }
-  }
+    return value;
+  };
+  p.raw.chaos_mode = flag(chaos_mode, "chaos_mode");
+  p.raw.allow_empty_replace = flag(allow_empty_replace, "allow_empty_replace");
   if (!landing.is_none()) {
     if (!py::isinstance<py::str>(landing)) {
       throw py::type_error(
@@ -241,6 +247,7 @@ PipelineValue make_pipeline(const py::object& data_source, const py::object& dat
 py::object pipeline_keyword(const PipelineValue& p, const char* key) {
   const RawPipeline& r = p.raw;
   if (std::string_view(key) == "chaos_mode") return to_python(r.chaos_mode);
+  if (std::string_view(key) == "allow_empty_replace") return to_python(r.allow_empty_replace);
   if (std::string_view(key) == "landing") return r.landing ? py::object(py::str(*r.landing)) : py::none();
   const auto& columns = std::string_view(key) == "primary_key" ? r.primary_key : r.partition_by;
   return columns ? py::object(py::cast(*columns)) : py::none();
@@ -248,7 +255,7 @@ py::object pipeline_keyword(const PipelineValue& p, const char* key) {
 
 std::string pipeline_repr(const PipelineValue& p) {
   std::string out = "Pipeline(data_source='" + p.raw.data_source + "', data_sink='" + p.raw.data_sink + "'";
-  for (const char* key : {"chaos_mode", "landing", "primary_key", "partition_by"}) {
+  for (const char* key : {"chaos_mode", "landing", "primary_key", "partition_by", "allow_empty_replace"}) {
     py::object v = pipeline_keyword(p, key);
     if (!v.is_none()) out += std::string(", ") + key + "=" + std::string(py::repr(v));
   }
@@ -460,19 +467,22 @@ drops them); the comment block at the top of the file is.)";
   py::class_<PipelineValue>(m, "Pipeline", "A pipeline: which data source goes to which data sink, and how.")
       .def(py::init(&make_pipeline), py::arg("data_source"), py::arg("data_sink"), py::kw_only(),
            py::arg("chaos_mode") = py::none(), py::arg("landing") = py::none(), py::arg("primary_key") = py::none(),
-           py::arg("partition_by") = py::none(),
+           py::arg("partition_by") = py::none(), py::arg("allow_empty_replace") = py::none(),
            R"(data_source / data_sink: what Config.get_data_source / get_data_sink return, or a name.
 chaos_mode: True makes the CLI SIGKILL itself at random moments (to prove nothing is lost).
 landing: append (default), merge_by_key, replace_partition or replace_table.
 primary_key: the key columns (needed by merge_by_key).
-partition_by: the columns whose values make a partition (needed by replace_partition). Unset keywords are left out
-of the file.)")
+partition_by: the columns whose values make a partition (needed by replace_partition).
+allow_empty_replace: True lets a replace_table sync that reads no rows empty the table (refused otherwise).
+Unset keywords are left out of the file.)")
       .def_property_readonly("data_source", [](const PipelineValue& p) { return p.raw.data_source; })
       .def_property_readonly("data_sink", [](const PipelineValue& p) { return p.raw.data_sink; })
       .def_property_readonly("chaos_mode", [](const PipelineValue& p) { return pipeline_keyword(p, "chaos_mode"); })
       .def_property_readonly("landing", [](const PipelineValue& p) { return pipeline_keyword(p, "landing"); })
       .def_property_readonly("primary_key", [](const PipelineValue& p) { return pipeline_keyword(p, "primary_key"); })
       .def_property_readonly("partition_by", [](const PipelineValue& p) { return pipeline_keyword(p, "partition_by"); })
+      .def_property_readonly("allow_empty_replace",
+                             [](const PipelineValue& p) { return pipeline_keyword(p, "allow_empty_replace"); })
       .def("__repr__", &pipeline_repr)
       .def("__eq__",
            [](const PipelineValue& a, const PipelineValue& b) { return pipeline_repr(a) == pipeline_repr(b); });

@@ -151,12 +151,16 @@ Result<RawPipeline> ConfigDocument::pipeline(const std::string& name) const {
   RawPipeline out;
   out.data_source = strip_prefix(scalar("data_source").value_or(""), "data_sources.");
   out.data_sink = strip_prefix(scalar("data_sink").value_or(""), "data_sinks.");
-  if (const auto chaos_mode = child(body, "chaos_mode"); chaos_mode && chaos_mode->IsScalar()) {
-    ParamSpec chaos;
-    chaos.name = "chaos_mode";
-    chaos.type = ParamType::kBool;
-    out.chaos_mode = raw_param_value(&chaos, *chaos_mode);
-  }
+  auto flag = [&](const char* key) {
+    const auto node = child(body, key);
+    if (!node || !node->IsScalar()) return nlohmann::json();
+    ParamSpec spec;
+    spec.name = key;
+    spec.type = ParamType::kBool;
+    return raw_param_value(&spec, *node);
+  };
+  out.chaos_mode = flag("chaos_mode");
+  out.allow_empty_replace = flag("allow_empty_replace");
   out.landing = scalar("landing");
   // A list of column names, or one name alone.
   auto columns = [&](const char* key) -> std::optional<std::vector<std::string>> {
@@ -207,10 +211,12 @@ Status ConfigDocument::set_pipeline(const std::string& name, const RawPipeline& 
   };
   SKIPPR_TRY(check_reference(true, pipeline.data_source));
   SKIPPR_TRY(check_reference(false, pipeline.data_sink));
-  if (!pipeline.chaos_mode.is_null() && !pipeline.chaos_mode.is_boolean() && !is_env_reference(pipeline.chaos_mode)) {
-    return fail(ErrorKind::kConfig,
-                fmt::format("{}: chaos_mode must be true or false (or a ${{VAR}} reference), got {}", what,
-                            pipeline.chaos_mode.dump()));
+  for (const auto& [key, value] : {std::pair{"chaos_mode", &pipeline.chaos_mode},
+                                   std::pair{"allow_empty_replace", &pipeline.allow_empty_replace}}) {
+    if (!value->is_null() && !value->is_boolean() && !is_env_reference(*value)) {
+      return fail(ErrorKind::kConfig, fmt::format("{}: {} must be true or false (or a ${{VAR}} reference), got {}",
+                                                  what, key, value->dump()));
+    }
   }
   if (pipeline.landing) {
     std::vector<std::string> landings;
@@ -229,6 +235,7 @@ Status ConfigDocument::set_pipeline(const std::string& name, const RawPipeline& 
   if (pipeline.landing) body["landing"] = *pipeline.landing;
   if (pipeline.primary_key) body["primary_key"] = to_yaml_node(*pipeline.primary_key);
   if (pipeline.partition_by) body["partition_by"] = to_yaml_node(*pipeline.partition_by);
+  if (!pipeline.allow_empty_replace.is_null()) body["allow_empty_replace"] = to_yaml_node(pipeline.allow_empty_replace);
   return put("pipelines", name, body);
 }
 

@@ -31,6 +31,7 @@ struct RawPipeline {
   std::optional<std::string> landing;
   std::optional<std::vector<std::string>> primary_key;
   std::optional<std::vector<std::string>> partition_by;
+  nlohmann::json allow_empty_replace;  // null (unset), a boolean, or a ${VAR} reference
 };
 
 class ConfigDocument {

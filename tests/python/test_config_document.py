@@ -113,6 +113,32 @@ def test_partition_by_is_written_and_read_back(workdir):
     assert "partition_by" in str(e.value)
 
 
+def test_allow_empty_replace_is_written_read_back_and_kept(workdir):
+    # The key a replace_table pipeline needs to let an empty sync empty its table: Python writes it, reads it back,
+    # and re-setting another pipeline keeps it (a dropped key would refuse every empty sync again).
+    (workdir / "skippr.yml").write_text("data_sources: {}\ndata_sinks: {}\npipelines: {}\n")
+    cfg = Config.discover()
+    src = cfg.data_source("gen", DataSourceSample(rows=10, seed=1))
+    cfg.data_sink("db", DataSinkDuckDB(path=workdir / "x.duckdb", table="t"))
+    cfg.pipeline("p", Pipeline(data_source=src, data_sink="db", landing="replace_table", allow_empty_replace=True))
+    cfg.save()
+    assert "allow_empty_replace: true" in (workdir / "skippr.yml").read_text()
+    again = Config.discover()
+    assert again.get_pipeline("p").allow_empty_replace is True
+    assert "allow_empty_replace=True" in repr(again.get_pipeline("p"))
+    again.pipeline("q", Pipeline(data_source=src, data_sink="db"))
+    again.save()
+    assert Config.discover().get_pipeline("p").allow_empty_replace is True
+    assert run_skipprd(["validate"], workdir).returncode == 0
+    with pytest.raises(TypeError):
+        Pipeline(data_source=src, data_sink="db", allow_empty_replace="yes please")
+    # With another landing the key means nothing: the file is refused before it is written.
+    again.pipeline("r", Pipeline(data_source=src, data_sink="db", landing="append", allow_empty_replace=True))
+    with pytest.raises(skippr.Error) as e:
+        again.save()
+    assert "allow_empty_replace" in str(e.value)
+
+
 def test_save_through_a_symlink_replaces_the_file_it_names_and_keeps_its_permissions(workdir):
     # A skippr.yml kept elsewhere (a dotfiles repo, a mounted secret) and linked here, readable by its owner only.
     # Before, save() replaced the link with a new file, readable by everyone (0644).
