@@ -28,12 +28,16 @@ int RowBuilder::find_column(std::string_view name) {
 namespace {
 
 // `value` as a value of `column_type` when that loses nothing (the rule a sink's columns follow, core/lossless.h):
-// an integer widens into a double field, an integral double or a whole decimal string fits an integer field, a
-// numeric string a double field, and anything is JSON text in a JSON field. False leaves `value` as it was.
+// an integer widens into a double field, an integral double, a whole decimal string or a boolean (0/1) fits an
+// integer field, a numeric string a double field, and anything is JSON text in a JSON field. False leaves `value` as
+// it was.
 bool convert_losslessly(FieldValue& value, Type column_type) {
   const bool text = value.type == Type::kString;
   if (column_type == Type::kInt64) {
-    const auto v = value.type == Type::kDouble ? integral_value(value.d) : text ? whole_number(value.s) : std::nullopt;
+    const auto v = value.type == Type::kDouble ? integral_value(value.d)
+                   : value.type == Type::kBool ? std::optional<int64_t>(value.i)
+                   : text                      ? whole_number(value.s)
+                                               : std::nullopt;
     if (!v) return false;
     value.type = Type::kInt64;
     value.i = *v;

@@ -1,5 +1,6 @@
 // The File source takes, into a field it learned as an integer, what the README says integer columns take: whole
-// decimal strings ("1") and integral doubles (2.0). Other values of another type stay dead letters (issue 41).
+// decimal strings ("1"), integral doubles (2.0) and booleans (0/1). Other values of another type stay dead letters
+// (issue 41).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -26,6 +27,7 @@ TEST(FileIntegerFields, WholeDecimalStringsAndIntegralDoublesLandAsIntegers) {
              "{\"id\":3,\"n\":2.0}\n"
              "{\"id\":4,\"n\":\"-7\"}\n"
              "{\"id\":5,\"n\":-3e2}\n"
+             "{\"id\":11,\"n\":true}\n"
              // These do not fit an integer without loss: still dead letters, with their reason.
              "{\"id\":6,\"n\":2.5}\n"
              "{\"id\":7,\"n\":\"1.0\"}\n"
@@ -39,11 +41,12 @@ TEST(FileIntegerFields, WholeDecimalStringsAndIntegralDoublesLandAsIntegers) {
                          "SELECT data_type FROM information_schema.columns WHERE table_name = 't' AND "
                          "column_name = 'n'"),
             "BIGINT");
-  EXPECT_EQ(duckdb_value(db, "SELECT string_agg(id || ':' || n, ',' ORDER BY id) FROM t"), "1:10,2:1,3:2,4:-7,5:-300");
+  EXPECT_EQ(duckdb_value(db, "SELECT string_agg(id || ':' || n, ',' ORDER BY id) FROM t"),
+            "1:10,2:1,3:2,4:-7,5:-300,11:1");
   const auto dead = dead_letters(f.path("data/pipelines/bikehire/deadletter.jsonl"));
   ASSERT_EQ(dead.size(), 5u);
   for (size_t i = 0; i < dead.size(); ++i) {
-    EXPECT_EQ(dead[i].at("line").get<uint64_t>(), 6 + i);
+    EXPECT_EQ(dead[i].at("line").get<uint64_t>(), 7 + i);
     EXPECT_NE(dead[i].at("reason").get<std::string>().find("field 'n'"), std::string::npos) << dead[i].dump();
   }
 }
