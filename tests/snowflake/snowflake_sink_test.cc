@@ -530,8 +530,8 @@ TEST(SnowflakeSink, StagedMergeByKeyUpsertsWhatARereadBrings) {
 }
 
 // A value near 1.5 MB cannot travel in a statement: without a stage the batch waits in the WAL (exit 2: waiting
-// cannot fix it; nothing lost) and the message says what to set; with a stage (default threshold) it is staged and the value lands whole,
-// and so does the waiting batch once the same pipeline is given the stage.
+// cannot fix it; nothing lost) and the message says what to set; with a stage (default threshold) it is staged and the
+// value lands whole, and so does the waiting batch once the same pipeline is given the stage.
 TEST(SnowflakeSink, ARowTooLargeForAStatementTravelsThroughTheStage) {
   TempDir dir;
   const std::string big(1500000, 'x');

@@ -43,7 +43,8 @@ void DuckDbMemoryLimit::lower(DuckDbConnection& conn) {
   // usual limit. So it is checkpointed now, under the raised limit: a checkpoint needs about what the landing did
   // (tried under "what DuckDB holds + 16 MiB", it ran out of memory, and that invalidates the database), and DuckDB
   // refuses a limit below what it holds until then.
-  if (auto st = conn.execute("CHECKPOINT"); !st) spdlog::debug("checkpoint after a wide landing: {}", st.error().message);
+  if (auto st = conn.execute("CHECKPOINT"); !st)
+    spdlog::debug("checkpoint after a wide landing: {}", st.error().message);
   if (auto st = set(conn, kAppendingSinkMemoryMiB); !st) {
     spdlog::debug("DuckDB's memory_limit stays at {} MiB for now: {}", current_mib_, st.error().message);
   }
