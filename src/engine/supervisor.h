@@ -79,7 +79,7 @@ class Supervisor {
     DeliveryCounts stats;
   };
   Stored load_stored(const std::string& name) const;
-  // skippr.yml no longer reads as it did when serve started (serve does not reload it; see README).
+  // skippr.yml no longer reads as it did when serve started (serve does not reload it; see docs/operations/serve.md).
   bool config_changed() const;
 
   Config config_;

@@ -1,5 +1,5 @@
-// One run of one pipeline: the commit protocol of DESIGN.md, with the source reader, the WAL committer and the sink
-// writer as three stages joined by bounded queues.
+// One run of one pipeline: the commit protocol of docs/design/commit-protocol.md, with the source reader, the WAL
+// committer and the sink writer as three stages joined by bounded queues.
 #pragma once
 
 #include <atomic>

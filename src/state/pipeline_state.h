@@ -34,7 +34,8 @@ struct PipelineState {
   // Empty in a state.json written before lineages existed (the sync then makes one and saves it).
   std::string lineage;
   // Where the source starts while the WAL is empty: the position the destination's ledger held when this state was
-  // made in a new DATA_DIR (see DESIGN.md, "a lost DATA_DIR"), with the batch it came from. Empty: from the start.
+  // made in a new DATA_DIR (see docs/design/commit-protocol.md, "A lost DATA_DIR"), with the batch it came from.
+  // Empty: from the start.
   Position resume_position;
   std::string resumed_after;  // that batch's id, for SHOW PIPELINE
   // WAL_STORAGE=clustered: raised by each `skipprd promote`. A replica refuses a primary of a lower term, so a

@@ -1,4 +1,5 @@
-// The write-ahead log of one pipeline: the place where a batch becomes committed. See DESIGN.md for the protocol.
+// The write-ahead log of one pipeline: the place where a batch becomes committed. See docs/design/commit-protocol.md
+// for the protocol and docs/design/wal-format.md for the bytes.
 //
 // Layout: DATA_DIR/pipelines/<name>/wal/<first-seq, 20 digits>.wal, each a sequence of records
 //   [u32 length][u32 crc32c(type + payload)][u8 type][payload]   (little-endian; length = payload bytes)

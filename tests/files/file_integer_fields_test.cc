@@ -1,6 +1,6 @@
-// The File source takes, into a field it learned as an integer, what the README says integer columns take: whole
-// decimal strings ("1"), integral doubles (2.0) and booleans (0/1). Other values of another type stay dead letters
-// (issue 41).
+// The File source takes, into a field it learned as an integer, what docs/guide/bad-data.md says integer columns
+// take: whole decimal strings ("1"), integral doubles (2.0) and booleans (0/1). Other values of another type stay
+// dead letters (issue 41).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -51,7 +51,7 @@ TEST(FileIntegerFields, WholeDecimalStringsAndIntegralDoublesLandAsIntegers) {
   }
 }
 
-// A field learned as a double takes numeric strings too (the README's rule for double columns).
+// A field learned as a double takes numeric strings too (docs/guide/bad-data.md's rule for double columns).
 TEST(FileIntegerFields, NumericStringsLandInADoubleField) {
   PipelineFixture f(jsonl_files_to_sink_config("in/*.jsonl", "DuckDB: { path: out.duckdb, table: t }"));
   write_text(f.path("in/a.jsonl"), "{\"id\":1,\"x\":0.5}\n{\"id\":2,\"x\":\"2.25\"}\n{\"id\":3,\"x\":\"abc\"}\n");

@@ -1,5 +1,6 @@
-// Field names longer than Postgres keeps (63 bytes) land, run after run, under the shortened name the README
-// documents; before, the first run failed on a syntax error and every later one aborted the process.
+// Field names longer than Postgres keeps (63 bytes) land, run after run, under the shortened name
+// docs/guide/bad-data.md documents; before, the first run failed on a syntax error and every later one aborted the
+// process.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
