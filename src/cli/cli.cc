@@ -73,7 +73,11 @@ int run(int argc, char** argv) {
   auto* validate = app.add_subcommand("validate", "Check the configuration; every error with file:line");
   validate->add_option("--config", config_file, "The configuration file");
 
-  app.add_subcommand("connectors", "List the sources and sinks of this build, each sink with its retry guarantee");
+  bool connectors_markdown = false;
+  auto* connectors =
+      app.add_subcommand("connectors", "List the sources and sinks of this build, each sink with its retry guarantee");
+  connectors->add_flag("--markdown", connectors_markdown,
+                       "Each connector's parameter table in Markdown, between the markers of docs/connectors/");
 
   std::string wal_pipeline;
   auto* wal = app.add_subcommand("wal", "Look at a pipeline's write-ahead log");
@@ -152,7 +156,7 @@ int run(int argc, char** argv) {
   if (query->parsed()) return run_query_command(sql, config, output, query_pipeline);
   if (serve->parsed()) return run_serve_command(serve_listen, config);
   if (validate->parsed()) return run_validate_command(config);
-  if (app.got_subcommand("connectors")) return run_connectors_command();
+  if (connectors->parsed()) return run_connectors_command(connectors_markdown);
   if (inspect->parsed()) return run_wal_inspect_command(wal_pipeline, output);
   if (replica->parsed()) return run_replica_command(listen, insecure);
   if (promote->parsed()) return run_promote_command(promote_pipeline);

@@ -38,7 +38,8 @@ void on_stop_signal(int signo) {
   g_stop_signal = signo;
 }
 
-// serve does not reload skippr.yml (see README, serve): a SIGHUP is answered in the log instead of ending it.
+// serve does not reload skippr.yml (see docs/operations/serve.md): a SIGHUP is answered in the log instead of
+// ending it.
 std::atomic<bool> g_hangup{false};
 void on_hangup(int) { g_hangup = true; }
 
@@ -135,7 +136,57 @@ int run_validate_command(const std::optional<std::filesystem::path>& config_path
   return 0;
 }
 
-int run_connectors_command() {
+namespace {
+
+// One cell of a Markdown table: a '|' would end the cell, a newline the row.
+std::string markdown_cell(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '\n') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string markdown_default(const nlohmann::json& value) {
+  if (value.is_null()) return "";
+  if (value.is_string()) {
+    const auto text = value.get<std::string>();
+    return text.empty() ? "`\"\"`" : "`" + markdown_cell(text) + "`";
+  }
+  return "`" + markdown_cell(value.dump()) + "`";
+}
+
+// `skipprd connectors --markdown`: per connector, its parameter table between the markers the pages of
+// docs/connectors/ hold (scripts/gen-connector-docs.py writes them there; tests/e2e/connector_docs_test.cc compares).
+void print_connector_params_markdown() {
+  for (const auto& spec : connector_registry()) {
+    fmt::print("<!-- params:begin {} {} -->\n", spec.type_name, spec.is_source ? "source" : "sink");
+    if (spec.params.empty()) {
+      fmt::print("This {} takes no parameters.\n", spec.is_source ? "source" : "sink");
+    } else {
+      fmt::print("| parameter | type | required | default | what it is |\n|---|---|---|---|---|\n");
+      for (const auto& p : spec.params) {
+        fmt::print("| `{}` | {} | {} | {} | {} |\n", p.name, to_string(p.type), p.required ? "yes" : "no",
+                   markdown_default(p.default_value), markdown_cell(p.doc));
+      }
+    }
+    fmt::print("<!-- params:end -->\n\n");
+  }
+}
+
+}  // namespace
+
+int run_connectors_command(bool markdown) {
+  if (markdown) {
+    print_connector_params_markdown();
+    return 0;
+  }
   std::vector<std::vector<std::string>> rows;
   for (const auto& spec : connector_registry()) {
     std::vector<std::string> params;

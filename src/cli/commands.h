@@ -18,7 +18,8 @@ int run_sync_command(const SyncArgs& args);
 int run_query_command(const std::string& sql, const std::optional<std::filesystem::path>& config_path,
                       const std::string& output, const std::string& pipeline);
 int run_validate_command(const std::optional<std::filesystem::path>& config);
-int run_connectors_command();
+// `skipprd connectors [--markdown]`: the table of this build's connectors, or each one's parameters as Markdown.
+int run_connectors_command(bool markdown);
 int run_wal_inspect_command(const std::string& pipeline, const std::string& output);
 // `skipprd replica --listen ADDR [--insecure]`: keeps synchronous WAL copies for clustered primaries until stopped.
 int run_replica_command(const std::string& listen, bool insecure);
