@@ -3,7 +3,7 @@ BUILD ?= build
 BUILD_TYPE ?= RelWithDebInfo
 CONFIG_STAMP := $(BUILD)/build.ninja
 
-.PHONY: run test bench deps build format sanitize clean
+.PHONY: run test bench deps build format sanitize clean docs
 
 run: build
 	$(BUILD)/skipprd sync --pipeline bikehire --once --log
@@ -26,6 +26,10 @@ build: deps $(CONFIG_STAMP)
 sanitize: deps
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSKIPPR_SANITIZE=ON
 	cmake --build build-asan
+
+# The parameter tables of docs/connectors/, from the binary's own connector specs.
+docs: build
+	python3 scripts/gen-connector-docs.py --binary $(BUILD)/skipprd
 
 format:
 	find src tests bench -name '*.cc' -o -name '*.h' | xargs clang-format -i

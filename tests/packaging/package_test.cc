@@ -51,9 +51,10 @@ TEST_F(Package, HoldsTheBinaryItsLibraryTheUnitAndCompletionAndDependsOnTheShare
     EXPECT_NE(info.out.find(needed), std::string::npos) << needed << " missing in:\n" << info.out;
   }
   const auto files = sh(fmt::format("dpkg-deb -c '{}'", deb_->string()), dir_->path());
-  for (const char* file : {"./usr/bin/skipprd", "./usr/lib/skipprd/libduckdb.so",
-                           "./usr/lib/systemd/system/skipprd@.service", "./usr/lib/systemd/system/skipprd.service",
-                           "./usr/share/bash-completion/completions/skipprd", "./usr/share/doc/skipprd/README.md"}) {
+  for (const char* file :
+       {"./usr/bin/skipprd", "./usr/lib/skipprd/libduckdb.so", "./usr/lib/systemd/system/skipprd@.service",
+        "./usr/lib/systemd/system/skipprd.service", "./usr/share/bash-completion/completions/skipprd",
+        "./usr/share/doc/skipprd/README.md", "./usr/share/doc/skipprd/docs/connectors/DuckDB.md"}) {
     EXPECT_NE(files.out.find(file), std::string::npos) << file << " missing in:\n" << files.out;
   }
   // Unpacked anywhere, the binary finds its DuckDB through its RUNPATH ($ORIGIN/../lib/skipprd).
