@@ -138,12 +138,16 @@ int run_validate_command(const std::optional<std::filesystem::path>& config_path
 
 namespace {
 
-// One cell of a Markdown table: a '|' would end the cell, a newline the row.
-std::string markdown_cell(const std::string& text) {
+// One cell of a Markdown table: a '|' would end the cell, a newline the row; outside a code span, a '*' would start
+// emphasis (in/**/*.csv) and a '<' an HTML tag (https://<account>.blob...).
+std::string markdown_cell(const std::string& text, bool code_span = false) {
   std::string out;
   for (char c : text) {
-    if (c == '|') {
-      out += "\\|";
+    if (c == '|' || (c == '*' && !code_span)) {
+      out += '\\';
+      out += c;
+    } else if (c == '<' && !code_span) {
+      out += "&lt;";
     } else if (c == '\n') {
       out += ' ';
     } else {
@@ -157,9 +161,9 @@ std::string markdown_default(const nlohmann::json& value) {
   if (value.is_null()) return "";
   if (value.is_string()) {
     const auto text = value.get<std::string>();
-    return text.empty() ? "`\"\"`" : "`" + markdown_cell(text) + "`";
+    return text.empty() ? "`\"\"`" : "`" + markdown_cell(text, true) + "`";
   }
-  return "`" + markdown_cell(value.dump()) + "`";
+  return "`" + markdown_cell(value.dump(), true) + "`";
 }
 
 // `skipprd connectors --markdown`: per connector, its parameter table between the markers the pages of
