@@ -1,11 +1,11 @@
 # The two commands of the README, and the pieces they are made of.
 BUILD ?= build
 BUILD_TYPE ?= RelWithDebInfo
-CONFIG_STAMP := $(BUILD)/build.ninja
 
-.PHONY: run test bench deps build format sanitize clean docs
+.PHONY: run test bench deps deps-run configure build build-skipprd python docs format sanitize clean
 
-run: build
+# The sample needs only skipprd: its libraries, not the test servers, and not the test binaries.
+run: build-skipprd
 	$(BUILD)/skipprd sync --pipeline bikehire --once --log
 
 test: build
@@ -14,14 +14,28 @@ test: build
 bench: build
 	bash bench/run.sh $(BUILD)
 
-deps:
-	bash scripts/install-deps.sh
+deps-run:
+	bash scripts/install-deps.sh run
 
-$(CONFIG_STAMP): | deps
+deps:
+	bash scripts/install-deps.sh test
+
+# Always run (cheap once configured): after `make run` it finds what `make test` installed since (GTest, pybind11).
+configure:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 
-build: deps $(CONFIG_STAMP)
+build-skipprd: deps-run
+	$(MAKE) configure
+	cmake --build $(BUILD) --target skipprd
+
+build: deps
+	$(MAKE) configure
 	cmake --build $(BUILD)
+
+# The Python module `skippr` into $(BUILD)/python (also part of `make build`).
+python: deps
+	$(MAKE) configure
+	cmake --build $(BUILD) --target skippr_python
 
 sanitize: deps
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSKIPPR_SANITIZE=ON

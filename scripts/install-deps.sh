@@ -1,31 +1,43 @@
 #!/usr/bin/env bash
-# Installs everything the build and the tests need: Debian packages, and DuckDB's C library and header from npm
-# (DuckDB has no Debian package). Idempotent: a second run only checks.
+# Installs what the build and the tests need: Debian packages, and DuckDB's C library and header from npm (DuckDB has
+# no Debian package). Idempotent: a second run only checks.
+#   install-deps.sh run    what building and running skipprd needs (`make run`): compilers and the libraries it links
+#   install-deps.sh        (or `test`) that and everything the tests need: the servers they start, the tools they
+#                          check with, the emulators' packages (`make test`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+FOR=${1:-test}
+case "$FOR" in run | test) ;; *) echo "install-deps: usage: install-deps.sh [run|test]" >&2; exit 2 ;; esac
 
+# Building and running skipprd: one -dev package per library it links (CMakeLists.txt), nothing else.
 DEBIAN_PACKAGES=(
-  build-essential cmake ninja-build ccache pkg-config clang-format
-  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libzstd-dev libgtest-dev
-  libsimdjson-dev pybind11-dev python3-dev python3-pytest
+  build-essential cmake ninja-build ccache pkg-config
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libzstd-dev libsimdjson-dev
+  zlib1g-dev                                              # File source/sink: gzip
+  libpq-dev                                               # Postgres sink and source
+  libcpp-httplib-dev librdkafka-dev libcurl4-openssl-dev  # streaming sources: HttpServer, Kafka, HttpClient
+  libmicrohttpd-dev                                       # HttpServer source: an event-driven HTTP server
+  libssl-dev libxml2-dev                                  # object stores: SigV4 payload hashes, S3's XML answers
+  libssh-dev                                              # SFTP sink
+  librabbitmq-dev                                         # AMQP sink
+  libavro-dev                                             # lakes: Iceberg manifests are Avro files
+  unixodbc-dev                                            # Synapse sink: ODBC (FreeTDS's driver at run time)
 )
-DEBIAN_PACKAGES+=(zlib1g-dev)  # File source/sink: gzip (issue 4, files in and out)
-DEBIAN_PACKAGES+=(time)  # walperf: /usr/bin/time -v measures peak RSS in bench/duckdb.sh
-DEBIAN_PACKAGES+=(postgresql-15 postgresql-client-15 libpq-dev)  # Postgres sink/source: libpq, and the server the tests start
-DEBIAN_PACKAGES+=(libcpp-httplib-dev librdkafka-dev libcurl4-openssl-dev)  # streaming sources: HttpServer, Kafka, HttpClient
-DEBIAN_PACKAGES+=(libmicrohttpd-dev)  # HttpServer source: an event-driven HTTP server
-DEBIAN_PACKAGES+=(kcat)  # bench/kafka.sh: the peer a Kafka read is compared with
-DEBIAN_PACKAGES+=(libssl-dev libxml2-dev)  # object stores: SigV4 payload hashes, S3's XML answers
-DEBIAN_PACKAGES+=(libssh-dev openssh-server)  # SFTP sink: libssh, and the private sshd the tests start
-DEBIAN_PACKAGES+=(librabbitmq-dev amqp-tools rabbitmq-server)  # AMQP sink: rabbitmq-c, and the broker the tests start
-DEBIAN_PACKAGES+=(clickhouse-server clickhouse-client zookeeper)  # ClickHouse sink: the server (and ZooKeeper for replicated tables)
-DEBIAN_PACKAGES+=(libavro-dev)  # lakes: Iceberg manifests are Avro files (the C library encodes them)
-DEBIAN_PACKAGES+=(unixodbc-dev tdsodbc python3-psycopg2)  # Synapse sink: ODBC with FreeTDS's TDS driver; its emulator runs on PostgreSQL
-DEBIAN_PACKAGES+=(spin)  # model/: the Spin model checker for the protocol's Promela models
-DEBIAN_PACKAGES+=(chromium)  # skipprd serve's status page, loaded in headless Chromium by tests/serve
-DEBIAN_PACKAGES+=(systemd dpkg-dev)  # packaging tests: systemd-analyze verify, dpkg-shlibdeps for cpack's Depends
-DEBIAN_PACKAGES+=(debootstrap)  # packaging tests: a minimal Debian 12 root for the Dockerfile's runtime stage
-DEBIAN_PACKAGES+=(openssl)  # clustered mode: the tests make a throwaway CA and certificates with the openssl command
+if [ "$FOR" = test ]; then
+  DEBIAN_PACKAGES+=(clang-format libgtest-dev pybind11-dev python3-dev python3-pytest)  # tests, Python module
+  DEBIAN_PACKAGES+=(time)  # walperf: /usr/bin/time -v measures peak RSS in bench/duckdb.sh
+  DEBIAN_PACKAGES+=(postgresql-15 postgresql-client-15)  # the Postgres server the tests start
+  DEBIAN_PACKAGES+=(kcat)  # bench/kafka.sh: the peer a Kafka read is compared with
+  DEBIAN_PACKAGES+=(openssh-server)  # the private sshd the SFTP tests start
+  DEBIAN_PACKAGES+=(amqp-tools rabbitmq-server)  # the AMQP broker the tests start
+  DEBIAN_PACKAGES+=(clickhouse-server clickhouse-client zookeeper)  # ClickHouse (and ZooKeeper for replicated tables)
+  DEBIAN_PACKAGES+=(tdsodbc python3-psycopg2)  # Synapse: FreeTDS's TDS driver; its emulator runs on PostgreSQL
+  DEBIAN_PACKAGES+=(spin)  # model/: the Spin model checker for the protocol's Promela models
+  DEBIAN_PACKAGES+=(chromium)  # skipprd serve's status page, loaded in headless Chromium by tests/serve
+  DEBIAN_PACKAGES+=(systemd dpkg-dev)  # packaging tests: systemd-analyze verify, dpkg-shlibdeps for cpack's Depends
+  DEBIAN_PACKAGES+=(debootstrap)  # packaging tests: a minimal Debian 12 root for the Dockerfile's runtime stage
+  DEBIAN_PACKAGES+=(openssl)  # clustered mode: the tests make a throwaway CA and certificates with the openssl command
+fi
 # npm fetches DuckDB; the machine may already have Node.js from elsewhere, which Debian's npm would conflict with.
 command -v npm >/dev/null || DEBIAN_PACKAGES+=(nodejs npm)
 missing=()
@@ -43,7 +55,7 @@ fi
 
 # promtool (Debian's prometheus package) checks the /metrics exposition in the tests. Installed without its
 # recommends (node-exporter) and without starting the Prometheus service its package would start.
-if ! command -v promtool >/dev/null; then
+if [ "$FOR" = test ] && ! command -v promtool >/dev/null; then
   echo "install-deps: installing prometheus (for promtool)"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
   policy=/usr/sbin/policy-rc.d
@@ -77,6 +89,8 @@ if [ ! -f "$DEST/lib/libduckdb.so" ] || [ ! -f "$DEST/include/duckdb.h" ] || \
   mv "$tmp/package/src/duckdb/src/include/duckdb.h" "$DEST/include/"
   echo "$DUCKDB_BINDINGS" > "$DEST/VERSION"
 fi
+
+[ "$FOR" = test ] || exit 0  # what follows only the tests use
 
 # Azurite (the Azure Storage emulator) for the AzureBlob sink's tests: 3.35.0 is the last release that runs on Node 20.
 AZURITE_VERSION=3.35.0
