@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 #include <signal.h>
+
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -17,6 +19,7 @@
 #include "core/host_port.h"
 #include "engine/command_setup.h"
 #include "engine/control.h"
+#include "engine/destination_query.h"
 #include "engine/metrics_endpoint.h"
 #include "engine/pipeline_storage.h"
 #include "engine/replica_server.h"
@@ -69,12 +72,11 @@ namespace {
 
 // After a run into a DuckDB file, the command that shows its rows (Debian has no DuckDB CLI to look with).
 void print_how_to_look(const Config& config, const std::string& pipeline) {
+  const auto landing_in_duckdb = duckdb_pipelines(config);
+  if (std::ranges::find(landing_in_duckdb, pipeline) == landing_in_duckdb.end()) return;
   const auto& sink = config.sinks.at(config.pipelines.at(pipeline).data_sink);
-  if (sink.type != "DuckDB") return;
-  size_t duckdb_pipelines = 0;
-  for (const auto& [_, p] : config.pipelines) duckdb_pipelines += config.sinks.at(p.data_sink).type == "DuckDB";
   fmt::print(stderr, "look at the rows: skipprd query{} --sql \"SELECT * FROM {} LIMIT 10\"\n",
-             duckdb_pipelines > 1 ? " --pipeline " + pipeline : "", sink.params.value("table", std::string()));
+             landing_in_duckdb.size() > 1 ? " --pipeline " + pipeline : "", sink.params.value("table", std::string()));
 }
 
 }  // namespace

@@ -22,15 +22,6 @@ std::string first_word(std::string_view sql) {
   return ascii_lowercase(sql.substr(begin, end - begin));
 }
 
-// The pipelines of `config` that land in a DuckDB file, by name.
-std::vector<std::string> duckdb_pipelines(const Config& config) {
-  std::vector<std::string> names;
-  for (const auto& [name, pipeline] : config.pipelines) {
-    if (config.sinks.at(pipeline.data_sink).type == kDuckDb) names.push_back(name);
-  }
-  return names;
-}
-
 Result<std::string> pick_pipeline(const std::string& pipeline, const Config& config) {
   const auto candidates = duckdb_pipelines(config);
   if (!pipeline.empty()) {
@@ -54,6 +45,14 @@ Result<std::string> pick_pipeline(const std::string& pipeline, const Config& con
 }
 
 }  // namespace
+
+std::vector<std::string> duckdb_pipelines(const Config& config) {
+  std::vector<std::string> names;
+  for (const auto& [name, pipeline] : config.pipelines) {
+    if (config.sinks.at(pipeline.data_sink).type == kDuckDb) names.push_back(name);
+  }
+  return names;
+}
 
 bool is_destination_query(std::string_view sql) {
   const std::string word = first_word(sql);

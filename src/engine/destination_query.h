@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "config/config.h"
 #include "engine/control.h"
@@ -15,6 +16,9 @@ namespace skippr {
 // True for the statements that read a destination (SELECT, WITH, FROM, DESCRIBE, SUMMARIZE, EXPLAIN), not the control
 // language.
 bool is_destination_query(std::string_view sql);
+
+// The pipelines of `config` that land in a DuckDB file, by name.
+std::vector<std::string> duckdb_pipelines(const Config& config);
 
 // Runs `sql` against the DuckDB file of `pipeline`'s sink; `pipeline` may be empty when exactly one pipeline lands
 // in a DuckDB file. kConfig when there is no such pipeline or its sink is not DuckDB; kUnavailable while a run holds
