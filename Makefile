@@ -2,7 +2,7 @@
 BUILD ?= build
 BUILD_TYPE ?= RelWithDebInfo
 
-.PHONY: run test bench deps deps-run configure build build-skipprd python docs format sanitize clean
+.PHONY: run test bench deps deps-run configure build build-skipprd python wheel docs format sanitize clean
 
 # The sample needs only skipprd: its libraries, not the test servers, and not the test binaries.
 run: build-skipprd
@@ -36,6 +36,11 @@ build: deps
 python: deps
 	$(MAKE) configure
 	cmake --build $(BUILD) --target skippr_python
+
+# The module as a wheel, for `pip install`: $(BUILD)/python/dist/skippr-<version>-cp311-cp311-linux_x86_64.whl,
+# DuckDB's library inside it (python/build_wheel.py; offline, the standard library only).
+wheel: python
+	/usr/bin/python3 python/build_wheel.py --build-dir $(BUILD)
 
 sanitize: deps
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSKIPPR_SANITIZE=ON

@@ -425,6 +425,8 @@ Config keeps the values as written: a "${VAR}" reference stays a reference and i
 save() writes only what the CLI's own checks accept, atomically. Comments inside the file are not kept (yaml-cpp
 drops them); the comment block at the top of the file is.)";
 
+  m.attr("__version__") = SKIPPR_VERSION;  // the project's version (CMake), as `skipprd --version` prints it
+
   g_error_type = PyErr_NewExceptionWithDoc(
       "skippr.Error",
       "A skipprd failure: the same sentence the CLI prints, and .exit_code, the code the CLI would exit with (2 config "

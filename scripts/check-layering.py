@@ -1,10 +1,19 @@
 #!/usr/bin/env python3
-"""The include rule of src/: a connector is one folder, and shared clients live in src/clients/.
+"""The include rule of src/: which folder may use which. Prints every include that breaks it and exits 1 if any does.
 
-A file in sources/<name>/ or sinks/<name>/ may include its own folder, the shared helpers at the top of its layer
-(sources/*.h, sinks/*.h), core/, formats/ and clients/ -- never another connector's folder, the other layer, the WAL,
-the engine or the config. formats/ and wal/ may use core/ and clients/; clients/<name>/ may use core/ and other
-clients; core/ only itself. Prints every include that breaks the rule and exits 1 when there is one.
+  core/                 only itself
+  clients/<name>/       core/ and other clients (shared clients live here, never inside a connector)
+  formats/              core/, clients/
+  wal/                  core/, clients/; wal/clustered/ (the replica server) also config/ and state/
+  state/                core/, clients/, wal/
+  config/               core/
+  sinks/kit/            the sink kit: core/, formats/, clients/
+  sources/<name>/,      a connector: its own folder, core/, formats/, clients/ (and sinks the sink kit) -- never
+  sinks/<name>/         another connector's folder, the engine, serve, the config or the WAL
+  engine/               what is below it, not serve/ (but serve/metrics.h, which a run reports into) nor cli/
+  serve/                what is below it, not cli/
+  cli/                  everything but a connector's folder: connectors join through the generated registry
+No one outside a connector's folder includes it: the registry is generated from the connectors' declarations.
 """
 import pathlib
 import re
@@ -13,26 +22,42 @@ import sys
 SRC = pathlib.Path(__file__).resolve().parents[1] / "src"
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
+BELOW = {
+    "core": {"core"},
+    "clients": {"core", "clients"},
+    "formats": {"core", "clients", "formats"},
+    "wal": {"core", "clients", "wal"},
+    "state": {"core", "clients", "state", "wal"},
+    "config": {"core", "config"},
+}
+ASSEMBLING = {  # the layers above: what they may not include
+    "engine": {"serve", "cli"},
+    "serve": {"cli"},
+    "cli": set(),
+}
+ENGINE_MAY_USE = {"serve/metrics.h"}
+
 
 def allowed(rel: pathlib.PurePosixPath, target: str) -> bool:
     parts = rel.parts
     layer = parts[0]
     head = target.split("/")
+    if head[0] in ("sources", "sinks") and not (head[0] == "sinks" and head[1] == "kit"):
+        # a connector's folder: only itself
+        return len(parts) > 2 and parts[0] == head[0] and parts[1] == head[1]
     if layer in ("sources", "sinks"):
-        if head[0] in ("core", "formats", "clients"):
+        if layer == "sinks" and parts[1] == "kit":
+            return head[0] in ("core", "formats", "clients") or head[:2] == ["sinks", "kit"]
+        return head[0] in ("core", "formats", "clients") or (layer == "sinks" and head[:2] == ["sinks", "kit"])
+    if layer == "wal" and len(parts) > 2 and parts[1] == "clustered":
+        return head[0] in BELOW["wal"] | {"config", "state"}
+    if layer in BELOW:
+        return head[0] in BELOW[layer]
+    if layer in ASSEMBLING:
+        if layer == "engine" and target in ENGINE_MAY_USE:
             return True
-        if head[0] != layer:
-            return False
-        shared = len(head) == 2  # sources/x.h: a helper of the whole layer
-        own = len(parts) > 2 and len(head) > 2 and head[1] == parts[1]
-        return shared or own
-    if layer in ("formats", "wal"):
-        return head[0] in ("core", "clients", layer)
-    if layer == "clients":
-        return head[0] in ("core", "clients")
-    if layer == "core":
-        return head[0] == "core"
-    return True  # core, engine, config, state, cli: the layers above assemble the pieces
+        return head[0] not in ASSEMBLING[layer]
+    return False  # a folder the rule does not know: add it above
 
 
 def main() -> int:
@@ -41,6 +66,9 @@ def main() -> int:
         if path.suffix not in (".h", ".cc"):
             continue
         rel = pathlib.PurePosixPath(path.relative_to(SRC).as_posix())
+        if rel.parts[0] not in BELOW and rel.parts[0] not in ASSEMBLING and rel.parts[0] not in ("sources", "sinks"):
+            problems.append(f"src/{rel}: its folder has no place in the layering rule (scripts/check-layering.py)")
+            continue
         for target in INCLUDE.findall(path.read_text(errors="replace")):
             if "/" in target and not allowed(rel, target):
                 problems.append(f"src/{rel}: includes \"{target}\", which its layer may not use")
@@ -48,7 +76,7 @@ def main() -> int:
         print(p)
     if problems:
         print(f"{len(problems)} include(s) break the layering rule (see scripts/check-layering.py); move the shared "
-              "piece into src/clients/ or the layer's top folder")
+              "piece into src/clients/, src/sinks/kit/ or the layer below")
         return 1
     print("layering: every include follows the rule")
     return 0

@@ -9,29 +9,28 @@ cd "$(dirname "$0")/.."
 FOR=${1:-test}
 case "$FOR" in run | test) ;; *) echo "install-deps: usage: install-deps.sh [run|test]" >&2; exit 2 ;; esac
 
-# Building and running skipprd: one -dev package per library it links (CMakeLists.txt), nothing else.
+# Building and running skipprd: the compilers, and one -dev package per library the core links (CMakeLists.txt).
 DEBIAN_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libzstd-dev libsimdjson-dev
-  zlib1g-dev                                              # File source/sink: gzip
-  libpq-dev                                               # Postgres sink and source
-  libcpp-httplib-dev librdkafka-dev libcurl4-openssl-dev  # streaming sources: HttpServer, Kafka, HttpClient
-  libmicrohttpd-dev                                       # HttpServer source: an event-driven HTTP server
-  libssl-dev libxml2-dev                                  # object stores: SigV4 payload hashes, S3's XML answers
-  libssh-dev                                              # SFTP sink
-  librabbitmq-dev                                         # AMQP sink
+  zlib1g-dev                                              # gzip: files, HTTP bodies
+  libssl-dev                                              # hashes and signatures: SigV4, JWTs, the cluster's TLS
   libavro-dev                                             # lakes: Iceberg manifests are Avro files
-  unixodbc-dev                                            # Synapse sink: ODBC (FreeTDS's driver at run time)
 )
+# What each connector and client links (DEBIAN) and what its tests start or check with (TEST_DEBIAN), declared in
+# its own folder: src/{sources,sinks}/<name>/connector.cmake, src/clients/<name>/client.cmake.
+declared() {  # declared KEYWORD: the packages of every declaration's KEYWORD line (one keyword per line)
+  sed -n "s/^[[:space:]]*$1[[:space:]]\{1,\}\([^#)]*\).*/\1/p" src/clients/*/client.cmake src/sources/*/connector.cmake \
+    src/sinks/*/connector.cmake | tr -s ' \t' '\n' | sed '/^$/d' | sort -u
+}
+mapfile -t -O "${#DEBIAN_PACKAGES[@]}" DEBIAN_PACKAGES < <(declared DEBIAN)
 if [ "$FOR" = test ]; then
+  mapfile -t -O "${#DEBIAN_PACKAGES[@]}" DEBIAN_PACKAGES < <(declared TEST_DEBIAN)
+  DEBIAN_PACKAGES+=(libcpp-httplib-dev)  # the tests' own HTTP servers and clients (emulators, probes)
   DEBIAN_PACKAGES+=(clang-format libgtest-dev pybind11-dev python3-dev python3-pytest)  # tests, Python module
+  DEBIAN_PACKAGES+=(python3-venv)  # the wheel test installs `make wheel`'s file into a fresh venv
   DEBIAN_PACKAGES+=(time)  # walperf: /usr/bin/time -v measures peak RSS in bench/duckdb.sh
-  DEBIAN_PACKAGES+=(postgresql-15 postgresql-client-15)  # the Postgres server the tests start
-  DEBIAN_PACKAGES+=(kcat)  # bench/kafka.sh: the peer a Kafka read is compared with
-  DEBIAN_PACKAGES+=(openssh-server)  # the private sshd the SFTP tests start
-  DEBIAN_PACKAGES+=(amqp-tools rabbitmq-server)  # the AMQP broker the tests start
-  DEBIAN_PACKAGES+=(clickhouse-server clickhouse-client zookeeper)  # ClickHouse (and ZooKeeper for replicated tables)
-  DEBIAN_PACKAGES+=(tdsodbc python3-psycopg2)  # Synapse: FreeTDS's TDS driver; its emulator runs on PostgreSQL
+  DEBIAN_PACKAGES+=(postgresql-15 postgresql-client-15)  # the state and engine tests' servers, besides the connectors'
   DEBIAN_PACKAGES+=(spin)  # model/: the Spin model checker for the protocol's Promela models
   DEBIAN_PACKAGES+=(chromium)  # skipprd serve's status page, loaded in headless Chromium by tests/serve
   DEBIAN_PACKAGES+=(systemd dpkg-dev)  # packaging tests: systemd-analyze verify, dpkg-shlibdeps for cpack's Depends

@@ -20,13 +20,13 @@
 #include "engine/command_setup.h"
 #include "engine/control.h"
 #include "engine/destination_query.h"
-#include "engine/metrics_endpoint.h"
 #include "engine/pipeline_storage.h"
-#include "engine/replica_server.h"
-#include "engine/serve_endpoint.h"
-#include "engine/supervisor.h"
 #include "engine/sync.h"
+#include "serve/metrics_endpoint.h"
+#include "serve/serve_endpoint.h"
+#include "serve/supervisor.h"
 #include "state/pipeline_state.h"
+#include "wal/clustered/replica_server.h"
 #include "wal/wal.h"
 
 namespace skippr::cli {

@@ -21,18 +21,6 @@ Result<std::vector<BatchLanded>> Sink::write_group(std::span<const BatchToLand> 
   return landed;
 }
 
-const char* to_string(SourceBacklog::Unit unit) {
-  switch (unit) {
-    case SourceBacklog::Unit::kMessages:
-      return "messages";
-    case SourceBacklog::Unit::kFiles:
-      return "files";
-    case SourceBacklog::Unit::kWalBytes:
-      return "wal_bytes";
-  }
-  return "unknown";
-}
-
 const char* to_string(Guarantee g) {
   switch (g) {
     case Guarantee::kExactlyOnce:

@@ -34,12 +34,20 @@ struct DeadLetter {
   std::string raw;     // the record as read
 };
 
-// What a source still has to read, in the unit it counts in: a Kafka consumer's lag (messages between the read
-// position and each partition's high watermark), the files a File source has listed and not read to their end, the
-// bytes of WAL a CDC slot has past the position read. Reported as a gauge per unit (metrics.cc).
+// The unit a source counts what it still has to read in, declared by its spec (ConnectorSpec::backlog): a Kafka
+// consumer's lag (messages between the read position and each partition's high watermark), the files a File source
+// has listed and not read to their end, the bytes of WAL a CDC slot has past the position read. Each unit is a gauge
+// of its own (skippr_source_<name>_waiting, serve/metrics.cc), so a new source adds a unit without touching serve.
+struct BacklogUnit {
+  std::string name;    // "messages", "wal_bytes": a part of a Prometheus name ([a-z_]), and /api/status's unit
+  std::string help;    // the gauge's HELP text
+  std::string noun;    // the status page's "<amount> <noun> waiting": "files", "of WAL"
+  bool bytes = false;  // amounts are bytes: the status page shows them in KiB / MiB
+};
+
+// What a run's latest poll said is waiting, in its source's unit (which lives as long as the registry).
 struct SourceBacklog {
-  enum class Unit { kMessages, kFiles, kWalBytes };
-  Unit unit = Unit::kMessages;
+  const BacklogUnit* unit = nullptr;
   uint64_t amount = 0;
 };
 
@@ -56,11 +64,10 @@ struct Poll {
   // since the Unix epoch; a CDC source's transaction commit). The engine reports each landed batch's source lag
   // from its oldest record, so the figure is the worst lag of any row in the batch.
   std::optional<int64_t> oldest_record_time_micros;
-  // When the source knows it: what is still waiting at the source past position_after (see SourceBacklog).
-  std::optional<SourceBacklog> backlog;
+  // When the source knows it: what is still waiting at the source past position_after, in the unit its spec
+  // declares (ConnectorSpec::backlog).
+  std::optional<uint64_t> backlog;
 };
-// "messages", "files", "wal_bytes": the unit's name in metrics (skippr_source_<unit>_waiting) and /api/status.
-const char* to_string(SourceBacklog::Unit unit);
 
 class Source {
  public:
@@ -128,12 +135,12 @@ class Sink {
   // it.
   virtual bool keeps_ledger() const { return false; }
   // How many rows of the last applied write went to the destination's rejects table instead of the target (values
-  // no column type could take; see sinks/conform_batch.h), with their reason, in the same transaction.
+  // no column type could take; see sinks/kit/conform_batch.h), with their reason, in the same transaction.
   virtual uint64_t rows_rejected_by_last_write() const { return 0; }
   virtual Result<std::optional<LedgerTip>> ledger_tip() { return std::optional<LedgerTip>(); }
   // Called before ledger_tip by a run that starts with a new `lineage` (DATA_DIR lost, or a state that outlives its
   // WAL): a destination whose executions outlive their client (a warehouse API) makes sure no landing of an earlier
-  // lineage can commit after this returns, so the tip that follows is final (sinks/destination_fence.h; Databricks
+  // lineage can commit after this returns, so the tip that follows is final (sinks/kit/destination_fence.h; Databricks
   // gets there in ledger_tip, by finishing every landing an earlier process committed). Transient errors are retried.
   virtual Status take_over(std::string_view lineage) {
     (void)lineage;
@@ -191,11 +198,14 @@ struct ConnectorSpec {
   // Sinks only: the longest column name the destination keeps, in bytes (0: no limit). Longer field names land
   // under a shortened name (core/identifier_limit.h), as do the primary_key and partition_by the sink is given.
   size_t max_identifier_bytes = 0;
+  // Sources that can tell what they still have to read (Poll::backlog): the unit they count it in.
+  std::optional<BacklogUnit> backlog;
   std::function<Result<std::unique_ptr<Source>>(const ConnectorContext&)> make_source;
   std::function<Result<std::unique_ptr<Sink>>(const ConnectorContext&)> make_sink;
 };
 
-// Every connector this build has, sources first. Defined in engine/registry.cc: one line per connector.
+// Every connector this build has, sources first. Generated from the connectors' declarations (connector.cmake in
+// each connector's folder; cmake/SkipprConnectors.cmake) into build/generated/connector_registry.cc.
 const std::vector<ConnectorSpec>& connector_registry();
 const ConnectorSpec* find_connector(std::string_view type_name, bool is_source);
 

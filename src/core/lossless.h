@@ -1,6 +1,6 @@
 // Conversions of a value to another type that lose nothing, or nothing at all: the one rule for "a value its column
 // cannot hold" (docs/guide/bad-data.md), used where a File source decides a field's values (formats/row_builder.h) and
-// where a sink fits a batch to its table's columns (sinks/conform_batch.h), so both take the same values.
+// where a sink fits a batch to its table's columns (sinks/kit/conform_batch.h), so both take the same values.
 #pragma once
 
 #include <cstdint>

@@ -9,10 +9,10 @@
 
 #include "clients/aws/aws_config.h"
 #include "core/env.h"
-#include "engine/replica_server.h"
 #include "engine/reset.h"
 #include "state/dynamodb_state_store.h"
-#include "wal/clustered_wal.h"
+#include "wal/clustered/clustered_wal.h"
+#include "wal/clustered/replica_server.h"
 #include "wal/s3_wal.h"
 
 namespace skippr {

@@ -17,10 +17,10 @@
 #include "engine/chaos.h"
 #include "engine/dead_letters.h"
 #include "engine/injected_faults.h"
-#include "engine/metrics.h"
 #include "engine/periodic.h"
 #include "engine/pipeline_storage.h"
 #include "engine/sync_passes.h"
+#include "serve/metrics.h"
 #include "state/state_store.h"
 #include "wal/wal.h"
 
@@ -397,7 +397,7 @@ class SyncRun {
         add([&](RunTotals& t) { t.rows_read += got; });
         reporter_.rows_read(snapshot());
       }
-      if (polled->backlog) metrics_->source_backlog(*polled->backlog);
+      if (polled->backlog && source_backlog_unit()) metrics_->source_backlog({source_backlog_unit(), *polled->backlog});
       for (auto& letter : polled->dead_letters) pending_dead.push_back(std::move(letter));
       position = polled->position_after;
       position_to_keep = position_to_keep || polled->keep_position;
@@ -546,6 +546,10 @@ class SyncRun {
   }
 
   // Field names longer than the destination keeps are landed under shortened ones (core/identifier_limit.h).
+  const BacklogUnit* source_backlog_unit() const {
+    const auto& unit = config_.sources.at(pipe_->data_source).spec->backlog;
+    return unit ? &*unit : nullptr;
+  }
   size_t sink_identifier_limit() const { return config_.sinks.at(pipe_->data_sink).spec->max_identifier_bytes; }
   size_t max_group_batches() const { return sink_->lands_groups() ? settings_.landing_group_batches : 1; }
   size_t max_group_bytes() const { return settings_.landing_queue_limit(); }

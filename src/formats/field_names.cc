@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/change_fields.h"
+
 namespace skippr {
 
 namespace {
@@ -14,7 +16,7 @@ std::optional<std::string> unusable_field_name(std::string_view name) {
   if (name.size() >= kReservedPrefix.size()) {
     bool reserved = true;
     for (size_t i = 0; i < kReservedPrefix.size() && reserved; ++i) reserved = lower(name[i]) == kReservedPrefix[i];
-    if (reserved && name != "_skippr_op" && name != "_skippr_order") {
+    if (reserved && !is_change_field(name)) {
       return fmt::format(
           "field '{}' starts with the reserved prefix _skippr_ (only _skippr_op and _skippr_order "
           "may be set by a source); rename it",

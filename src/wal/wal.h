@@ -29,7 +29,8 @@ struct WalOptions {
   std::string lineage;        // of the pipeline's state; every batch committed from now on carries it
   Position initial_position;  // the resume point of a WAL that holds no segment yet (see PipelineState)
   // The seq the first batch of a WAL that holds no segment yet gets; everything before it counts as landed. Above 1
-  // only for a replica's copy started again part-way (wal/clustered_wal.h), whose batches keep the primary's seqs.
+  // only for a replica's copy started again part-way (wal/clustered/clustered_wal.h), whose batches keep the primary's
+  // seqs.
   uint64_t first_seq = 1;
   // An empty WAL writes its first segment's header (epoch, lineage, first_seq, initial_position) at once rather than
   // with the first batch, so that where it starts is durable even before it holds a batch (a replica's copy).

@@ -239,12 +239,13 @@ TEST(FileSource, EveryPollTellsTheFilesNotReadToTheirEnd) {
   auto source = make_file_source((dir / "in/*.jsonl").string());
   ASSERT_TRUE(source->seek(Position{}));
   std::vector<uint64_t> waiting;
+  ASSERT_TRUE(find_connector("File", true)->backlog);
+  EXPECT_EQ(find_connector("File", true)->backlog->name, "files") << "the unit its spec declares";
   for (bool drained = false; !drained;) {
     auto p = source->poll(Budget{12, 1 << 20});  // a file and a bit a poll, never ending on a file's end
     ASSERT_TRUE(p) << p.error().message;
     ASSERT_TRUE(p->backlog);
-    EXPECT_EQ(p->backlog->unit, SourceBacklog::Unit::kFiles);
-    waiting.push_back(p->backlog->amount);
+    waiting.push_back(*p->backlog);
     drained = p->drained;
   }
   // After 12 rows: file 1 being read, 2 and 3 listed (3 waiting); 24: 2 and 3; 36: 3; then drained.
@@ -256,7 +257,7 @@ TEST(FileSource, EveryPollTellsTheFilesNotReadToTheirEnd) {
   ASSERT_TRUE(p);
   EXPECT_EQ(p->records.rows, 1u);
   ASSERT_TRUE(p->backlog);
-  EXPECT_EQ(p->backlog->amount, 2u) << "file 4 being read, file 5 listed";
+  EXPECT_EQ(*p->backlog, 2u) << "file 4 being read, file 5 listed";
 }
 
 TEST(DeadLetterFile, LinesOfBatchesTheWalNeverCommittedAreDroppedAtStartUp) {

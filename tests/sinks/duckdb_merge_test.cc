@@ -9,10 +9,10 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "clients/duckdb/duckdb_client.h"
+#include "core/change_fields.h"
 #include "core/failpoint.h"
 #include "sink_test_util.h"
-#include "sinks/change_fields.h"
-#include "clients/duckdb/duckdb_client.h"
 #include "sinks/duckdb/duckdb_sink.h"
 
 namespace skippr {

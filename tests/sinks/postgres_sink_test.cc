@@ -110,7 +110,7 @@ TEST(PostgresSink, ValuesTheColumnsCannotTakeGoToTheRejectsTableAndTheBatchLands
   EXPECT_EQ(sink->rows_rejected_by_last_write(), 3u);
   EXPECT_EQ(value(db, "SELECT count(*) FROM landing.t"), "0");
   EXPECT_EQ(value(db, "SELECT count(*) FROM landing.t__skippr_rejected"), "3");
-  // The same sentence as the DuckDB sink's (sinks/conform_batch.h), and the record as JSON.
+  // The same sentence as the DuckDB sink's (sinks/kit/conform_batch.h), and the record as JSON.
   const std::string reason = value(db, "SELECT reason FROM landing.t__skippr_rejected WHERE \"row\" = 0");
   EXPECT_NE(reason.find("field \"name\" is string but column \"name\" is bytea"), std::string::npos) << reason;
   EXPECT_NE(value(db, "SELECT record FROM landing.t__skippr_rejected WHERE \"row\" = 0").find("\"id\":1"),
@@ -297,7 +297,7 @@ TEST(PostgresSink, MergeByKeyNeverLetsAnOlderChangeOverwriteANewerOneAndDeletesL
   EXPECT_EQ(value(db, "SELECT count(*) FROM landing.t"), "2");
 }
 
-// The same rules as the DuckDB sink (sinks/change_fields.h): an unknown change kind or a null key is bad input, named
+// The same rules as the DuckDB sink (core/change_fields.h): an unknown change kind or a null key is bad input, named
 // by field and row, and nothing of the batch lands.
 TEST(PostgresSink, MergeByKeyRefusesAnUnknownChangeKindAndANullKey) {
   const auto db = SharedPostgres().create_database("mergebad");

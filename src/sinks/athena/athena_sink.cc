@@ -7,7 +7,7 @@
 #include "clients/aws/glue_client.h"
 #include "formats/iceberg/glue_catalog.h"
 #include "formats/iceberg/iceberg_schema.h"
-#include "sinks/s3_object_sink.h"
+#include "sinks/kit/s3_object_sink.h"
 
 namespace skippr {
 namespace {

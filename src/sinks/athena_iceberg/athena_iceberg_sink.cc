@@ -6,8 +6,8 @@
 #include "clients/aws/glue_client.h"
 #include "clients/aws/s3_client.h"
 #include "formats/iceberg/glue_catalog.h"
-#include "sinks/iceberg_sink.h"
-#include "sinks/object_sink.h"
+#include "sinks/kit/iceberg_sink.h"
+#include "sinks/kit/object_sink.h"
 
 namespace skippr {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "clients/azure/azure_params.h"
 #include "clients/azure/blob_client.h"
-#include "sinks/object_sink.h"
+#include "sinks/kit/object_sink.h"
 
 namespace skippr {
 namespace {

@@ -8,15 +8,15 @@
 #include <thread>
 
 #include "clients/bigquery/bigquery_client.h"
+#include "core/change_fields.h"
 #include "core/failpoint.h"
 #include "formats/json_rows.h"
-#include "sinks/batch_ledger.h"
-#include "sinks/change_fields.h"
-#include "sinks/conform_batch.h"
-#include "sinks/destination_fence.h"
-#include "sinks/merge_sql.h"
-#include "sinks/per_batch_sink.h"
-#include "sinks/schema_evolution.h"
+#include "sinks/kit/batch_ledger.h"
+#include "sinks/kit/conform_batch.h"
+#include "sinks/kit/destination_fence.h"
+#include "sinks/kit/merge_sql.h"
+#include "sinks/kit/per_batch_sink.h"
+#include "sinks/kit/schema_evolution.h"
 
 namespace skippr {
 namespace {
@@ -248,7 +248,7 @@ Result<std::optional<LedgerTip>> BigQuerySink::ledger_tip() {
 }
 
 // A job of a killed process runs on, and commits, in BigQuery: the fence row goes to `lineage` before the ledger tip
-// is read (sinks/destination_fence.h). The UPDATE runs outside a transaction, so BigQuery queues it behind every
+// is read (sinks/kit/destination_fence.h). The UPDATE runs outside a transaction, so BigQuery queues it behind every
 // landing transaction still running on the fence instead of cancelling either; once it has run, a landing of an
 // earlier lineage writes nothing, and the tip read next is final.
 Status BigQuerySink::take_over(std::string_view lineage) {

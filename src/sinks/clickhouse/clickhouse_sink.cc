@@ -8,9 +8,9 @@
 #include "core/failpoint.h"
 #include "formats/json_rows.h"
 #include "sinks/clickhouse/ch_types.h"
-#include "sinks/conform_batch.h"
-#include "sinks/per_batch_sink.h"
-#include "sinks/schema_evolution.h"
+#include "sinks/kit/conform_batch.h"
+#include "sinks/kit/per_batch_sink.h"
+#include "sinks/kit/schema_evolution.h"
 
 namespace skippr {
 namespace {

@@ -8,16 +8,16 @@
 #include <regex>
 
 #include "clients/databricks/databricks_client.h"
+#include "core/change_fields.h"
 #include "core/failpoint.h"
 #include "formats/json_rows.h"
-#include "sinks/batch_ledger.h"
-#include "sinks/change_fields.h"
-#include "sinks/conform_batch.h"
 #include "sinks/databricks/dbx_types.h"
 #include "sinks/databricks/landing_file.h"
-#include "sinks/merge_sql.h"
-#include "sinks/per_batch_sink.h"
-#include "sinks/schema_evolution.h"
+#include "sinks/kit/batch_ledger.h"
+#include "sinks/kit/conform_batch.h"
+#include "sinks/kit/merge_sql.h"
+#include "sinks/kit/per_batch_sink.h"
+#include "sinks/kit/schema_evolution.h"
 
 namespace skippr {
 namespace {

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "core/batch.h"
-#include "sinks/schema_evolution.h"
+#include "sinks/kit/schema_evolution.h"
 
 namespace skippr {
 

@@ -6,9 +6,9 @@
 #include <algorithm>
 
 #include "clients/duckdb/duckdb_client.h"
-#include "sinks/change_fields.h"
+#include "core/change_fields.h"
 #include "sinks/duckdb/duckdb_types.h"
-#include "sinks/merge_sql.h"
+#include "sinks/kit/merge_sql.h"
 
 namespace skippr {
 namespace {

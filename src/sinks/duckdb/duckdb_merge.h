@@ -14,8 +14,8 @@
 
 #include "core/batch.h"
 #include "core/result.h"
-#include "sinks/merge_sql.h"
-#include "sinks/schema_evolution.h"
+#include "sinks/kit/merge_sql.h"
+#include "sinks/kit/schema_evolution.h"
 
 namespace skippr {
 

@@ -10,18 +10,18 @@
 #include <system_error>
 
 #include "clients/duckdb/duckdb_client.h"
+#include "core/change_fields.h"
 #include "core/failpoint.h"
 #include "core/redact.h"
 #include "core/sync_mark.h"
-#include "sinks/batch_ledger.h"
-#include "sinks/change_fields.h"
-#include "sinks/conform_batch.h"
 #include "sinks/duckdb/duckdb_memory.h"
 #include "sinks/duckdb/duckdb_memory_probe.h"
 #include "sinks/duckdb/duckdb_merge.h"
 #include "sinks/duckdb/duckdb_types.h"
-#include "sinks/replace_landing.h"
-#include "sinks/schema_evolution.h"
+#include "sinks/kit/batch_ledger.h"
+#include "sinks/kit/conform_batch.h"
+#include "sinks/kit/replace_landing.h"
+#include "sinks/kit/schema_evolution.h"
 
 namespace skippr {
 
@@ -67,7 +67,7 @@ class DuckDbSink final : public GroupLandingSink {
   // the order column too.
   Result<std::vector<TableColumn>> prepare_table(const Batch& batch, const std::string& table);
   // replace_table: the refresh table `mark`'s sync fills, made like the target (dropped first when another sync
-  // left it); at the batch that ends the sync, its rows replace the target's (sinks/replace_landing.h).
+  // left it); at the batch that ends the sync, its rows replace the target's (sinks/kit/replace_landing.h).
   Status begin_refresh(const SyncMark& mark);
   Status finish_refresh();
   // Appends the batch to `table` by column name (a column the batch lacks is NULL); with `row_numbers` the last

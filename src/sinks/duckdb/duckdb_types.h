@@ -7,7 +7,7 @@
 
 #include "clients/duckdb/duckdb_vectors.h"
 #include "core/batch.h"
-#include "sinks/schema_evolution.h"
+#include "sinks/kit/schema_evolution.h"
 
 namespace skippr {
 

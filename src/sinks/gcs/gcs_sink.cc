@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "clients/gcs/gcs_client.h"
-#include "sinks/object_sink.h"
+#include "sinks/kit/object_sink.h"
 
 namespace skippr {
 namespace {

@@ -9,12 +9,12 @@
 #include "clients/postgres/pg_client.h"
 #include "core/failpoint.h"
 #include "core/sync_mark.h"
-#include "sinks/batch_ledger.h"
-#include "sinks/conform_batch.h"
+#include "sinks/kit/batch_ledger.h"
+#include "sinks/kit/conform_batch.h"
+#include "sinks/kit/replace_landing.h"
+#include "sinks/kit/schema_evolution.h"
 #include "sinks/postgres/pg_copy_binary.h"
 #include "sinks/postgres/pg_types.h"
-#include "sinks/replace_landing.h"
-#include "sinks/schema_evolution.h"
 
 namespace skippr {
 namespace {
@@ -62,7 +62,7 @@ class PostgresSink final : public GroupLandingSink {
   bool replacing_partitions() const { return landing_ == Landing::kReplacePartition; }
   bool refreshing() const { return landing_ == Landing::kReplaceTable; }
   // replace_table: the refresh table `mark`'s sync fills, made like the target (dropped first when another sync
-  // left it); at the batch that ends the sync, its rows replace the target's (sinks/replace_landing.h).
+  // left it); at the batch that ends the sync, its rows replace the target's (sinks/kit/replace_landing.h).
   Status begin_refresh(const SyncMark& mark);
   Status finish_refresh();
   std::string tombstones() const { return pg_qualified(schema_, pg_derived_name(table_, kTombstoneSuffix)); }

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "sinks/change_fields.h"
+#include "core/change_fields.h"
 
 namespace skippr {
 namespace {

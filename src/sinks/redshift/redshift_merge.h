@@ -1,5 +1,5 @@
 // merge_by_key in Redshift's SQL. Redshift has no ON CONFLICT, no DISTINCT ON, no SELECT * EXCLUDE, and its MERGE
-// takes no condition on WHEN MATCHED, so the rule the other merging sinks follow (sinks/merge_sql.h) is spelled as
+// takes no condition on WHEN MATCHED, so the rule the other merging sinks follow (sinks/kit/merge_sql.h) is spelled as
 // UPDATE ... FROM, DELETE ... USING and INSERT ... SELECT over a temp table of each key's newest change:
 //  - per key only the batch's newest change counts (by order token, then the later row on a tie);
 //  - an upsert never overwrites a row with a newer token, nor resurrects a key whose tombstone is as new or newer;

@@ -10,14 +10,14 @@
 #include "clients/aws/s3_client.h"
 #include "clients/postgres/pg_client.h"
 #include "core/ascii.h"
+#include "core/change_fields.h"
 #include "core/failpoint.h"
 #include "formats/compression.h"
 #include "formats/object_encoding.h"
-#include "sinks/batch_ledger.h"
-#include "sinks/change_fields.h"
-#include "sinks/merge_sql.h"
+#include "sinks/kit/batch_ledger.h"
+#include "sinks/kit/merge_sql.h"
+#include "sinks/kit/staged_load.h"
 #include "sinks/redshift/redshift_merge.h"
-#include "sinks/staged_load.h"
 
 namespace skippr {
 namespace {
@@ -110,7 +110,7 @@ class RedshiftSink final : public GroupLandingSink {
     return config_.prefix + batch_object_name(id, ObjectEncoding{OutputFormat::kCsv, Compression::kGzip});
   }
   std::string pipeline_prefix() const { return config_.prefix + pipeline_ + "-"; }
-  // The bucket's staging folder, for sinks/staged_load.
+  // The bucket's staging folder, for sinks/kit/staged_load.
   StagingArea staging() {
     return {fmt::format("{}: staging in s3://{}", where(), config_.bucket),
             [this](const std::string& name, const std::string& body) {

@@ -1,6 +1,6 @@
 #include "sinks/s3/s3_sink.h"
 
-#include "sinks/s3_object_sink.h"
+#include "sinks/kit/s3_object_sink.h"
 
 namespace skippr {
 

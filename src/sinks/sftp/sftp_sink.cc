@@ -9,7 +9,7 @@
 #include "clients/sftp/sftp_client.h"
 #include "clients/sftp/sftp_params.h"
 #include "core/failpoint.h"
-#include "sinks/object_sink.h"
+#include "sinks/kit/object_sink.h"
 
 namespace skippr {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "clients/aws/aws_params.h"
 #include "clients/aws/s3_client.h"
-#include "sinks/iceberg_sink.h"
+#include "sinks/kit/iceberg_sink.h"
 
 namespace skippr {
 namespace {

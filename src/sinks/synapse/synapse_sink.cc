@@ -17,8 +17,8 @@
 #include "core/redact.h"
 #include "formats/compression.h"
 #include "formats/object_encoding.h"
-#include "sinks/batch_ledger.h"
-#include "sinks/staged_load.h"
+#include "sinks/kit/batch_ledger.h"
+#include "sinks/kit/staged_load.h"
 
 namespace skippr {
 namespace {
@@ -114,7 +114,7 @@ class SynapseSink final : public GroupLandingSink {
   }
   // Every message the sink passes on: no password, key or SAS in it, whatever a driver or server echoed.
   Error redacted(const Error& e) const { return {e.kind, redact(e.message, config_.secrets)}; }
-  // The container's staging folder, for sinks/staged_load.
+  // The container's staging folder, for sinks/kit/staged_load.
   StagingArea staging() {
     return {fmt::format("{}: staging in container {}", where(), config_.container),
             [this](const std::string& name, const std::string& body) -> Status {

@@ -131,7 +131,7 @@ class FileSource final : public Source {
     out.position_after = encode_file_position(p);
     // Files of the last listing not read to their end, the one being read included. A file that arrives later
     // counts from the listing after the current one is used up (listing is once per pass).
-    out.backlog = SourceBacklog{SourceBacklog::Unit::kFiles, pending_.size() + (current_ || resume_ ? 1u : 0u)};
+    out.backlog = pending_.size() + (current_ || resume_ ? 1u : 0u);
     return out;
   }
 
@@ -346,6 +346,7 @@ Result<CsvOptions> csv_options(const std::string& source, const nlohmann::json& 
 ConnectorSpec file_source_spec() {
   ConnectorSpec spec;
   spec.type_name = "File";
+  spec.backlog = BacklogUnit{"files", "Files the File source has listed and not read to their end.", "files"};
   spec.is_source = true;
   spec.summary =
       "JSON lines, CSV or Parquet files, local or in S3, Azure Blob, GCS or SFTP (glob, gzip/zstd, new files picked "

@@ -204,7 +204,7 @@ class KafkaSource final : public Source {
   // The consumer lag past position_after: for each assigned partition, its high watermark minus the next offset to
   // read. The watermark is the one the last fetch carried (librdkafka caches it: no broker round trip), or the end
   // queried at assignment before any fetch. Messages retention deleted before they were read do not count.
-  SourceBacklog consumer_lag() const {
+  uint64_t consumer_lag() const {
     uint64_t waiting = 0;
     for (const auto& tp : assigned_) {
       int64_t low = RD_KAFKA_OFFSET_INVALID, high = RD_KAFKA_OFFSET_INVALID;
@@ -216,7 +216,7 @@ class KafkaSource final : public Source {
       const int64_t from = std::max<int64_t>(next != next_.end() ? next->second : 0, std::max<int64_t>(low, 0));
       if (high > from) waiting += static_cast<uint64_t>(high - from);
     }
-    return SourceBacklog{SourceBacklog::Unit::kMessages, waiting};
+    return waiting;
   }
 
   // Drained (an --once run then ends): every partition is read up to the end it had when reading started (or to
@@ -540,6 +540,9 @@ Result<Options> read_options(const ConnectorContext& ctx) {
 ConnectorSpec kafka_source_spec() {
   ConnectorSpec spec;
   spec.type_name = "Kafka";
+  spec.backlog = BacklogUnit{
+      "messages", "Kafka consumer lag: messages between the read position and the partitions' high watermarks.",
+      "messages"};
   spec.is_source = true;
   spec.summary = "reads Kafka topics; offsets live in the WAL and are committed to Kafka after each WAL commit";
   spec.params = {

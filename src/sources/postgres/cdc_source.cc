@@ -204,8 +204,8 @@ Status CdcSource::begin_snapshot(const std::optional<std::string>& exported) {
 
 void CdcSource::start_batch(Batch& batch) const {
   for (const auto& c : columns_) batch.add_column({c.name, c.type});
-  batch.add_column({kOpField, Type::kString});
-  batch.add_column({kOrderField, Type::kString});
+  batch.add_column({std::string(kOpField), Type::kString});
+  batch.add_column({std::string(kOrderField), Type::kString});
 }
 
 Result<Poll> CdcSource::poll(const Budget& budget) {
@@ -348,7 +348,7 @@ Result<Poll> CdcSource::poll_stream(const Budget& budget) {
   // publication are written (the slot holds that WAL too until a change of ours moves the position).
   if (auto end = server_wal_end()) {
     const uint64_t covered = pos_.confirmable_lsn();
-    result.backlog = SourceBacklog{SourceBacklog::Unit::kWalBytes, *end > covered ? *end - covered : 0};
+    result.backlog = *end > covered ? *end - covered : 0;
   }
   return result;
 }

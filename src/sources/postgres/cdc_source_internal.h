@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "clients/postgres/pg_client.h"
+#include "core/change_fields.h"
 #include "core/connector.h"
 #include "sources/postgres/cdc_position.h"
 #include "sources/postgres/cdc_source.h"
@@ -22,9 +23,6 @@
 namespace skippr::cdc_detail {
 
 using Clock = std::chrono::steady_clock;
-
-inline constexpr const char* kOpField = "_skippr_op";
-inline constexpr const char* kOrderField = "_skippr_order";
 
 // One value of a streamed change before it is appended: the stream's text (output form), a value fetched from the
 // table (the snapshot's select-expression form), or one still to fetch (an unchanged TOASTed value the stream left

@@ -140,9 +140,9 @@ Status CdcSource::append_pending(Batch& batch, const PendingRow& row, std::vecto
         const auto& v = row.values.at(static_cast<size_t>(it - columns_.begin())).text;
         key[k] = v ? nlohmann::json(*v) : nlohmann::json();
       }
-      dead.push_back(
-          pg_infinite_dead_letter(qualified_, columns_[c], *text,
-                                  nlohmann::json{{"key", key}, {"_skippr_op", row.op}, {"_skippr_order", row.token}}));
+      dead.push_back(pg_infinite_dead_letter(
+          qualified_, columns_[c], *text,
+          nlohmann::json{{"key", key}, {std::string(kOpField), row.op}, {std::string(kOrderField), row.token}}));
     }
   }
   batch.columns[static_cast<size_t>(batch.schema.index_of(kOpField))].append_string(row.op);

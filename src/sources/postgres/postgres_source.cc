@@ -160,6 +160,10 @@ Result<Poll> PostgresSource::poll(const Budget& budget) {
 ConnectorSpec postgres_source_spec() {
   ConnectorSpec spec;
   spec.type_name = "Postgres";
+  // CDC only: what the slot holds past the position read.
+  spec.backlog = BacklogUnit{
+      "wal_bytes", "CDC: bytes of the server's WAL (pg_current_wal_lsn) past the position read, which the slot holds.",
+      "of WAL", true};
   spec.is_source = true;
   spec.summary =
       "a PostgreSQL table, read incrementally by a cursor column, as a snapshot, or as a change stream (CDC)";

@@ -1,0 +1,3 @@
+# JWTs signed with OpenSSL (Snowflake key pairs, Google service accounts).
+skippr_client(auth
+)

@@ -1,0 +1,4 @@
+# the BigQuery REST API.
+skippr_client(bigquery
+  USES google http sql
+)

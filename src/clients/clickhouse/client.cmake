@@ -1,0 +1,4 @@
+# ClickHouse's HTTP interface.
+skippr_client(clickhouse
+  USES http
+)

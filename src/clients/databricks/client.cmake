@@ -1,0 +1,4 @@
+# the Databricks SQL Statement Execution API and Files API.
+skippr_client(databricks
+  USES http sql
+)

@@ -1,0 +1,4 @@
+# the Cloud Storage JSON API.
+skippr_client(gcs
+  USES google http
+)

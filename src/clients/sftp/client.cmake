@@ -1,0 +1,5 @@
+# SFTP over libssh.
+skippr_client(sftp
+  PKG_CONFIG libssh
+  DEBIAN libssh-dev
+)

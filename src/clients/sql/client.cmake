@@ -1,0 +1,3 @@
+# SQL literals shared by the warehouse clients.
+skippr_client(sql
+)
