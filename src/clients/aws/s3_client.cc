@@ -21,7 +21,7 @@ std::string sha256_hex(std::string_view data) {
   return hex;
 }
 
-bool is_credentials_problem(const std::string& code) {
+bool is_s3_credentials_problem(const std::string& code) {
   return code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch" || code == "AccessDenied" ||
          code == "InvalidToken" || code == "ExpiredToken" || code == "AllAccessDisabled";
 }
@@ -59,7 +59,7 @@ Error S3Client::error_of(const HttpResponse& response, const std::string& what) 
                                                  what, status, service_.endpoint)};
   }
   if (auto expired = aws_expired_after_renewal(service_, code, what, status)) return *expired;
-  if (response.status == 403 || is_credentials_problem(code)) {
+  if (response.status == 403 || is_s3_credentials_problem(code)) {
     // Without s3:ListBucket, S3 answers 403 AccessDenied, not 404, for a key that does not exist: skipprd looks
     // for keys that may be absent (what landed, the WAL's next object), so it needs that permission.
     const bool denied = code == "AccessDenied" || code.empty();

@@ -10,7 +10,7 @@
 namespace skippr {
 namespace {
 
-bool is_credentials_problem(const std::string& code) {
+bool is_azure_credentials_problem(const std::string& code) {
   return code == "AuthenticationFailed" || code == "AuthorizationFailure" ||
          code == "AuthorizationPermissionMismatch" || code == "AuthorizationResourceTypeMismatch" ||
          code == "AuthorizationServiceMismatch" || code == "AuthorizationProtocolMismatch" ||
@@ -67,7 +67,7 @@ Error BlobClient::error_of(const HttpResponse& response, const std::string& what
                                                  "container/endpoint",
                                                  what, status, account_.endpoint)};
   }
-  if (response.status == 403 || is_credentials_problem(code)) {
+  if (response.status == 403 || is_azure_credentials_problem(code)) {
     return Error{ErrorKind::kConfig, fmt::format("{}: {}: the credentials from {} are refused or may not do this; "
                                                  "fix them or the container's access",
                                                  what, status, account_.source)};

@@ -8,24 +8,24 @@
 #include "core/change_fields.h"
 
 namespace skippr {
-namespace {
 
-std::string joined(const std::vector<std::string>& parts, std::string_view separator = ", ") {
+std::string sql_list(const std::vector<std::string>& parts, std::string_view separator) {
   return fmt::format("{}", fmt::join(parts, separator));
 }
 
-// `a.k1 = b.k1 AND a.k2 = b.k2`
-std::string key_match(const std::vector<std::string>& keys, std::string_view a, std::string_view b) {
-  std::vector<std::string> parts;
-  for (const auto& key : keys) parts.push_back(fmt::format("{}.{} = {}.{}", a, key, b, key));
-  return joined(parts, " AND ");
-}
-
-std::vector<std::string> prefixed(const std::vector<std::string>& names, std::string_view alias) {
+std::vector<std::string> qualified_names(const std::vector<std::string>& names, std::string_view alias) {
   std::vector<std::string> out;
   for (const auto& name : names) out.push_back(fmt::format("{}.{}", alias, name));
   return out;
 }
+
+std::string keys_equal(const std::vector<std::string>& keys, std::string_view a, std::string_view b) {
+  std::vector<std::string> parts;
+  for (const auto& key : keys) parts.push_back(fmt::format("{}.{} = {}.{}", a, key, b, key));
+  return sql_list(parts, " AND ");
+}
+
+namespace {
 
 // The largest order token of the batch's truncates (check_merge_rows made every token a decimal of digits): the
 // longest, then the greatest, once leading zeros are dropped. "0" when there is none.
@@ -78,7 +78,7 @@ std::string tombstones_create_sql(const MergeSql& m) {
   for (const auto& key : m.primary_key) {
     columns.push_back(fmt::format("{} {}", m.rules.quote(key), find_column(m.columns, key, m.rules)->type));
   }
-  return fmt::format("CREATE TABLE IF NOT EXISTS {} ({}, {} {} NOT NULL)", m.tombstones, joined(columns),
+  return fmt::format("CREATE TABLE IF NOT EXISTS {} ({}, {} {} NOT NULL)", m.tombstones, sql_list(columns),
                      m.rules.quote(kOrderColumn), m.token_type);
 }
 
@@ -129,8 +129,8 @@ std::vector<std::string> merge_apply_sql(const Batch& batch, const BatchId& id, 
   const std::string latest = fmt::format(
       "(SELECT s.* {} ({}), {} AS _skippr_token, {} AS _skippr_delete FROM {} s{} QUALIFY row_number() OVER "
       "(PARTITION BY {} ORDER BY {} DESC, {} DESC) = 1)",
-      m.exclude_keyword, joined(not_stored), token, is_delete, stage, after_truncate, joined(prefixed(keys, "s")),
-      token, row);
+      m.exclude_keyword, sql_list(not_stored), token, is_delete, stage, after_truncate,
+      sql_list(qualified_names(keys, "s")), token, row);
 
   std::vector<std::string> updates;
   for (const auto& name : data) {
@@ -145,16 +145,17 @@ std::vector<std::string> merge_apply_sql(const Batch& batch, const BatchId& id, 
       "WHEN MATCHED AND l._skippr_delete AND {} THEN DELETE "
       "WHEN MATCHED AND NOT l._skippr_delete AND {} AND {} THEN UPDATE SET {} "
       "WHEN NOT MATCHED AND NOT l._skippr_delete AND {} THEN INSERT ({}, {}) VALUES ({}, l._skippr_token)",
-      table, order, latest, tombstones, key_match(keys, "d", "l"), key_match(keys, "t", "l"), older_row, older_row,
-      no_newer_tombstone, joined(updates), no_newer_tombstone, joined(data), order, joined(prefixed(data, "l"))));
+      table, order, latest, tombstones, keys_equal(keys, "d", "l"), keys_equal(keys, "t", "l"), older_row, older_row,
+      no_newer_tombstone, sql_list(updates), no_newer_tombstone, sql_list(data), order,
+      sql_list(qualified_names(data, "l"))));
   if (with_deletes) {
     // Remember each delete, so an older insert arriving late stays deleted.
     statements.push_back(
         fmt::format("MERGE INTO {} d USING (SELECT {}, _skippr_token FROM {} latest WHERE _skippr_delete) l ON {} "
                     "WHEN MATCHED AND d.{} < l._skippr_token THEN UPDATE SET {} = l._skippr_token "
                     "WHEN NOT MATCHED THEN INSERT ({}, {}) VALUES ({}, l._skippr_token)",
-                    tombstones, joined(keys), latest, key_match(keys, "d", "l"), order, order, joined(keys), order,
-                    joined(prefixed(keys, "l"))));
+                    tombstones, sql_list(keys), latest, keys_equal(keys, "d", "l"), order, order, sql_list(keys), order,
+                    sql_list(qualified_names(keys, "l"))));
   }
   return statements;
 }

@@ -35,6 +35,12 @@ struct MergeSql {
   bool truncate_token_as_literal = false;
 };
 
+// The pieces of SQL every merge statement is made of (Redshift's merge, which has no MERGE, uses them too):
+// `a, b, c`; `s.a`, `s.b` for alias `s`; `a.k1 = b.k1 AND a.k2 = b.k2`.
+std::string sql_list(const std::vector<std::string>& parts, std::string_view separator = ", ");
+std::vector<std::string> qualified_names(const std::vector<std::string>& names, std::string_view alias);
+std::string keys_equal(const std::vector<std::string>& keys, std::string_view a, std::string_view b);
+
 // kBadInput naming the field and row when a change field or a key value is unusable: _skippr_op not one of
 // "insert", "update", "delete" (or NULL = upsert); _skippr_order NULL, negative or not a decimal integer of at most 38
 // digits; a key NULL. A key field the batch lacks (by the sink's name rule) is kConfig.

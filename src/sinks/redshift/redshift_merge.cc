@@ -6,25 +6,10 @@
 #include <algorithm>
 
 #include "core/change_fields.h"
+#include "sinks/kit/merge_sql.h"
 
 namespace skippr {
 namespace {
-
-std::string joined(const std::vector<std::string>& parts, std::string_view separator = ", ") {
-  return fmt::format("{}", fmt::join(parts, separator));
-}
-
-std::vector<std::string> prefixed(const std::vector<std::string>& names, std::string_view alias) {
-  std::vector<std::string> out;
-  for (const auto& name : names) out.push_back(fmt::format("{}.{}", alias, name));
-  return out;
-}
-
-std::string keys_match(const RedshiftMerge& m, std::string_view a, std::string_view b) {
-  std::vector<std::string> parts;
-  for (const auto& key : m.keys) parts.push_back(fmt::format("{}.{} = {}.{}", a, key, b, key));
-  return joined(parts, " AND ");
-}
 
 // The batch's derived token base, (epoch * 2^40 + seq) * 2^32, as a decimal literal: the row's index is added to it.
 // Computed here rather than in SQL so no intermediate product needs more precision than NUMERIC(38,0) keeps.
@@ -64,17 +49,17 @@ std::vector<std::string> redshift_merge_sql(const RedshiftMerge& m, const Batch&
       "CREATE TEMP TABLE {0} AS SELECT {1}, _skippr_token, _skippr_delete FROM (SELECT {2}, {3} AS _skippr_token, {4} "
       "AS _skippr_delete, row_number() OVER (PARTITION BY {5} ORDER BY {3} DESC, s.{6} DESC) AS _skippr_rank FROM {7} "
       "s{8}) newest WHERE _skippr_rank = 1",
-      m.latest, joined(m.data), joined(prefixed(m.data, "s")), token, is_delete, joined(prefixed(m.keys, "s")), m.row,
-      m.stage, after_truncate));
+      m.latest, sql_list(m.data), sql_list(qualified_names(m.data, "s")), token, is_delete,
+      sql_list(qualified_names(m.keys, "s")), m.row, m.stage, after_truncate));
 
   std::vector<std::string> tomb_columns;
   for (size_t k = 0; k < m.keys.size(); ++k) tomb_columns.push_back(m.keys[k] + " " + m.key_types[k]);
   statements.push_back(fmt::format("CREATE TABLE IF NOT EXISTS {} ({}, {} {} NOT NULL)", m.tombstones,
-                                   joined(tomb_columns), m.order, kRedshiftTokenType));
+                                   sql_list(tomb_columns), m.order, kRedshiftTokenType));
   const std::string older_row = fmt::format("({0}.{1} IS NULL OR {0}.{1} < l._skippr_token)", m.table_name, m.order);
   const std::string no_newer_tombstone =
       fmt::format("NOT EXISTS (SELECT 1 FROM {} d WHERE {} AND d.{} >= l._skippr_token)", m.tombstones,
-                  keys_match(m, "d", "l"), m.order);
+                  keys_equal(m.keys, "d", "l"), m.order);
   // An upsert updates an older row in place: the columns this batch does not carry keep their values, as in every
   // merging sink.
   std::vector<std::string> updates;
@@ -83,26 +68,27 @@ std::vector<std::string> redshift_merge_sql(const RedshiftMerge& m, const Batch&
   }
   updates.push_back(m.order + " = l._skippr_token");
   statements.push_back(fmt::format("UPDATE {} SET {} FROM {} l WHERE NOT l._skippr_delete AND {} AND {} AND {}",
-                                   m.table, joined(updates), m.latest, keys_match(m, m.table_name, "l"), older_row,
-                                   no_newer_tombstone));
+                                   m.table, sql_list(updates), m.latest, keys_equal(m.keys, m.table_name, "l"),
+                                   older_row, no_newer_tombstone));
   // A delete removes an older row.
   statements.push_back(fmt::format("DELETE FROM {} USING {} l WHERE l._skippr_delete AND {} AND {}", m.table, m.latest,
-                                   keys_match(m, m.table_name, "l"), older_row));
+                                   keys_equal(m.keys, m.table_name, "l"), older_row));
   // An upsert of a key without a row is inserted, unless a tombstone as new or newer says the key was deleted later.
   statements.push_back(fmt::format(
       "INSERT INTO {0} ({1}, {2}) SELECT {3}, l._skippr_token FROM {4} l WHERE NOT l._skippr_delete AND NOT EXISTS "
       "(SELECT 1 FROM {0} t WHERE {5}) AND {6}",
-      m.table, joined(m.data), m.order, joined(prefixed(m.data, "l")), m.latest, keys_match(m, "t", "l"),
-      no_newer_tombstone));
+      m.table, sql_list(m.data), m.order, sql_list(qualified_names(m.data, "l")), m.latest,
+      keys_equal(m.keys, "t", "l"), no_newer_tombstone));
   if (has_op) {
     // Each delete is remembered, so an older insert arriving late stays deleted.
     statements.push_back(
         fmt::format("DELETE FROM {} USING {} l WHERE l._skippr_delete AND {} AND {}.{} < l._skippr_token", m.tombstones,
-                    m.latest, keys_match(m, m.tombstones_name, "l"), m.tombstones_name, m.order));
+                    m.latest, keys_equal(m.keys, m.tombstones_name, "l"), m.tombstones_name, m.order));
     statements.push_back(fmt::format(
         "INSERT INTO {0} ({1}, {2}) SELECT {3}, l._skippr_token FROM {4} l WHERE l._skippr_delete AND NOT EXISTS "
         "(SELECT 1 FROM {0} d WHERE {5})",
-        m.tombstones, joined(m.keys), m.order, joined(prefixed(m.keys, "l")), m.latest, keys_match(m, "d", "l")));
+        m.tombstones, sql_list(m.keys), m.order, sql_list(qualified_names(m.keys, "l")), m.latest,
+        keys_equal(m.keys, "d", "l")));
   }
   return statements;
 }
