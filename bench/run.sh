@@ -7,7 +7,7 @@ BUILD=${1:-build}
 export BENCH_DIR=$(realpath -m "${BENCH_DIR:-$BUILD/bench-data}")
 cmake --build "$BUILD" --target skipprd wal_bench duckdb_bench recovery_bench wal_commit_bench file_load_bench http_load_bench kafka_bench broker_bench >/dev/null
 for script in bench/*.sh; do
-  [ "$(basename "$script")" = run.sh ] && continue
+  case "$(basename "$script")" in run.sh | cold_setup.sh) continue ;; esac  # cold_setup: a fresh machine, by itself
   for ((i = 1; i <= ${BENCH_REPEAT:-1}; i++)); do
     echo "== $script (run $i)"
     bash "$script" "$BUILD"

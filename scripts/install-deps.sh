@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what the build and the tests need: Debian packages, and DuckDB's C library and header from npm (DuckDB has
+# Installs what the build and the tests need: Debian packages, and DuckDB's C library and header from the npm registry (DuckDB has
 # no Debian package). Idempotent: a second run only checks.
 #   install-deps.sh run    what building and running skipprd needs (`make run`): compilers and the libraries it links
 #   install-deps.sh        (or `test`) that and everything the tests need: the servers they start, the tools they
@@ -12,6 +12,7 @@ case "$FOR" in run | test) ;; *) echo "install-deps: usage: install-deps.sh [run
 # Building and running skipprd: the compilers, and one -dev package per library the core links (CMakeLists.txt).
 DEBIAN_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
+  curl ca-certificates                                    # DuckDB's two tarballs from the npm registry (below)
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libzstd-dev libsimdjson-dev
   zlib1g-dev                                              # gzip: files, HTTP bodies
   libssl-dev                                              # hashes and signatures: SigV4, JWTs, the cluster's TLS
@@ -37,8 +38,9 @@ if [ "$FOR" = test ]; then
   DEBIAN_PACKAGES+=(debootstrap)  # packaging tests: a minimal Debian 12 root for the Dockerfile's runtime stage
   DEBIAN_PACKAGES+=(openssl)  # clustered mode: the tests make a throwaway CA and certificates with the openssl command
 fi
-# npm fetches DuckDB; the machine may already have Node.js from elsewhere, which Debian's npm would conflict with.
-command -v npm >/dev/null || DEBIAN_PACKAGES+=(nodejs npm)
+# The tests' Node.js tools (azurite, icebird) come through npm; the machine may already have Node.js from elsewhere,
+# which Debian's npm would conflict with. `make run` needs neither: Node.js and npm are 500 packages, 40 s of apt.
+if [ "$FOR" = test ]; then command -v npm >/dev/null || DEBIAN_PACKAGES+=(nodejs npm); fi
 missing=()
 for p in "${DEBIAN_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -80,7 +82,15 @@ if [ ! -f "$DEST/lib/libduckdb.so" ] || [ ! -f "$DEST/include/duckdb.h" ] || \
   echo "install-deps: fetching DuckDB $DUCKDB_VERSION from the npm registry"
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
-  (cd "$tmp" && npm pack --silent "@duckdb/node-bindings-linux-x64@$DUCKDB_BINDINGS" "duckdb@$DUCKDB_VERSION" >/dev/null)
+  # The registry's tarballs, fetched by URL (curl says why when it fails) and checked against the digests pinned here.
+  NPM_REGISTRY=${NPM_REGISTRY:-https://registry.npmjs.org}
+  curl -fsSL --retry 3 -o "$tmp/duckdb-node-bindings-linux-x64-$DUCKDB_BINDINGS.tgz" \
+    "$NPM_REGISTRY/@duckdb/node-bindings-linux-x64/-/node-bindings-linux-x64-$DUCKDB_BINDINGS.tgz"
+  curl -fsSL --retry 3 -o "$tmp/duckdb-$DUCKDB_VERSION.tgz" "$NPM_REGISTRY/duckdb/-/duckdb-$DUCKDB_VERSION.tgz"
+  (cd "$tmp" && sha256sum --quiet -c - <<SUMS) || { echo "install-deps: DuckDB's tarballs differ from the pinned digests" >&2; exit 1; }
+732fac4dc6b8f198870b9c4bb6ddf13544466daca00ad28ba2f1d80de5d7aa4b  duckdb-node-bindings-linux-x64-$DUCKDB_BINDINGS.tgz
+5bb967dcbcd517670ba5f169f238fb9d6787e53752c60ebe24386169d76941ed  duckdb-$DUCKDB_VERSION.tgz
+SUMS
   mkdir -p "$DEST/lib" "$DEST/include"
   tar -xzf "$tmp"/duckdb-node-bindings-linux-x64-*.tgz -C "$tmp" package/libduckdb.so
   mv "$tmp/package/libduckdb.so" "$DEST/lib/"
