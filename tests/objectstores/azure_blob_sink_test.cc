@@ -45,14 +45,6 @@ pipelines:
 std::map<std::string, std::string> key_env() { return {{"AZ_KEY", AzuriteServer::kKey}}; }
 
 // count, distinct ids and an order-independent hash of every column of the Parquet files in `dir`.
-std::string parquet_digest(const std::filesystem::path& dir) {
-  return duckdb_memory_value(
-      fmt::format("SELECT count(*) || ' ' || count(DISTINCT trip_id) || ' ' || sum(hash(trip_id, "
-                  "rider_id, bike_id, event_type, event_time, station, duration_s, firmware, "
-                  "metadata::VARCHAR)::HUGEINT) FROM read_parquet('{}/**/*.parquet')",
-                  dir.string()));
-}
-
 // No secret in what skipprd printed or in any file it wrote.
 void expect_no_secret(const ProcessResult& r, const PipelineFixture& f, const std::string& secret) {
   EXPECT_EQ(r.out.find(secret), std::string::npos);

@@ -46,12 +46,6 @@ constexpr const char* kTripColumns =
     "trip_id, rider_id, bike_id, event_type, event_time, station, duration_s, firmware, metadata::VARCHAR";
 
 // count, distinct ids and an order-independent hash of every column of the objects in `dir`.
-std::string parquet_digest(const std::filesystem::path& dir) {
-  return duckdb_memory_value(
-      fmt::format("SELECT count(*) || ' ' || count(DISTINCT trip_id) || ' ' || sum(hash({})"
-                  "::HUGEINT) FROM read_parquet('{}/**/*.parquet')",
-                  kTripColumns, dir.string()));
-}
 std::string jsonl_digest(const std::filesystem::path& dir) {
   return duckdb_memory_value(
       fmt::format("SELECT count(*) || ' ' || count(DISTINCT trip_id) || ' ' || sum(hash({})"

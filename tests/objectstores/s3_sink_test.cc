@@ -35,14 +35,6 @@ pipelines:
 }
 
 // count, distinct ids and an order-independent hash of every column of the Parquet objects in `dir`.
-std::string parquet_digest(const std::filesystem::path& dir) {
-  return duckdb_memory_value(
-      fmt::format("SELECT count(*) || ' ' || count(DISTINCT trip_id) || ' ' || sum(hash(trip_id, "
-                  "rider_id, bike_id, event_type, event_time, station, duration_s, firmware, "
-                  "metadata::VARCHAR)::HUGEINT) FROM read_parquet('{}/**/*.parquet')",
-                  dir.string()));
-}
-
 TEST(S3Sink, EveryRowLandsOnceUnderKillsWithTheContentOfAnUnkilledRun) {
   auto& moto = SharedMoto();
   const std::string bucket = moto.create_bucket("chaos");

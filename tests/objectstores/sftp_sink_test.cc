@@ -53,14 +53,6 @@ pipelines:
                      rows, flow);
 }
 
-std::string parquet_digest(const std::filesystem::path& dir) {
-  return duckdb_memory_value(
-      fmt::format("SELECT count(*) || ' ' || count(DISTINCT trip_id) || ' ' || sum(hash(trip_id, "
-                  "rider_id, bike_id, event_type, event_time, station, duration_s, firmware, "
-                  "metadata::VARCHAR)::HUGEINT) FROM read_parquet('{}/**/*.parquet')",
-                  dir.string()));
-}
-
 // Every file under `dir`, relative to it, sorted.
 std::vector<std::string> files_under(const std::filesystem::path& dir) {
   std::vector<std::string> out;

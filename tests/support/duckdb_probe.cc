@@ -1,6 +1,7 @@
 #include "support/duckdb_probe.h"
 
 #include <duckdb.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -98,6 +99,14 @@ int hold_duckdb_file(const std::filesystem::path& db, const std::filesystem::pat
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return pid;
+}
+
+std::string parquet_digest(const std::filesystem::path& dir) {
+  return duckdb_memory_value(
+      fmt::format("SELECT count(*) || ' ' || count(DISTINCT trip_id) || ' ' || sum(hash(trip_id, "
+                  "rider_id, bike_id, event_type, event_time, station, duration_s, firmware, "
+                  "metadata::VARCHAR)::HUGEINT) FROM read_parquet('{}/**/*.parquet')",
+                  dir.string()));
 }
 
 }  // namespace skippr::test

@@ -20,6 +20,9 @@ void duckdb_write(const std::filesystem::path& db, const std::string& sql);
 // The same against a fresh in-memory database: for queries over files (read_parquet, read_json, read_csv).
 std::vector<std::vector<std::string>> duckdb_memory_rows(const std::string& sql);
 std::string duckdb_memory_value(const std::string& sql);
+// "<rows> <distinct trip ids> <sum of the rows' hashes>" of the Sample's trips in every Parquet file under `dir`: two
+// landings with the same digest hold the same rows, each once.
+std::string parquet_digest(const std::filesystem::path& dir);
 
 // Holds the DuckDB file open (and so locked) from a forked process until that process is killed; returns its pid once
 // `ready` exists (the child writes it after opening).
