@@ -15,6 +15,6 @@ if [ -f "$BUILD/Testing/Temporary/LastTest.log" ]; then
     "$BUILD/Testing/Temporary/LastTest.log"
 fi
 if [ -d tests/python ] && ls tests/python/test_*.py >/dev/null 2>&1; then
-  SKIPPR_BUILD_DIR="$PWD/$BUILD" /usr/bin/python3 -m pytest -q tests/python || status=1
+  SKIPPR_BUILD_DIR="$(realpath -m "$BUILD")" /usr/bin/python3 -m pytest -q tests/python || status=1
 fi
 exit $status
