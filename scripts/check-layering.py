@@ -45,9 +45,7 @@ def allowed(rel: pathlib.PurePosixPath, target: str) -> bool:
     if head[0] in ("sources", "sinks") and not (head[0] == "sinks" and head[1] == "kit"):
         # a connector's folder: only itself
         return len(parts) > 2 and parts[0] == head[0] and parts[1] == head[1]
-    if layer in ("sources", "sinks"):
-        if layer == "sinks" and parts[1] == "kit":
-            return head[0] in ("core", "formats", "clients") or head[:2] == ["sinks", "kit"]
+    if layer in ("sources", "sinks"):  # a connector, or the sink kit (its own folder is the kit)
         return head[0] in ("core", "formats", "clients") or (layer == "sinks" and head[:2] == ["sinks", "kit"])
     if layer == "wal" and len(parts) > 2 and parts[1] == "clustered":
         return head[0] in BELOW["wal"] | {"config", "state"}
