@@ -75,8 +75,16 @@ void print_how_to_look(const Config& config, const std::string& pipeline) {
   const auto landing_in_duckdb = duckdb_pipelines(config);
   if (std::ranges::find(landing_in_duckdb, pipeline) == landing_in_duckdb.end()) return;
   const auto& sink = config.sinks.at(config.pipelines.at(pipeline).data_sink);
-  fmt::print(stderr, "look at the rows: skipprd query{} --sql \"SELECT * FROM {} LIMIT 10\"\n",
-             landing_in_duckdb.size() > 1 ? " --pipeline " + pipeline : "", sink.params.value("table", std::string()));
+  const std::string flag = landing_in_duckdb.size() > 1 ? " --pipeline " + pipeline : "";
+  const std::string table = sink.params.value("table", std::string());
+  if (table.empty() || table.find("{stream}") != std::string::npos) {
+    // Each stream has a table of its own: list them.
+    fmt::print(stderr,
+               "look at the tables: skipprd query{} --sql \"SELECT table_name FROM information_schema.tables\"\n",
+               flag);
+    return;
+  }
+  fmt::print(stderr, "look at the rows: skipprd query{} --sql \"SELECT * FROM {} LIMIT 10\"\n", flag, table);
 }
 
 }  // namespace

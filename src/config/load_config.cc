@@ -85,6 +85,15 @@ void read_document(const YAML::Node& root, Config& config, config_detail::Diagno
   for (auto& [name, pipeline] : config.pipelines) apply_source_landing(pipeline, config, diag);
 }
 
+// The sink types that land several streams, for messages.
+std::string stream_sink_types() {
+  std::vector<std::string> types;
+  for (const auto& spec : connector_registry()) {
+    if (!spec.is_source && spec.lands_streams) types.push_back(spec.type_name);
+  }
+  return config_detail::join(types);
+}
+
 // Every check a connector's factory makes (a negative row count, an empty table, a landing the sink lacks) runs
 // here too, for each pipeline, so `validate` and Python's save() catch what `sync` would refuse, with the
 // connector's file:line, before anything is read or written. Factories only check and construct: they open nothing.
@@ -104,7 +113,16 @@ void check_connectors(const Config& config, config_detail::Diagnostics& diag) {
                                            "streams without ever finishing a pass; use append or merge_by_key for it",
                                            name, to_string(pipeline.landing), pipeline.data_source));
     }
-    if (auto made = sink.spec->make_sink(connector_context(pipeline, sink, {})); !made) report(sink, made.error());
+    ConnectorContext sink_context = connector_context(pipeline, sink, {});
+    sink_context.source_streams = made_source && (*made_source)->names_streams();
+    if (sink_context.source_streams && !sink.spec->lands_streams) {
+      diag.add(sink.where, fmt::format("pipeline '{}': source '{}' names several streams, and a {} sink lands one "
+                                       "table; land them in a sink that gives each stream its own table ({}), or "
+                                       "give the source one stream",
+                                       name, pipeline.data_source, sink.spec->type_name, stream_sink_types()));
+      continue;
+    }
+    if (auto made = sink.spec->make_sink(sink_context); !made) report(sink, made.error());
   }
 }
 

@@ -166,12 +166,8 @@ void Batch::add_column(const Field& field) {
   columns.push_back(std::move(column));
 }
 
-Status Batch::append(const Batch& other) {
-  if (rows == 0 && columns.empty()) {
-    *this = other;
-    return ok();
-  }
-  // Checked before anything changes, so a refused append leaves this batch as it was.
+Status Batch::can_append(const Batch& other) const {
+  if (rows == 0 && columns.empty()) return ok();
   for (const auto& field : other.schema.fields) {
     int idx = schema.index_of(field.name);
     if (idx >= 0 && schema.fields[idx].type != field.type) {
@@ -193,6 +189,16 @@ Status Batch::append(const Batch& other) {
       }
     }
   }
+  return ok();
+}
+
+Status Batch::append(const Batch& other) {
+  if (rows == 0 && columns.empty()) {
+    *this = other;
+    return ok();
+  }
+  // Checked before anything changes, so a refused append leaves this batch as it was.
+  SKIPPR_TRY(can_append(other));
   for (const auto& field : other.schema.fields) {
     if (schema.index_of(field.name) < 0) add_column(field);
   }
@@ -215,6 +221,7 @@ std::string BatchId::str() const {
 
 Batch rows_of(const Batch& batch, const std::vector<size_t>& rows) {
   Batch out;
+  out.stream = batch.stream;
   out.schema = batch.schema;
   for (const auto& field : batch.schema.fields) out.columns.emplace_back(field.type);
   for (size_t row : rows) {
@@ -222,6 +229,18 @@ Batch rows_of(const Batch& batch, const std::vector<size_t>& rows) {
   }
   out.rows = rows.size();
   return out;
+}
+
+size_t total_rows(const std::vector<Batch>& parts) {
+  size_t rows = 0;
+  for (const Batch& part : parts) rows += part.rows;
+  return rows;
+}
+
+size_t total_bytes(const std::vector<Batch>& parts) {
+  size_t bytes = 0;
+  for (const Batch& part : parts) bytes += part.byte_size();
+  return bytes;
 }
 
 }  // namespace skippr

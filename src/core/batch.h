@@ -71,7 +71,12 @@ struct Column {
   void mark_valid_bit(size_t row, bool valid);
 };
 
+// The rows of one stream (a table, a topic, a folder: the name its source gives it), as one schema and its columns.
+// A WAL commit holds one Batch per stream that had records (wal/batch_codec.h), so a kill never splits what the
+// source read together. An empty `stream` is the single stream of a pipeline whose source names none: every config
+// and WAL written before streams existed reads as that.
 struct Batch {
+  std::string stream;
   Schema schema;
   std::vector<Column> columns;
   size_t rows = 0;
@@ -83,12 +88,18 @@ struct Batch {
   // Appends `other`; a field `other` has and this batch lacks becomes a new column, null for the rows before it
   // (additive evolution). A field with a different type is an error naming the field and both types.
   Status append(const Batch& other);
+  // What append(other) would refuse, without changing anything.
+  Status can_append(const Batch& other) const;
   // Adds a nullable column of `type`, null for every existing row.
   void add_column(const Field& field);
 };
 
 // The batch of just `rows` of `batch` (in that order).
 Batch rows_of(const Batch& batch, const std::vector<size_t>& rows);
+
+// Rows of every part.
+size_t total_rows(const std::vector<Batch>& parts);
+size_t total_bytes(const std::vector<Batch>& parts);
 
 // A source's resume point, opaque to everyone but the source (JSON text by convention).
 struct Position {

@@ -6,8 +6,11 @@ namespace skippr {
 
 std::string group_ids(std::span<const BatchToLand> group) {
   if (group.empty()) return "no batch";
-  if (group.size() == 1) return group.front().id.str();
-  return fmt::format("{} .. {} ({} batches)", group.front().id.str(), group.back().id.str(), group.size());
+  // The parts of one batch (one per stream) share its id: count batches, not parts.
+  size_t batches = 1;
+  for (size_t i = 1; i < group.size(); ++i) batches += group[i].id == group[i - 1].id ? 0 : 1;
+  if (batches == 1) return group.front().id.str();
+  return fmt::format("{} .. {} ({} batches)", group.front().id.str(), group.back().id.str(), batches);
 }
 
 Result<std::vector<BatchLanded>> Sink::write_group(std::span<const BatchToLand> group) {

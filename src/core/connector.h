@@ -52,7 +52,10 @@ struct SourceBacklog {
 };
 
 struct Poll {
-  Batch records;                         // may be empty
+  Batch records;  // may be empty; its `stream` names the stream the rows belong to (empty: the only one)
+  // A source of several streams: the records of other streams read in the same poll (a CDC transaction that touched
+  // several tables), one Batch each. They are committed in the same WAL batch as `records`.
+  std::vector<Batch> other_streams;
   std::vector<DeadLetter> dead_letters;  // records read since the last poll that could not be used
   Position position_after;               // where to resume once `records` are committed
   bool drained = false;                  // nothing more to read right now
@@ -87,6 +90,10 @@ class Source {
   // destination's ledger holds. False for a source whose past is gone once read (HttpServer) or held elsewhere
   // (a CDC slot that has moved on): a fresh DATA_DIR reads it from the start.
   virtual bool resumes_from_destination() const { return false; }
+  // True when the configuration names several streams (a File path with {stream}, several tables): its batches carry
+  // stream names, and the pipeline's sink must land each stream in its own table (ConnectorSpec::lands_streams).
+  // Known from the parameters alone, so `validate` can refuse a sink that cannot.
+  virtual bool names_streams() const { return false; }
 };
 
 enum class Guarantee { kExactlyOnce, kOverwriteOnRetry, kAtLeastOnce, kNone };
@@ -102,7 +109,8 @@ struct LedgerTip {
   uint64_t max_epoch = 0;   // the highest epoch of the pipeline there: new batches must order after it
 };
 
-// One committed batch as the lander hands it to a sink.
+// One committed batch as the lander hands it to a sink: of a batch that holds several streams, one per stream, each
+// with the batch's id (a sink's ledger keys its rows by target table and id, so each stream's landing is its own).
 struct BatchToLand {
   const Batch& batch;
   const BatchId& id;
@@ -184,6 +192,8 @@ struct ConnectorContext {
   Landing landing = Landing::kAppend;
   std::vector<std::string> primary_key;
   std::vector<std::string> partition_by;  // with replace_partition
+  // Sinks: the pipeline's source names several streams (Source::names_streams), each to land in its own table.
+  bool source_streams = false;
 };
 
 struct ConnectorSpec {
@@ -198,6 +208,9 @@ struct ConnectorSpec {
   // Sinks only: the longest column name the destination keeps, in bytes (0: no limit). Longer field names land
   // under a shortened name (core/identifier_limit.h), as do the primary_key and partition_by the sink is given.
   size_t max_identifier_bytes = 0;
+  // Sinks only: lands each stream of a source that names several in a table (or prefix) of its own, from a `table`
+  // that may hold {stream} (docs/streams.md).
+  bool lands_streams = false;
   // Sources that can tell what they still have to read (Poll::backlog): the unit they count it in.
   std::optional<BacklogUnit> backlog;
   std::function<Result<std::unique_ptr<Source>>(const ConnectorContext&)> make_source;

@@ -17,6 +17,7 @@
 #include "engine/chaos.h"
 #include "engine/dead_letters.h"
 #include "engine/injected_faults.h"
+#include "engine/pending_parts.h"
 #include "engine/periodic.h"
 #include "engine/pipeline_storage.h"
 #include "engine/sync_passes.h"
@@ -38,8 +39,8 @@ constexpr auto kSinkIdleAfter = std::chrono::seconds(1);
 constexpr int kInterruptedExit = 130;  // 128 + SIGINT, as a shell reports an interrupted command
 
 struct ReadBatch {
-  Batch batch;
-  EncodedBatch encoded;  // the WAL record's columns, encoded here so the committer only appends and syncs
+  std::vector<Batch> parts;  // one per stream (core/batch.h)
+  EncodedBatch encoded;      // the WAL record's columns, encoded here so the committer only appends and syncs
   Position position_after;
   std::vector<DeadLetter> dead_letters;              // committed together with the batch
   std::optional<int64_t> oldest_record_time_micros;  // Poll::oldest_record_time_micros of its first records
@@ -48,7 +49,7 @@ struct ReadBatch {
 struct CommittedBatch {
   BatchId id;
   uint64_t seq = 0;
-  Batch batch;
+  std::vector<Batch> parts;                          // one per stream; each lands in its stream's table
   Position position_after;                           // goes into the destination's ledger with the id
   bool replayed = false;                             // committed by an earlier run
   std::optional<int64_t> oldest_record_time_micros;  // this run's batches only: the WAL does not keep it
@@ -119,7 +120,9 @@ class SyncRun {
     auto source = source_cfg.spec->make_source(context_for(source_cfg));
     if (!source) return std::unexpected(source.error());
     source_ = with_injected_faults(std::move(*source), pipe_->name);
-    auto sink = sink_cfg.spec->make_sink(context_for(sink_cfg));
+    ConnectorContext sink_context = context_for(sink_cfg);
+    sink_context.source_streams = source_->names_streams();
+    auto sink = sink_cfg.spec->make_sink(sink_context);
     if (!sink) return std::unexpected(sink.error());
     sink_ = std::move(*sink);
 
@@ -354,7 +357,7 @@ class SyncRun {
   // Stage 1: poll the source, cut batches at BUFFER_THRESHOLD_BYTES / _SECONDS or when the source is drained, and
   // encode them for the WAL (this overlaps the committer's fdatasync of the batch before).
   void read_stage() {
-    Batch pending;
+    PendingParts pending;
     std::vector<DeadLetter> pending_dead;
     OldestRecordTime pending_oldest;
     Position position;
@@ -376,24 +379,28 @@ class SyncRun {
         record_error(polled.error());
         break;
       }
-      if (const size_t got = polled->records.rows; got > 0) {
-        if (pending.rows == 0) {
-          pending = std::move(polled->records);
-          pending_oldest.add(polled->oldest_record_time_micros);
-          batch_started = Clock::now();
-        } else if (pending.append(polled->records)) {
-          pending_oldest.add(polled->oldest_record_time_micros);
-        } else {
-          // The new records do not fit the batch being built (a field of another type, or one that differs only in
-          // letter case): that batch is cut at the position before them, and they start the next one. Each batch
-          // then lands on its own (the sink maps names and converts or rejects values), so nothing blocks here.
-          if (!cut_batch(pending, pending_dead, pending_oldest, committed_position(position, false, pending.rows))) {
-            break;
-          }
-          pending = std::move(polled->records);
-          pending_oldest.add(polled->oldest_record_time_micros);
-          batch_started = Clock::now();
+      if (const size_t got = polled->records.rows + total_rows(polled->other_streams); got > 0) {
+        // Records that do not fit the batch being built (a field of another type, or one that differs only in
+        // letter case) cut it at the position before them, and start the next one. Each batch then lands on its
+        // own (the sink maps names and converts or rejects values), so nothing blocks here. A poll's streams stay
+        // together: one of them not fitting cuts before all of them.
+        bool fits = pending.fits(polled->records);
+        for (const Batch& other : polled->other_streams) fits = fits && pending.fits(other);
+        if (!fits &&
+            !cut_batch(pending, pending_dead, pending_oldest, committed_position(position, false, pending.rows()))) {
+          break;
         }
+        if (pending.rows() == 0) batch_started = Clock::now();
+        bool added = pending.add(std::move(polled->records));
+        for (Batch& other : polled->other_streams) added = pending.add(std::move(other)) && added;
+        if (!added) {
+          record_error({ErrorKind::kInternal,
+                        fmt::format("source '{}' gave one stream twice in one poll, with fields that disagree; this "
+                                    "is a bug in skipprd, please report it",
+                                    pipe_->data_source)});
+          break;
+        }
+        pending_oldest.add(polled->oldest_record_time_micros);
         add([&](RunTotals& t) { t.rows_read += got; });
         reporter_.rows_read(snapshot());
       }
@@ -403,7 +410,7 @@ class SyncRun {
       position_to_keep = position_to_keep || polled->keep_position;
       // A full refresh that read nothing would empty the table: refused unless the pipeline expects it, before its
       // end is committed (the table stays as it is, and the next run reads the source again).
-      if (passes_ && polled->drained && !pipe_->allow_empty_replace && passes_->ends_empty_refresh(pending.rows)) {
+      if (passes_ && polled->drained && !pipe_->allow_empty_replace && passes_->ends_empty_refresh(pending.rows())) {
         record_error(empty_refresh_error(pending_dead.size()));
         break;
       }
@@ -411,11 +418,11 @@ class SyncRun {
       if (passes_ && polled->drained && passes_->needs_end_batch()) position_to_keep = true;
       // Dead letters alone make a (row-less) batch too: they must be committed with the position that skips them;
       // so does a position the source asks to keep.
-      const bool cut = (pending.rows > 0 || !pending_dead.empty() || position_to_keep) &&
+      const bool cut = (pending.rows() > 0 || !pending_dead.empty() || position_to_keep) &&
                        (pending.byte_size() >= settings_.buffer_threshold_bytes ||
                         seconds_since(batch_started) >= settings_.buffer_threshold_seconds || polled->drained);
       if (cut && !cut_batch(pending, pending_dead, pending_oldest,
-                            committed_position(position, polled->drained, pending.rows))) {
+                            committed_position(position, polled->drained, pending.rows()))) {
         break;
       }
       if (cut) position_to_keep = false;
@@ -449,19 +456,19 @@ class SyncRun {
   }
 
   // Encodes `pending` with the position after it and hands it to the committer; false when the run must stop.
-  bool cut_batch(Batch& pending, std::vector<DeadLetter>& pending_dead, OldestRecordTime& pending_oldest,
+  bool cut_batch(PendingParts& pending, std::vector<DeadLetter>& pending_dead, OldestRecordTime& pending_oldest,
                  const Position& position) {
-    auto encoded = wal_->encode(pending);
+    std::vector<Batch> parts = pending.take();
+    auto encoded = wal_->encode_parts(parts);
     if (!encoded) {
       record_error(encoded.error());
       return false;
     }
     if (!to_commit_.push(
-            {std::move(pending), std::move(*encoded), position, std::move(pending_dead), pending_oldest.value()})) {
+            {std::move(parts), std::move(*encoded), position, std::move(pending_dead), pending_oldest.value()})) {
       return false;
     }
     ++batches_cut_;
-    pending = Batch{};
     pending_dead.clear();
     pending_oldest.reset();
     return true;
@@ -493,8 +500,8 @@ class SyncRun {
         spdlog::warn("source acknowledge failed (the WAL stays the truth; it is retried on the next commit): {}",
                      st.error().message);
       }
-      const uint64_t rows = item->batch.rows;
-      const size_t bytes = item->batch.byte_size();
+      const uint64_t rows = total_rows(item->parts);
+      const size_t bytes = total_bytes(item->parts);
       add([&](RunTotals& t) {
         t.rows_committed += rows;
         t.dead_letters += item->dead_letters.size();
@@ -503,8 +510,9 @@ class SyncRun {
         t.wal_bytes = wal_->bytes_on_disk();
       });
       reporter_.batch_committed(*id, rows, snapshot());
-      fit_field_names(item->batch.schema, sink_identifier_limit());  // the WAL keeps the source's names
-      if (!to_land_.push({*id, id->seq, std::move(item->batch), std::move(item->position_after), /*replayed=*/false,
+      // The WAL keeps the source's names; the sink gets names it can keep.
+      for (Batch& part : item->parts) fit_field_names(part.schema, sink_identifier_limit());
+      if (!to_land_.push({*id, id->seq, std::move(item->parts), std::move(item->position_after), /*replayed=*/false,
                           item->oldest_record_time_micros},
                          bytes)) {
         break;
@@ -520,20 +528,20 @@ class SyncRun {
     std::vector<CommittedBatch> group;
     size_t group_bytes = 0;
     for (const auto& info : pending) {
-      auto batch = wal_->read_batch(info);
-      if (!batch) {
+      auto parts = wal_->read_parts(info);
+      if (!parts) {
         // The batches before an unreadable one still land (each lands once, in order); nothing after it does.
         if (!group.empty()) land_group(group);
-        return record_error(batch.error());
+        return record_error(parts.error());
       }
-      const size_t bytes = batch->byte_size();
+      const size_t bytes = total_bytes(*parts);
       if (!group.empty() && (group.size() >= max_group_batches() || group_bytes + bytes > max_group_bytes())) {
         if (!land_group(group)) return;
         group.clear();
         group_bytes = 0;
       }
-      fit_field_names(batch->schema, sink_identifier_limit());
-      group.push_back({info.id, info.seq, std::move(*batch), info.position_after, /*replayed=*/true, std::nullopt});
+      for (Batch& part : *parts) fit_field_names(part.schema, sink_identifier_limit());
+      group.push_back({info.id, info.seq, std::move(*parts), info.position_after, /*replayed=*/true, std::nullopt});
       group_bytes += bytes;
     }
     if (!group.empty() && !land_group(group)) return;
@@ -565,8 +573,12 @@ class SyncRun {
         spdlog::warn("{}: not re-sent after a restart (the sink's guarantee is 'none')", b.id.str());
       return mark_landed(group, std::vector<BatchLanded>(group.size()));
     }
+    // A batch of several streams is one item per stream, in one sink call: a sink with transactions lands all of a
+    // batch's streams in one (sinks without land them one table at a time, each under its ledger).
     std::vector<BatchToLand> items;
-    for (const auto& b : group) items.push_back({b.batch, b.id, b.position_after, b.replayed});
+    for (const auto& b : group) {
+      for (const Batch& part : b.parts) items.push_back({part, b.id, b.position_after, b.replayed});
+    }
     std::optional<Clock::time_point> failing_since;
     auto backoff = std::chrono::milliseconds(100);
     while (true) {
@@ -592,14 +604,14 @@ class SyncRun {
         if (landed) metrics_->observe_landing(Clock::now() - write_started);
         count_attempts(landed, items.size());
       }
-      if (landed && landed->size() != group.size()) {
+      if (landed && landed->size() != items.size()) {
         record_error({ErrorKind::kInternal,
-                      fmt::format("the sink reported {} outcomes for {} batches", landed->size(), group.size())});
+                      fmt::format("the sink reported {} outcomes for {} batch parts", landed->size(), items.size())});
         return false;
       }
       if (landed) {
         if (failing_since) spdlog::info("sink is available again; {} landed", group_ids(items));
-        return mark_landed(group, *landed);
+        return mark_landed(group, per_batch(group, *landed));
       }
       const Error& e = landed.error();
       // A failed group is landed again one batch at a time, whatever the failure: a destination's error does not
@@ -630,6 +642,25 @@ class SyncRun {
       sleep_before_retry(backoff, *failing_since);
       backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
     }
+  }
+
+  // The outcome of each batch from those of its parts: already applied when every part was (a replay), and the rows
+  // its applied parts rejected.
+  static std::vector<BatchLanded> per_batch(std::span<const CommittedBatch> group,
+                                            const std::vector<BatchLanded>& per_part) {
+    std::vector<BatchLanded> out;
+    size_t next = 0;
+    for (const auto& b : group) {
+      BatchLanded landed{WriteOutcome::kAlreadyApplied, 0};
+      for (size_t i = 0; i < b.parts.size(); ++i, ++next) {
+        if (per_part[next].outcome == WriteOutcome::kApplied) {
+          landed.outcome = WriteOutcome::kApplied;
+          landed.rows_rejected += per_part[next].rows_rejected;
+        }
+      }
+      out.push_back(landed);
+    }
+    return out;
   }
 
   void count_attempts(const Result<std::vector<BatchLanded>>& landed, size_t batches) {
@@ -665,9 +696,10 @@ class SyncRun {
     for (size_t i = 0; i < group.size(); ++i) {
       const CommittedBatch& b = group[i];
       const bool already = landed[i].outcome == WriteOutcome::kAlreadyApplied;
-      const uint64_t rejected = already ? 0 : std::min<uint64_t>(landed[i].rows_rejected, b.batch.rows);
+      const uint64_t rows = total_rows(b.parts);
+      const uint64_t rejected = already ? 0 : std::min<uint64_t>(landed[i].rows_rejected, rows);
       add([&](RunTotals& t) {
-        t.rows_landed += b.batch.rows - rejected;
+        t.rows_landed += rows - rejected;
         t.rows_rejected += rejected;
         t.batches_landed += 1;
         if (t.batches_waiting > 0) t.batches_waiting -= 1;
@@ -676,7 +708,7 @@ class SyncRun {
         t.last_batch_landed = b.id.str();
         t.wal_bytes = wal_->bytes_on_disk();
       });
-      if (passes_) count_replaced(b, b.batch.rows - rejected, already);
+      if (passes_) count_replaced(b, rows - rejected, already);
       if (rejected > 0) {
         spdlog::warn("{}: {} row(s) did not fit their columns and went to the destination's rejects table", b.id.str(),
                      rejected);
@@ -684,7 +716,7 @@ class SyncRun {
       std::optional<double> lag;
       if (b.oldest_record_time_micros) lag = static_cast<double>(now_micros() - *b.oldest_record_time_micros) / 1e6;
       metrics_->landed(lag);
-      reporter_.batch_landed(b.id, b.batch.rows, b.replayed, already, lag, snapshot());
+      reporter_.batch_landed(b.id, rows, b.replayed, already, lag, snapshot());
     }
     return true;
   }

@@ -157,16 +157,14 @@ void PipelineMetrics::landed(std::optional<double> source_lag_seconds) {
   if (source_lag_seconds) source_lag_seconds_ = source_lag_seconds;
 }
 
-void PipelineMetrics::render(std::string& out, const std::string& family) const {
+void PipelineMetrics::render(std::string& out, const std::string& family, const RunTotals& totals) const {
   if (family.ends_with("_total") && family != "skippr_sink_attempts_total") {
-    const RunTotals totals = this->totals();
     for (const auto& [field, member] : DeliveryCounts::fields()) {
       if (counter_name(field) == family) out += fmt::format("{}{{{}}} {}\n", family, labels_, totals.*member);
     }
     return;
   }
   if (family == "skippr_wal_bytes" || family == "skippr_batches_waiting") {
-    const RunTotals totals = this->totals();
     out += fmt::format("{}{{{}}} {}\n", family, labels_,
                        family == "skippr_wal_bytes" ? totals.wal_bytes : totals.batches_waiting);
     return;
@@ -223,10 +221,12 @@ std::string MetricsRegistry::render() const {
     }
   }
   std::ranges::sort(live, {}, [](const auto& p) { return p->pipeline(); });
+  std::vector<RunTotals> totals;
+  for (const auto& p : live) totals.push_back(p->totals());
   std::string out;
   auto family = [&](const std::string& name, const char* type, const char* help) {
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
-    for (const auto& p : live) p->render(out, name);
+    for (size_t i = 0; i < live.size(); ++i) live[i]->render(out, name, totals[i]);
   };
   for (const auto& [field, member] : DeliveryCounts::fields()) {
     (void)member;

@@ -65,8 +65,10 @@ class PipelineMetrics {
   std::optional<double> seconds_since_last_landing() const;
 
   const std::string& pipeline() const { return pipeline_; }
-  // The run's samples for the metric family `family` (see metrics.cc), appended to `out`.
-  void render(std::string& out, const std::string& family) const;
+  // The run's samples for the metric family `family` (see metrics.cc), appended to `out`. `totals` is one
+  // snapshot of the run's counts (totals()) taken for the whole scrape, so the families of one scrape agree (the
+  // batches waiting are the committed minus the landed).
+  void render(std::string& out, const std::string& family, const RunTotals& totals) const;
 
  private:
   std::string pipeline_;

@@ -7,6 +7,7 @@
 #include <bit>
 #include <cstring>
 #include <memory>
+#include <span>
 
 #include "wal/byte_io.h"
 
@@ -18,6 +19,7 @@ namespace {
 static_assert(std::endian::native == std::endian::little, "the WAL column encoding assumes a little-endian host");
 
 constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kPartsVersion = 2;  // several parts, one per stream (serialize_parts)
 
 template <class T>
 void put_array(ByteWriter& w, const std::vector<T>& values) {
@@ -151,9 +153,59 @@ Result<Batch> deserialize_batch(std::string_view bytes) {
   return batch;
 }
 
+bool is_single_unnamed(std::span<const Batch> parts) { return parts.size() == 1 && parts.front().stream.empty(); }
+
+std::string serialize_parts(std::span<const Batch> parts) {
+  if (is_single_unnamed(parts)) return serialize_batch(parts.front());
+  std::string out;
+  ByteWriter w(out);
+  w.u32(kPartsVersion);
+  w.u32(static_cast<uint32_t>(parts.size()));
+  for (const Batch& part : parts) {
+    w.str(part.stream);
+    const std::string one = serialize_batch(part);
+    w.u64(one.size());
+    w.bytes(one);
+  }
+  return out;
+}
+
+Result<std::vector<Batch>> deserialize_parts(std::string_view bytes) {
+  ByteReader r(bytes);
+  auto version = r.u32();
+  std::vector<Batch> parts;
+  if (version && *version == kFormatVersion) {
+    auto batch = deserialize_batch(bytes);
+    if (!batch) return std::unexpected(batch.error());
+    parts.push_back(std::move(*batch));
+    return parts;
+  }
+  if (!version || *version != kPartsVersion) {
+    return malformed(fmt::format("unknown format version {}", version ? *version : 0));
+  }
+  auto count = r.u32();
+  if (!count || *count > r.remaining()) return malformed("bad part count");
+  for (uint32_t i = 0; i < *count; ++i) {
+    auto stream = r.str();
+    auto size = r.u64();
+    std::optional<std::string_view> one;
+    if (!stream || !size || !(one = r.bytes(*size))) return malformed(fmt::format("part {} is cut short", i));
+    auto batch = deserialize_batch(*one);
+    if (!batch) return std::unexpected(batch.error());
+    batch->stream = std::string(*stream);
+    parts.push_back(std::move(*batch));
+  }
+  if (r.remaining() != 0) return malformed(fmt::format("{} trailing bytes after the parts", r.remaining()));
+  return parts;
+}
+
 Result<std::string> encode_batch_blocks(const Batch& batch, int zstd_level) {
-  SKIPPR_TRY(batch.check_shape());
-  const std::string raw = serialize_batch(batch);
+  return encode_parts_blocks(std::span(&batch, 1), zstd_level);
+}
+
+Result<std::string> encode_parts_blocks(std::span<const Batch> parts, int zstd_level) {
+  for (const Batch& part : parts) SKIPPR_TRY(part.check_shape());
+  const std::string raw = serialize_parts(parts);
   constexpr size_t kBlockHeader = 9;
   std::string out;
   out.reserve(8 + raw.size() + (raw.size() / kBlockBytes + 1) * kBlockHeader);
@@ -178,6 +230,15 @@ Result<std::string> encode_batch_blocks(const Batch& batch, int zstd_level) {
 }
 
 Result<Batch> decode_batch_blocks(std::string_view encoded) {
+  auto parts = decode_parts_blocks(encoded);
+  if (!parts) return std::unexpected(parts.error());
+  if (parts->size() != 1 || !parts->front().stream.empty()) {
+    return malformed(fmt::format("{} stream parts where one batch was expected", parts->size()));
+  }
+  return std::move(parts->front());
+}
+
+Result<std::vector<Batch>> decode_parts_blocks(std::string_view encoded) {
   ByteReader r(encoded);
   auto raw_size = r.u64();
   // A block holds at most kBlockBytes and takes at least its header and one byte, so this bounds what a damaged size
@@ -213,7 +274,7 @@ Result<Batch> decode_batch_blocks(std::string_view encoded) {
     return filled;
   });
   if (!ok || filled != *raw_size) return malformed("a damaged or incomplete block");
-  return deserialize_batch(raw);
+  return deserialize_parts(raw);
 }
 
 Result<std::string> compress_batch(const Batch& batch, int zstd_level) {
@@ -230,6 +291,14 @@ Result<std::string> compress_batch(const Batch& batch, int zstd_level) {
   if (ZSTD_isError(n))
     return fail(ErrorKind::kInternal, fmt::format("zstd compression failed: {}", ZSTD_getErrorName(n)));
   return out;
+}
+
+Result<std::vector<Batch>> decompress_parts(std::string_view compressed) {
+  auto batch = decompress_batch(compressed);
+  if (!batch) return std::unexpected(batch.error());
+  std::vector<Batch> parts;
+  parts.push_back(std::move(*batch));
+  return parts;
 }
 
 Result<Batch> decompress_batch(std::string_view compressed) {

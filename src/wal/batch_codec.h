@@ -10,8 +10,10 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/batch.h"
 #include "core/result.h"
@@ -22,17 +24,28 @@ inline constexpr size_t kBlockBytes = 1 << 20;
 
 enum class BlockCodec : uint8_t { kRaw = 0, kZstd = 1 };
 
-// Plain (uncompressed) serialisation.
+// Plain (uncompressed) serialisation of one batch: [u32 version 1][rows][schema][columns]. Its stream name is not
+// part of it.
 std::string serialize_batch(const Batch& batch);
 // kCorruption when the bytes do not describe a consistent batch.
 Result<Batch> deserialize_batch(std::string_view bytes);
 
-// Format 2 (kBatchBlocks). kInternal when the batch's columns do not match its row count.
+// The parts of one commit, one Batch per stream. One part of the unnamed stream (every single-stream pipeline) is
+// serialize_batch's bytes, as written before streams existed; otherwise [u32 version 2][u32 parts] then per part
+// [u32 length + stream name][u64 length][serialize_batch of the part]. Reading takes both.
+std::string serialize_parts(std::span<const Batch> parts);
+Result<std::vector<Batch>> deserialize_parts(std::string_view bytes);
+
+// Format 2 (kBatchBlocks) of a commit's parts. kInternal when a part's columns do not match its row count.
+Result<std::string> encode_parts_blocks(std::span<const Batch> parts, int zstd_level);
+Result<std::vector<Batch>> decode_parts_blocks(std::string_view encoded);
+// The same for a commit of one unnamed part; decoding anything else is kCorruption.
 Result<std::string> encode_batch_blocks(const Batch& batch, int zstd_level);
 Result<Batch> decode_batch_blocks(std::string_view encoded);
 
 // Format 1 (kBatch): read for WALs written by earlier versions. Writing it is kept only so tests can make such a WAL.
 Result<std::string> compress_batch(const Batch& batch, int zstd_level);
 Result<Batch> decompress_batch(std::string_view compressed);
+Result<std::vector<Batch>> decompress_parts(std::string_view compressed);  // the one batch, as the parts of a commit
 
 }  // namespace skippr::wal

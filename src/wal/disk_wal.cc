@@ -51,13 +51,13 @@ class DiskWal final : public Wal {
   ~DiskWal() override;
 
   using Wal::commit;
-  Result<EncodedBatch> encode(const Batch& batch) const override;
+  Result<EncodedBatch> encode_parts(std::span<const Batch> parts) const override;
   Result<BatchId> commit(const EncodedBatch& batch, const Position& position_after) override;
   Status mark_landed(uint64_t seq) override;
   void stop_waiting() override;
   Status sync() override;
   std::vector<WalBatchInfo> pending() const override;
-  Result<Batch> read_batch(const WalBatchInfo& info) const override;
+  Result<std::vector<Batch>> read_parts(const WalBatchInfo& info) const override;
   Result<EncodedBatch> read_encoded(const WalBatchInfo& info) const override;
   Position last_position() const override;
   uint64_t last_committed_seq() const override;
@@ -342,21 +342,38 @@ Status Wal::destroy(const fs::path& dir, Env* env_or_null) {
   return ok();
 }
 
-Result<EncodedBatch> encode_for_wal(const Batch& batch, int zstd_level) {
-  auto columns = wal::encode_batch_blocks(batch, zstd_level);
+Result<EncodedBatch> encode_for_wal(std::span<const Batch> parts, int zstd_level) {
+  auto columns = wal::encode_parts_blocks(parts, zstd_level);
   if (!columns) return unexpected(columns.error());
   const uint32_t crc = crc32c::value(*columns);
-  return EncodedBatch{batch.rows, std::move(*columns), crc};
+  uint64_t rows = 0;
+  for (const Batch& part : parts) rows += part.rows;
+  return EncodedBatch{rows, std::move(*columns), crc};
 }
 
-Result<EncodedBatch> DiskWal::encode(const Batch& batch) const {
-  return encode_for_wal(batch, impl_->options.zstd_level);
+Result<std::vector<Batch>> decode_wal_parts(uint8_t record_type, std::string_view columns) {
+  return record_type == static_cast<uint8_t>(wal::RecordType::kBatchBlocks) ? wal::decode_parts_blocks(columns)
+                                                                            : wal::decompress_parts(columns);
+}
+
+Result<EncodedBatch> DiskWal::encode_parts(std::span<const Batch> parts) const {
+  return encode_for_wal(parts, impl_->options.zstd_level);
+}
+
+Result<Batch> Wal::read_batch(const WalBatchInfo& info) const {
+  auto parts = read_parts(info);
+  if (!parts) return unexpected(parts.error());
+  if (parts->size() != 1 || !parts->front().stream.empty()) {
+    return fail(ErrorKind::kInternal,
+                fmt::format("batch {} holds {} streams where one batch was expected", info.seq, parts->size()));
+  }
+  return std::move(parts->front());
 }
 
 Result<EncodedBatch> Wal::read_encoded(const WalBatchInfo& info) const {
-  auto batch = read_batch(info);
-  if (!batch) return unexpected(batch.error());
-  return encode(*batch);
+  auto parts = read_parts(info);
+  if (!parts) return unexpected(parts.error());
+  return encode_parts(*parts);
 }
 
 Result<BatchId> Wal::commit(const Batch& batch, const Position& position_after) {
@@ -514,17 +531,16 @@ static Result<wal::BatchMeta> read_batch_record(const DiskWal::Impl& impl, const
   return *meta;
 }
 
-Result<Batch> DiskWal::read_batch(const WalBatchInfo& info) const {
+Result<std::vector<Batch>> DiskWal::read_parts(const WalBatchInfo& info) const {
   std::string data;
   std::string_view columns;
   wal::RecordType type{};
   auto meta = read_batch_record(*impl_, info, data, columns, type);
   if (!meta) return unexpected(meta.error());
-  auto batch =
-      type == wal::RecordType::kBatchBlocks ? wal::decode_batch_blocks(columns) : wal::decompress_batch(columns);
-  if (!batch)
-    return unexpected(wal::corruption_error(info.segment, info.offset, batch.error().message, impl_->options.pipeline));
-  return batch;
+  auto parts = decode_wal_parts(static_cast<uint8_t>(type), columns);
+  if (!parts)
+    return unexpected(wal::corruption_error(info.segment, info.offset, parts.error().message, impl_->options.pipeline));
+  return parts;
 }
 
 Result<EncodedBatch> DiskWal::read_encoded(const WalBatchInfo& info) const {

@@ -187,7 +187,9 @@ class S3WalImpl final : public Wal {
     return ok();
   }
 
-  Result<EncodedBatch> encode(const Batch& batch) const override { return encode_for_wal(batch, o_.zstd_level); }
+  Result<EncodedBatch> encode_parts(std::span<const Batch> parts) const override {
+    return encode_for_wal(parts, o_.zstd_level);
+  }
 
   using Wal::commit;
   Result<BatchId> commit(const EncodedBatch& batch, const Position& position_after) override {
@@ -286,7 +288,7 @@ class S3WalImpl final : public Wal {
     return {unlanded_.begin(), unlanded_.end()};
   }
 
-  Result<Batch> read_batch(const WalBatchInfo& info) const override {
+  Result<std::vector<Batch>> read_parts(const WalBatchInfo& info) const override {
     auto found = get_with_retry(info.segment);
     if (!found) return std::unexpected(found.error());
     if (!*found) return std::unexpected(missing_object(info.seq, info.segment));
@@ -296,10 +298,9 @@ class S3WalImpl final : public Wal {
     auto decoded = decode_object(o_, info.segment, *parsed, body);
     if (!decoded) return std::unexpected(decoded.error());
     if (decoded->crc != info.crc) return std::unexpected(corrupt(o_, info.segment, "it is not the batch committed"));
-    auto batch = decoded->type == wal::RecordType::kBatchBlocks ? wal::decode_batch_blocks(decoded->columns)
-                                                                : wal::decompress_batch(decoded->columns);
-    if (!batch) return std::unexpected(corrupt(o_, info.segment, batch.error().message));
-    return batch;
+    auto parts = decode_wal_parts(static_cast<uint8_t>(decoded->type), decoded->columns);
+    if (!parts) return std::unexpected(corrupt(o_, info.segment, parts.error().message));
+    return parts;
   }
 
   Position last_position() const override {

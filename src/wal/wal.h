@@ -12,7 +12,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/batch.h"
@@ -51,8 +53,11 @@ struct EncodedBatch {
   uint32_t columns_crc = 0;  // crc32c of `columns`, so commit() checksums only the small metadata in front of them
 };
 
-// A batch's columns in WAL blocks (wal/batch_codec.h) with their checksum: what every store's encode() returns.
-Result<EncodedBatch> encode_for_wal(const Batch& batch, int zstd_level);
+// A commit's parts (one Batch per stream) in WAL blocks (wal/batch_codec.h) with their checksum: what every store's
+// encode_parts() returns.
+Result<EncodedBatch> encode_for_wal(std::span<const Batch> parts, int zstd_level);
+// Decodes what encode_for_wal made, in a record of `type`; both older encodings of one batch read as one part.
+Result<std::vector<Batch>> decode_wal_parts(uint8_t record_type, std::string_view columns);
 
 struct WalBatchInfo {
   uint64_t seq = 0;
@@ -112,9 +117,11 @@ class Wal {
 
   virtual ~Wal() = default;
 
-  // Encodes a batch for commit(). Pure CPU work touching no WAL state: call it from any thread, e.g. the stage
-  // before the committer. kInternal when the batch's columns do not match its row count.
-  virtual Result<EncodedBatch> encode(const Batch& batch) const = 0;
+  // Encodes a commit's parts (one Batch per stream that had records) for commit(). Pure CPU work touching no WAL
+  // state: call it from any thread, e.g. the stage before the committer. kInternal when a part's columns do not
+  // match its row count.
+  virtual Result<EncodedBatch> encode_parts(std::span<const Batch> parts) const = 0;
+  Result<EncodedBatch> encode(const Batch& batch) const { return encode_parts(std::span(&batch, 1)); }
 
   // Makes the batch durable; when this returns, it is committed. Thread-safe. On disk: appends a BATCH record and
   // fdatasyncs it (concurrent committers share one fdatasync); a failed fsync is kFatalIo and poisons the WAL, ENOSPC
@@ -138,8 +145,10 @@ class Wal {
 
   // Committed batches that have not landed, in seq order.
   virtual std::vector<WalBatchInfo> pending() const = 0;
-  // Reads and decompresses one batch; verifies its checksum again.
-  virtual Result<Batch> read_batch(const WalBatchInfo& info) const = 0;
+  // Reads and decompresses one committed batch's parts (one per stream); verifies its checksum again.
+  virtual Result<std::vector<Batch>> read_parts(const WalBatchInfo& info) const = 0;
+  // The same for a batch of one unnamed stream (kCorruption for any other).
+  Result<Batch> read_batch(const WalBatchInfo& info) const;
   // One batch's columns as they are stored, checksum verified, for a copy that must hold the very same record (a
   // replica's catch-up). By default read_batch() encoded again.
   virtual Result<EncodedBatch> read_encoded(const WalBatchInfo& info) const;

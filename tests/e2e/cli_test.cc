@@ -52,7 +52,7 @@ const BadConfig kBadConfigs[] = {
      "data_sources:\n  sample:\n    Sample: { rows: 5 }\ndata_sinks:\n  warehouse:\n"
      "    DuckDB: { path: o.duckdb, table: \"\" }\npipelines:\n  bikehire:\n    data_source: data_sources.sample\n"
      "    data_sink: data_sinks.warehouse\n",
-     "skippr.yml:5:", "needs both path and table"},
+     "skippr.yml:5:", "sink 'warehouse': table is empty; name the table to land in"},
     {"landing the sink lacks",
      "data_sources:\n  sample:\n    Sample: { rows: 5 }\ndata_sinks:\n  warehouse:\n"
      "    File: { path: out }\npipelines:\n  bikehire:\n    data_source: data_sources.sample\n"

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -16,6 +17,7 @@
 
 #include "core/connector.h"
 #include "streaming/http_test_client.h"
+#include "support/chaos_loop.h"
 #include "support/pipeline_fixture.h"
 
 namespace skippr::test {
@@ -35,6 +37,13 @@ constexpr int kPartitions = 3;
     std::fprintf(stderr, "cannot start the mock cluster: %s\n", err);
     _exit(1);
   }
+  // More topics, named in SKIPPR_TEST_KAFKA_TOPICS (comma-separated), two partitions each.
+  std::string more = std::getenv("SKIPPR_TEST_KAFKA_TOPICS") ? std::getenv("SKIPPR_TEST_KAFKA_TOPICS") : "";
+  for (size_t begin = 0; begin < more.size();) {
+    const size_t end = std::min(more.find(',', begin), more.size());
+    if (rd_kafka_mock_topic_create(cluster, more.substr(begin, end - begin).c_str(), 2, 1)) _exit(1);
+    begin = end + 1;
+  }
   std::printf("%s\n", rd_kafka_mock_cluster_bootstraps(cluster));
   std::fflush(stdout);
   const pid_t parent = getppid();
@@ -50,8 +59,9 @@ struct MockCluster {
   TempDir dir;
   int pid = 0;
   std::string bootstrap;
-  MockCluster() {
-    pid = spawn_process({"/proc/self/exe"}, dir.path(), {{"SKIPPR_TEST_KAFKA_MOCK", "1"}});
+  explicit MockCluster(const std::string& more_topics = "") {
+    pid = spawn_process({"/proc/self/exe"}, dir.path(),
+                        {{"SKIPPR_TEST_KAFKA_MOCK", "1"}, {"SKIPPR_TEST_KAFKA_TOPICS", more_topics}});
     for (int i = 0; i < 500 && bootstrap.empty(); ++i) {
       std::this_thread::sleep_for(10ms);
       const std::string out = read_text(dir / "spawned.out");
@@ -104,9 +114,10 @@ class Producer {
     rd_kafka_flush(rk_, 60000);
   }
   // Produces `values` in order to one partition (one key), waiting until all are delivered.
-  void produce_values(const std::vector<std::string>& values, const std::string& key = "k") {
+  void produce_values(const std::vector<std::string>& values, const std::string& key = "k",
+                      const char* topic = kTopic) {
     for (const auto& value : values) {
-      rd_kafka_producev(rk_, RD_KAFKA_V_TOPIC(kTopic), RD_KAFKA_V_KEY(key.data(), key.size()),
+      rd_kafka_producev(rk_, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key.data(), key.size()),
                         RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
                         RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END);
     }
@@ -484,6 +495,70 @@ TEST(KafkaSource, FieldTypeChangesLandOrAreRejected) {
             "1:x:1,2:5:2,3:y:3");
   EXPECT_EQ(duckdb_value(db, "SELECT count(*) FROM events WHERE value IS NOT NULL"), "0");
   EXPECT_EQ(duckdb_value(db, "SELECT count(*) FROM events__skippr_rejected WHERE record LIKE '%four%'"), "1");
+}
+
+// stream_per_topic: ten topics, each a stream landed in its own table with its own fields only. Under kill -9 every
+// table ends equal to an unkilled run's: each message once, the same content.
+TEST(KafkaSource, TenTopicsLandInTenTablesExactlyOnceUnderKills) {
+  constexpr int kTopics = 10, kPerTopic = 3000;
+  std::vector<std::string> topics;
+  for (int t = 0; t < kTopics; ++t) topics.push_back(fmt::format("shop.t{}", t));
+  MockCluster cluster(fmt::format("{}", fmt::join(topics, ",")));
+  ASSERT_FALSE(cluster.bootstrap.empty()) << read_text(cluster.dir / "spawned.err");
+  Producer producer(cluster.bootstrap);
+  for (int t = 0; t < kTopics; ++t) {
+    std::vector<std::string> values;
+    for (int i = 0; i < kPerTopic; ++i) {
+      values.push_back(fmt::format(R"({{"id":{},"f{}":"v{}-{}","n":{}}})", i, t, t, i, i * t));
+    }
+    // Two keys: both partitions of the topic get messages.
+    producer.produce_values(std::vector(values.begin(), values.begin() + kPerTopic / 2), "a", topics[t].c_str());
+    producer.produce_values(std::vector(values.begin() + kPerTopic / 2, values.end()), "b", topics[t].c_str());
+  }
+  auto config = [&] {
+    return fmt::format(R"(data_sources:
+  stream:
+    Kafka: {{ brokers: "{}", pattern: '^shop\..*', group_id: streams-test, stream_per_topic: true }}
+data_sinks:
+  db:
+    DuckDB: {{ path: out.duckdb, table: "k_{{stream}}" }}
+pipelines:
+  kafka:
+    data_source: data_sources.stream
+    data_sink: data_sinks.db
+)",
+                       cluster.bootstrap);
+  };
+  const std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "60000"}};
+  PipelineFixture clean(config());
+  auto run = clean.skipprd({"sync", "--pipeline", "kafka", "--once"}, env, 300);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+
+  PipelineFixture killed(config());
+  auto chaos_env = env;
+  chaos_env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.3";
+  chaos_env["SKIPPR_CHAOS_MAX_SECONDS"] = "1.5";
+  const auto runs = sync_until_done_under_chaos(killed, "kafka", chaos_env, /*seed_base=*/6100, {.min_kills = 15});
+  ASSERT_TRUE(runs.finished) << runs.failure;
+  std::cout << "kafka topics chaos: " << runs.summary() << "\n";
+  EXPECT_GE(runs.kills, 15);
+
+  for (int t = 0; t < kTopics; ++t) {
+    const std::string table = fmt::format("k_shop_t{}", t);
+    const std::string digest = fmt::format(
+        "SELECT count(*) || '|' || count(DISTINCT (\"partition\", \"offset\")) || '|' || count(DISTINCT id) || '|' || "
+        "sum(hash(id, f{0}, n, \"partition\", \"offset\", topic)) FROM {1}",
+        t, table);
+    const std::string want = duckdb_value(clean.path("out.duckdb"), digest);
+    EXPECT_TRUE(want.starts_with(fmt::format("{0}|{0}|{0}|", kPerTopic))) << table << ": " << want;
+    EXPECT_EQ(duckdb_value(killed.path("out.duckdb"), digest), want) << table;
+    // Only its own topic's field.
+    EXPECT_EQ(duckdb_value(killed.path("out.duckdb"),
+                           fmt::format("SELECT count(*) FROM information_schema.columns WHERE table_name = '{}' AND "
+                                       "column_name LIKE 'f%'",
+                                       table)),
+              "1");
+  }
 }
 
 }  // namespace

@@ -157,5 +157,49 @@ TEST(BatchBlocks, RejectsTruncatedDamagedOrUnknownBlocks) {
   EXPECT_FALSE(decode_batch_blocks(good + "x"));
 }
 
+// A commit of several streams: one part each, names and columns kept; one part of the unnamed stream is the very
+// bytes a batch was before streams existed, so every WAL written then reads as that one part.
+TEST(BatchCodec, PartsOfSeveralStreamsRoundTripAndOneUnnamedPartIsTheOldEncoding) {
+  std::vector<Batch> parts = {batch_with_every_type(30, 1), batch_with_every_type(0, 2), batch_with_every_type(7, 3)};
+  parts[0].stream = "public.orders";
+  parts[1].stream = "empty";
+  parts[2].stream = "events";
+  auto encoded = encode_parts_blocks(parts, 1);
+  ASSERT_TRUE(encoded) << encoded.error().message;
+  auto decoded = decode_parts_blocks(*encoded);
+  ASSERT_TRUE(decoded) << decoded.error().message;
+  ASSERT_EQ(decoded->size(), 3u);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    EXPECT_EQ((*decoded)[i].stream, parts[i].stream);
+    expect_batches_equal(parts[i], (*decoded)[i]);
+  }
+  EXPECT_FALSE(decode_batch_blocks(*encoded)) << "a reader of one batch must not take the first of several parts";
+
+  const Batch one = batch_with_every_type(12, 4);
+  EXPECT_EQ(serialize_parts(std::span(&one, 1)), serialize_batch(one));
+  auto old = decode_parts_blocks(*encode_batch_blocks(one, 1));
+  ASSERT_TRUE(old) << old.error().message;
+  ASSERT_EQ(old->size(), 1u);
+  EXPECT_EQ(old->front().stream, "");
+  expect_batches_equal(one, old->front());
+}
+
+TEST(BatchCodec, DamagedPartsAreCorruption) {
+  std::vector<Batch> parts = {batch_with_every_type(5, 1), batch_with_every_type(5, 2)};
+  parts[0].stream = "a";
+  parts[1].stream = "b";
+  const std::string raw = serialize_parts(parts);
+  ASSERT_TRUE(deserialize_parts(raw));
+  for (size_t cut : {size_t{4}, size_t{9}, raw.size() / 2, raw.size() - 1}) {
+    auto decoded = deserialize_parts(std::string_view(raw).substr(0, cut));
+    ASSERT_FALSE(decoded) << "cut at " << cut;
+    EXPECT_EQ(decoded.error().kind, ErrorKind::kCorruption);
+  }
+  EXPECT_FALSE(deserialize_parts(raw + "x"));
+  std::string many = raw;
+  many[4] = '\x7f';  // a part count far beyond the bytes
+  EXPECT_FALSE(deserialize_parts(many));
+}
+
 }  // namespace
 }  // namespace skippr::wal

@@ -93,6 +93,31 @@ TEST_F(WalTest, CommittedBatchesSurviveReopenAndReadBackExactly) {
   }
 }
 
+// A batch of several streams commits as one record: its parts come back from the WAL after a reopen, in order, and
+// a reader of one batch refuses it rather than land one stream of it.
+TEST_F(WalTest, ABatchOfSeveralStreamsIsOneRecordReadBackWhole) {
+  std::vector<Batch> parts = {batch_with_every_type(20, 1), batch_with_every_type(3, 2)};
+  parts[0].stream = "orders";
+  parts[1].stream = "users";
+  {
+    auto wal = open(options());
+    auto encoded = wal->encode_parts(parts);
+    ASSERT_TRUE(encoded) << encoded.error().message;
+    EXPECT_EQ(encoded->rows, 23u);
+    ASSERT_TRUE(wal->commit(*encoded, position(1)));
+  }
+  auto wal = open(options());
+  ASSERT_EQ(wal->pending().size(), 1u);
+  EXPECT_EQ(wal->pending()[0].rows, 23u);
+  auto read = wal->read_parts(wal->pending()[0]);
+  ASSERT_TRUE(read) << read.error().message;
+  ASSERT_EQ(read->size(), 2u);
+  EXPECT_EQ((*read)[0].stream, "orders");
+  EXPECT_EQ((*read)[1].stream, "users");
+  expect_batches_equal(parts[1], (*read)[1]);
+  EXPECT_FALSE(wal->read_batch(wal->pending()[0]));
+}
+
 TEST_F(WalTest, AWalWrittenBeforeBlockEncodingIsStillRead) {
   // Format 1: BATCH records whose columns are one zstd frame, as versions before BATCH_BLOCKS wrote them.
   const WalOptions o = options();

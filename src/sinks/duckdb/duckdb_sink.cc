@@ -22,6 +22,7 @@
 #include "sinks/kit/conform_batch.h"
 #include "sinks/kit/replace_landing.h"
 #include "sinks/kit/schema_evolution.h"
+#include "sinks/kit/stream_tables.h"
 
 namespace skippr {
 
@@ -29,16 +30,17 @@ namespace {
 
 class DuckDbSink final : public GroupLandingSink {
  public:
-  DuckDbSink(DuckDbTarget target, std::string table, const ConnectorContext& ctx)
+  DuckDbSink(DuckDbTarget target, StreamTables tables, const ConnectorContext& ctx)
       : path_(target.path),
         target_(std::move(target)),
-        table_(std::move(table)),
-        refresh_table_(table_ + std::string(kRefreshSuffix)),
+        tables_(std::move(tables)),
         pipeline_(ctx.pipeline),
         landing_(ctx.landing),
         merge_key_(ctx.landing == Landing::kMergeByKey ? ctx.primary_key : std::vector<std::string>{}),
         partition_by_(ctx.partition_by),
-        memory_(target_.max_memory_bytes, ctx.name) {}
+        memory_(target_.max_memory_bytes, ctx.name) {
+    point_at(tables_.table_for(""));
+  }
 
   Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
   Status open() override;
@@ -58,8 +60,12 @@ class DuckDbSink final : public GroupLandingSink {
   bool refreshing() const { return landing_ == Landing::kReplaceTable; }
   // DuckDB's names are case-insensitive, so the ledger scopes its rows by the lowercase table name.
   std::string ledger_target() const;
+  // Points table_ (and refresh_table_) at the table `batch`'s stream lands in: every step of a landing then works
+  // on that table. kConfig when another stream already landed there.
+  Status use_table_of(const Batch& batch);
+  void point_at(std::string table);  // table_ and refresh_table_
   Status prepare_ledger();
-  Result<bool> ledger_has(const BatchId& id);
+  Result<bool> ledger_has(const BatchToLand& item);
   Result<std::vector<TableColumn>> describe_table(const std::string& table);
   // merge_by_key into an existing table: every key column must be there (exit 2 at open, before anything is read).
   Status check_merge_key(const std::vector<TableColumn>& columns) const;
@@ -83,7 +89,8 @@ class DuckDbSink final : public GroupLandingSink {
 
   std::string path_;
   DuckDbTarget target_;
-  std::string table_;
+  StreamTables tables_;
+  std::string table_;          // the table of the batch being landed (use_table_of)
   std::string refresh_table_;  // replace_table's
   std::string pipeline_;
   Landing landing_;
@@ -151,7 +158,8 @@ Status DuckDbSink::open() {
     return fail(ErrorKind::kUnavailable, fmt::format("cannot prepare the ledger table {} in {}: {}", kLedgerTable,
                                                      path_, prepared.error().message));
   }
-  if (merging()) {
+  if (merging() && !tables_.per_stream()) {
+    point_at(tables_.table_for(""));
     auto columns = describe_table(table_);
     if (!columns) return fail(columns.error().kind, fmt::format("{}: {}", where(), columns.error().message));
     if (!columns->empty()) SKIPPR_TRY(check_merge_key(*columns));
@@ -176,10 +184,24 @@ const LedgerDialect& duckdb_ledger() {
   return dialect;
 }
 
-std::string DuckDbSink::ledger_target() const {
-  std::string lower = table_;
+std::string lowercase(std::string_view name) {
+  std::string lower(name);
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
   return lower;
+}
+
+std::string DuckDbSink::ledger_target() const { return lowercase(table_); }
+
+Status DuckDbSink::use_table_of(const Batch& batch) {
+  std::string table = tables_.table_for(batch.stream);
+  SKIPPR_TRY(tables_.claim(batch.stream, table, lowercase));
+  point_at(std::move(table));
+  return ok();
+}
+
+void DuckDbSink::point_at(std::string table) {
+  table_ = std::move(table);
+  refresh_table_ = table_ + std::string(kRefreshSuffix);
 }
 
 // Creates the ledger, or brings one of the first format (shared by every table of the file, no positions) to the
@@ -207,15 +229,18 @@ Status DuckDbSink::prepare_ledger() {
   return ok();
 }
 
-Result<bool> DuckDbSink::ledger_has(const BatchId& id) {
-  auto found = conn_->query(ledger_has_sql(duckdb_ledger(), ledger_target(), id));
+Result<bool> DuckDbSink::ledger_has(const BatchToLand& item) {
+  SKIPPR_TRY(use_table_of(item.batch));
+  auto found = conn_->query(ledger_has_sql(duckdb_ledger(), ledger_target(), item.id));
   if (!found) return std::unexpected(found.error());
   return !found->rows.empty();
 }
 
 Result<std::optional<LedgerTip>> DuckDbSink::ledger_tip() {
   SKIPPR_TRY(open());
-  auto rows = conn_->query(ledger_tip_sql(duckdb_ledger(), ledger_target(), pipeline_));
+  point_at(tables_.table_for(""));
+  auto rows = conn_->query(tables_.per_stream() ? ledger_tip_any_table_sql(duckdb_ledger(), pipeline_)
+                                                : ledger_tip_sql(duckdb_ledger(), ledger_target(), pipeline_));
   if (!rows) return fail(rows.error().kind, fmt::format("reading the ledger of {}: {}", where(), rows.error().message));
   return ledger_tip_of(rows->rows);
 }
@@ -408,7 +433,7 @@ Result<std::vector<BatchLanded>> DuckDbSink::write_in_transaction(std::span<cons
   columns_in_transaction_.reset();
   // Everything before COMMIT is definite: the transaction guard rolls it back, so a retry starts clean.
   auto landed = land_new_batches(
-      group, [&](const BatchId& id) { return ledger_has(id); },
+      group, [&](const BatchToLand& item) { return ledger_has(item); },
       [&](const BatchToLand& item) { return land_batch(item); });
   if (!landed || all_already_applied(*landed)) return landed;  // tx rolls back
   if (auto committed = tx->commit(); !committed) {
@@ -422,6 +447,7 @@ Result<std::vector<BatchLanded>> DuckDbSink::write_in_transaction(std::span<cons
 }
 
 Result<uint64_t> DuckDbSink::land_batch(const BatchToLand& item) {
+  SKIPPR_TRY(use_table_of(item.batch));
   const BatchId& id = item.id;
   auto definite = [&](const Error& e) {
     return fail(e.kind, fmt::format("writing batch {} to {}: {}", id.str(), where(), e.message));
@@ -502,32 +528,36 @@ ConnectorSpec duckdb_sink_spec() {
   spec.is_source = false;
   spec.summary = "an embedded DuckDB database file";
   spec.guarantee = Guarantee::kExactlyOnce;
+  spec.lands_streams = true;
   spec.params = {
       {"path", ParamType::kPath, true, nullptr, "the database file; created when absent"},
-      {"table", ParamType::kString, true, nullptr, "the target table; created from the first batch's schema"},
+      {"table", ParamType::kString, true, nullptr,
+       "the target table; created from the first batch's schema. With a source of several streams, {stream} in it is "
+       "each stream's name: raw_{stream}, or {stream} for the name alone"},
       {"max_memory_bytes", ParamType::kInt, false, kDefaultMaxMemoryBytes,
        "the most memory DuckDB may use while landing into a wide table (DuckDB needs ~0.6 MiB a column)"},
   };
   spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
     SKIPPR_TRY(check_duckdb_landing(ctx));
     const auto& path = ctx.params.value("path", std::string());
-    const auto& table = ctx.params.value("table", std::string());
-    if (path.empty() || table.empty()) {
-      return fail(ErrorKind::kConfig, fmt::format("sink '{}': DuckDB needs both path and table", ctx.name));
-    }
+    if (path.empty()) return fail(ErrorKind::kConfig, fmt::format("sink '{}': DuckDB needs a path", ctx.name));
+    auto tables = StreamTables::make(fmt::format("sink '{}'", ctx.name), "table",
+                                     ctx.params.value("table", std::string()), ctx.source_streams);
+    if (!tables) return std::unexpected(tables.error());
     const int64_t max_memory = ctx.params.value("max_memory_bytes", static_cast<int64_t>(kDefaultMaxMemoryBytes));
     if (max_memory < static_cast<int64_t>(kAppendingSinkMemoryMiB << 20)) {
       return fail(ErrorKind::kConfig, fmt::format("sink '{}': max_memory_bytes must be at least {} MiB (the memory "
                                                   "DuckDB lands ordinary batches with)",
                                                   ctx.name, kAppendingSinkMemoryMiB));
     }
-    return make_duckdb_sink(DuckDbTarget{path, {}, {}, true, static_cast<uint64_t>(max_memory)}, table, ctx);
+    return make_duckdb_sink(DuckDbTarget{path, {}, {}, true, static_cast<uint64_t>(max_memory)}, std::move(*tables),
+                            ctx);
   };
   return spec;
 }
 
-std::unique_ptr<Sink> make_duckdb_sink(DuckDbTarget target, const std::string& table, const ConnectorContext& ctx) {
-  return std::make_unique<DuckDbSink>(std::move(target), table, ctx);
+std::unique_ptr<Sink> make_duckdb_sink(DuckDbTarget target, StreamTables tables, const ConnectorContext& ctx) {
+  return std::make_unique<DuckDbSink>(std::move(target), std::move(tables), ctx);
 }
 
 }  // namespace skippr

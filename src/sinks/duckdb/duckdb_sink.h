@@ -10,6 +10,7 @@
 
 #include "core/connector.h"
 #include "sinks/duckdb/duckdb_memory.h"
+#include "sinks/kit/stream_tables.h"
 
 namespace skippr {
 
@@ -24,8 +25,9 @@ struct DuckDbTarget {
   bool local_file = true;                                     // its folder is created when absent
   uint64_t max_memory_bytes = kDefaultMaxMemoryBytes;         // DuckDB's limit for a wide table (duckdb_memory.h)
 };
-// The DuckDB sink on `target` (merge_by_key, replace_* and the ledger as for a file).
-std::unique_ptr<Sink> make_duckdb_sink(DuckDbTarget target, const std::string& table, const ConnectorContext& ctx);
+// The DuckDB sink on `target` (merge_by_key, replace_* and the ledger as for a file), landing each stream in the
+// table `tables` names for it, all of a batch's streams in one transaction.
+std::unique_ptr<Sink> make_duckdb_sink(DuckDbTarget target, StreamTables tables, const ConnectorContext& ctx);
 // kConfig when the pipeline's landing cannot work (merge_by_key without primary_key).
 Status check_duckdb_landing(const ConnectorContext& ctx);
 

@@ -100,15 +100,26 @@ std::optional<LedgerTip> ledger_tip_of(const std::vector<std::vector<std::option
   return LedgerTip{row.at(0).value_or(""), Position{row.at(1).value_or("")}, std::stoull(row.at(2).value_or("0"))};
 }
 
-std::string ledger_tip_sql(const LedgerDialect& d, std::string_view target, std::string_view pipeline) {
+namespace {
+
+std::string tip_sql(const LedgerDialect& d, const std::string& mine) {
   // Newest by (epoch, seq), not by the clock: every new lineage starts above the epochs the destination holds (a
   // resume from the ledger takes max + 1, RESET adds one), and seq only grows within one.
-  const std::string mine =
-      fmt::format("target_table = {} AND pipeline = {}", d.quote_literal(target), d.quote_literal(pipeline));
   return fmt::format(
       "SELECT batch_id, position_after, CAST((SELECT max(epoch) FROM {0} WHERE {1}) AS {2}) FROM {0} WHERE {1} "
       "ORDER BY epoch DESC, seq DESC LIMIT 1",
       ledger_table(d), mine, d.text_type);
+}
+
+}  // namespace
+
+std::string ledger_tip_sql(const LedgerDialect& d, std::string_view target, std::string_view pipeline) {
+  return tip_sql(
+      d, fmt::format("target_table = {} AND pipeline = {}", d.quote_literal(target), d.quote_literal(pipeline)));
+}
+
+std::string ledger_tip_any_table_sql(const LedgerDialect& d, std::string_view pipeline) {
+  return tip_sql(d, fmt::format("pipeline = {}", d.quote_literal(pipeline)));
 }
 
 }  // namespace skippr

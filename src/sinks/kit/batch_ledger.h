@@ -55,13 +55,16 @@ std::string ledger_insert_unless_landed_sql(const LedgerDialect& d, std::string_
 // Columns batch_id, position_after (NULL when none was kept), max_epoch (as text) of the newest batch of `pipeline`
 // in `target`; no row when there is none.
 std::string ledger_tip_sql(const LedgerDialect& d, std::string_view target, std::string_view pipeline);
+// The same over every table the pipeline lands in: the tip of a pipeline of several streams, whose batches land all
+// their streams' tables in one transaction (so the newest batch in any of them is the newest of all).
+std::string ledger_tip_any_table_sql(const LedgerDialect& d, std::string_view pipeline);
 // The tip that query's answer (rows of text or null) says; nullopt when it has no row.
 std::optional<LedgerTip> ledger_tip_of(const std::vector<std::vector<std::optional<std::string>>>& rows);
 
 // The body of a coalesced landing (Sink::write_group), inside the transaction the caller opened and commits: each
-// batch the ledger holds already (`has(id)`) is skipped as kAlreadyApplied, every other goes through `land(item)`,
-// which writes its rows and its ledger row and returns how many rows it rejected. The first failure ends the group
-// (the caller's transaction then rolls back all of it).
+// batch the ledger holds already (`has(item)`, in the item's target table) is skipped as kAlreadyApplied, every other
+// goes through `land(item)`, which writes its rows and its ledger row and returns how many rows it rejected. The first
+// failure ends the group (the caller's transaction then rolls back all of it).
 template <class Has, class Land>
 Result<std::vector<BatchLanded>> land_new_batches(std::span<const BatchToLand> group, Has&& has, Land&& land) {
   std::vector<BatchLanded> landed;
@@ -69,7 +72,7 @@ Result<std::vector<BatchLanded>> land_new_batches(std::span<const BatchToLand> g
   bool wrote_one = false;
   for (const auto& item : group) {
     if (wrote_one) failpoint::hit(failpoint::kSinkInGroup);
-    Result<bool> held = has(item.id);
+    Result<bool> held = has(item);
     if (!held) return std::unexpected(held.error());
     if (*held) {
       landed.push_back({WriteOutcome::kAlreadyApplied, 0});

@@ -13,6 +13,7 @@
 #include "sinks/kit/conform_batch.h"
 #include "sinks/kit/replace_landing.h"
 #include "sinks/kit/schema_evolution.h"
+#include "sinks/kit/stream_tables.h"
 #include "sinks/postgres/pg_copy_binary.h"
 #include "sinks/postgres/pg_types.h"
 
@@ -40,11 +41,12 @@ ColumnRules pg_column_rules() {
 
 class PostgresSink final : public GroupLandingSink {
  public:
-  PostgresSink(const ConnectorContext& ctx, std::string schema, std::string table)
+  PostgresSink(const ConnectorContext& ctx, std::string schema, StreamTables tables)
       : params_(ctx.params),
         what_(fmt::format("sink '{}'", ctx.name)),
         schema_(std::move(schema)),
-        table_(std::move(table)),
+        tables_(std::move(tables)),
+        table_(tables_.table_for("")),
         merge_(ctx.landing == Landing::kMergeByKey),
         landing_(ctx.landing),
         primary_key_(ctx.primary_key),
@@ -58,6 +60,9 @@ class PostgresSink final : public GroupLandingSink {
 
  private:
   std::string target() const { return pg_qualified(schema_, table_); }
+  // Points table_ at the table `batch`'s stream lands in: every step of a landing then works on that table. kConfig
+  // when another stream already landed there, or when the name is longer than PostgreSQL keeps.
+  Status use_table_of(const Batch& batch);
   std::string refresh() const { return pg_qualified(schema_, pg_derived_name(table_, kRefreshSuffix)); }
   bool replacing_partitions() const { return landing_ == Landing::kReplacePartition; }
   bool refreshing() const { return landing_ == Landing::kReplaceTable; }
@@ -94,7 +99,8 @@ class PostgresSink final : public GroupLandingSink {
   nlohmann::json params_;
   std::string what_;
   std::string schema_;
-  std::string table_;
+  StreamTables tables_;
+  std::string table_;  // the table of the batch being landed (use_table_of)
   bool merge_;
   Landing landing_;
   std::vector<std::string> primary_key_;
@@ -119,7 +125,7 @@ Status PostgresSink::open() {
   }
   if (auto st = prepare_ledger(*conn); !st) return prefixed(st.error());
   conn_ = std::move(*conn);
-  if (merge_) {
+  if (merge_ && !tables_.per_stream()) {
     // A target that exists must be mergeable now, before anything is read: exit 2 rather than a stuck batch later.
     auto columns = describe(target());
     if (!columns) return prefixed(columns.error());
@@ -165,9 +171,24 @@ Status PostgresSink::prepare_ledger(PgConnection& conn) {
   return tx.commit();
 }
 
+Status PostgresSink::use_table_of(const Batch& batch) {
+  std::string table = tables_.table_for(batch.stream);
+  if (table.size() > kPgMaxNameBytes) {
+    return fail(ErrorKind::kConfig,
+                fmt::format("{}: stream '{}' would land in table {}, a name of {} bytes; PostgreSQL keeps at most {} "
+                            "(it would cut it silently). Use a shorter table pattern",
+                            what_, batch.stream, table, table.size(), kPgMaxNameBytes));
+  }
+  SKIPPR_TRY(tables_.claim(batch.stream, table, [](std::string_view name) { return std::string(name); }));
+  table_ = std::move(table);
+  return ok();
+}
+
 Result<std::optional<LedgerTip>> PostgresSink::ledger_tip() {
   SKIPPR_TRY(open());
-  auto rows = conn_->query(ledger_tip_sql(ledger(), target(), pipeline_), {});
+  auto rows = conn_->query(tables_.per_stream() ? ledger_tip_any_table_sql(ledger(), pipeline_)
+                                                : ledger_tip_sql(ledger(), target(), pipeline_),
+                           {});
   if (!rows) return fail(rows.error().kind, fmt::format("reading the ledger of {}: {}", where(), rows.error().message));
   return ledger_tip_of(rows->rows);
 }
@@ -455,8 +476,9 @@ Result<std::vector<BatchLanded>> PostgresSink::write_in_transaction(std::span<co
   if (auto st = tx.begin(); !st) {
     return failed({st.error().kind, fmt::format("writing to {}: {}", where(), st.error().message)});
   }
-  auto has = [&](const BatchId& id) -> Result<bool> {
-    auto applied = conn_->query(ledger_has_sql(ledger(), target(), id), {});
+  auto has = [&](const BatchToLand& item) -> Result<bool> {
+    SKIPPR_TRY(use_table_of(item.batch));
+    auto applied = conn_->query(ledger_has_sql(ledger(), target(), item.id), {});
     if (!applied) return std::unexpected(applied.error());
     return !applied->rows.empty();
   };
@@ -475,6 +497,7 @@ Result<std::vector<BatchLanded>> PostgresSink::write_in_transaction(std::span<co
 }
 
 Result<uint64_t> PostgresSink::land_batch(const BatchToLand& item) {
+  SKIPPR_TRY(use_table_of(item.batch));
   const BatchId& id = item.id;
   auto failed = [&](const Error& e) {
     if (conn_->last_sqlstate() == "54011") {
@@ -559,11 +582,14 @@ ConnectorSpec postgres_sink_spec() {
   spec.is_source = false;
   spec.summary = "a PostgreSQL table (binary COPY, one transaction per batch)";
   spec.guarantee = Guarantee::kExactlyOnce;
+  spec.lands_streams = true;
   spec.max_identifier_bytes = kPgMaxNameBytes;  // PostgreSQL cuts longer names to NAMEDATALEN - 1 = 63 bytes, silently
   spec.params = pg_connection_params();
   spec.params.push_back({"schema", ParamType::kString, false, "public", "the target's schema; created when absent"});
   spec.params.push_back(
-      {"table", ParamType::kString, true, nullptr, "the target table; created from the first batch's schema"});
+      {"table", ParamType::kString, true, nullptr,
+       "the target table; created from the first batch's schema. With a source of several streams, {stream} in it is "
+       "each stream's name: raw_{stream}, or {stream} for the name alone"});
   spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
     SKIPPR_TRY(check_pg_connection_params(ctx.params, fmt::format("sink '{}'", ctx.name)));
     if (ctx.landing == Landing::kMergeByKey && ctx.primary_key.empty()) {
@@ -572,10 +598,9 @@ ConnectorSpec postgres_sink_spec() {
     }
     const std::string table = ctx.params.value("table", std::string());
     const std::string schema = ctx.params.value("schema", std::string("public"));
-    if (table.empty() || schema.empty()) {
-      return fail(ErrorKind::kConfig,
-                  fmt::format("sink '{}': Postgres needs a table (and a non-empty schema)", ctx.name));
-    }
+    if (schema.empty()) return fail(ErrorKind::kConfig, fmt::format("sink '{}': schema is empty", ctx.name));
+    auto tables = StreamTables::make(fmt::format("sink '{}'", ctx.name), "table", table, ctx.source_streams);
+    if (!tables) return std::unexpected(tables.error());
     for (const auto& [what, name] : {std::pair{"table", table}, std::pair{"schema", schema}}) {
       if (name.size() > kPgMaxNameBytes) {
         return fail(ErrorKind::kConfig, fmt::format("sink '{}': the {} name is {} bytes; PostgreSQL names hold at "
@@ -583,7 +608,7 @@ ConnectorSpec postgres_sink_spec() {
                                                     ctx.name, what, name.size(), kPgMaxNameBytes));
       }
     }
-    return std::make_unique<PostgresSink>(ctx, schema, table);
+    return std::make_unique<PostgresSink>(ctx, schema, std::move(*tables));
   };
   return spec;
 }

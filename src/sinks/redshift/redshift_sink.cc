@@ -303,8 +303,8 @@ Result<std::vector<BatchLanded>> RedshiftSink::write_in_transaction(std::span<co
   auto failed = [&](const Error& e) { return fail(conn_->broken() ? ErrorKind::kUnknownOutcome : e.kind, e.message); };
   PgTransaction tx(*conn_);
   if (auto st = tx.begin(); !st) return failed(st.error());
-  auto has = [&](const BatchId& id) -> Result<bool> {
-    auto rows = conn_->query(ledger_has_sql(ledger(), target(), id), {});
+  auto has = [&](const BatchToLand& item) -> Result<bool> {
+    auto rows = conn_->query(ledger_has_sql(ledger(), target(), item.id), {});
     if (!rows) return std::unexpected(rows.error());
     return !rows->rows.empty();
   };

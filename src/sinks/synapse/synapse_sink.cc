@@ -283,8 +283,8 @@ Result<std::vector<BatchLanded>> SynapseSink::write_in_transaction(std::span<con
   auto rollback = [&] {
     if (!conn_->broken()) (void)conn_->execute("IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION");
   };
-  auto has = [&](const BatchId& id) -> Result<bool> {
-    auto rows = conn_->query(ledger_has_sql(ledger(), target(), id));
+  auto has = [&](const BatchToLand& item) -> Result<bool> {
+    auto rows = conn_->query(ledger_has_sql(ledger(), target(), item.id));
     if (!rows) return std::unexpected(rows.error());
     return !rows->empty();
   };

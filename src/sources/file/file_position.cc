@@ -7,9 +7,19 @@ namespace skippr {
 Position encode_file_position(const FilePosition& p) {
   nlohmann::json j;
   j["done"] = p.done;
-  nlohmann::json types = nlohmann::json::object();
-  for (const auto& [name, type] : p.types) types[name] = to_string(type);
-  j["types"] = std::move(types);
+  auto types_json = [](const std::map<std::string, Type, std::less<>>& types) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [name, type] : types) out[name] = to_string(type);
+    return out;
+  };
+  j["types"] = nlohmann::json::object();
+  for (const auto& [stream, types] : p.types) {
+    if (stream.empty()) {
+      j["types"] = types_json(types);
+    } else {
+      j["stream_types"][stream] = types_json(types);
+    }
+  }
   if (!p.done_versions.empty()) j["versions"] = p.done_versions;
   if (p.current) {
     j["file"] = p.current->name;
@@ -30,11 +40,21 @@ std::optional<FilePosition> decode_file_position(const Position& position) {
     if (!name.is_string()) return std::nullopt;
     p.done.insert(name.get<std::string>());
   }
-  if (j.contains("types") && j["types"].is_object()) {
-    for (const auto& [name, type] : j["types"].items()) {
+  auto read_types = [](const nlohmann::json& from, std::map<std::string, Type, std::less<>>& into) {
+    for (const auto& [name, type] : from.items()) {
       auto t = type.is_string() ? type_from_string(type.get<std::string>()) : std::nullopt;
-      if (!t) return std::nullopt;
-      p.types.emplace(name, *t);
+      if (!t) return false;
+      into.emplace(name, *t);
+    }
+    return true;
+  };
+  if (j.contains("types") && j["types"].is_object() && !j["types"].empty()) {
+    if (!read_types(j["types"], p.types[""])) return std::nullopt;
+  }
+  if (j.contains("stream_types")) {
+    if (!j["stream_types"].is_object()) return std::nullopt;
+    for (const auto& [stream, types] : j["stream_types"].items()) {
+      if (!types.is_object() || !read_types(types, p.types[stream])) return std::nullopt;
     }
   }
   if (j.contains("versions")) {

@@ -4,7 +4,8 @@
 // It also carries the field types inferred so far, so a resumed run infers exactly what an uninterrupted one would.
 // JSON: {"done":["a.jsonl",...],"file":"b.jsonl","offset":123,"line":4,"size":999,"mtime_ns":...,
 // "types":{"id":"int64",...}}; names are relative to the glob's base folder. An object store adds the version
-// (ETag) of the current object ("version") and of each finished one ("versions": {"a.jsonl": "\"etag\""}).
+// (ETag) of the current object ("version") and of each finished one ("versions": {"a.jsonl": "\"etag\""}). A path
+// with {stream} keeps each named stream's types apart ("stream_types": {"orders": {"id":"int64"}}).
 #pragma once
 
 #include <cstdint>
@@ -37,7 +38,8 @@ struct FilePosition {
   std::set<std::string> done;
   std::map<std::string, std::string, std::less<>> done_versions;  // objects only: the version each was read in
   std::optional<CurrentFile> current;
-  std::map<std::string, Type, std::less<>> types;
+  // The types inferred per stream; "" is the stream of a path without {stream} (kept under "types").
+  std::map<std::string, std::map<std::string, Type, std::less<>>, std::less<>> types;
 };
 
 Position encode_file_position(const FilePosition& p);

@@ -45,6 +45,8 @@ struct FileSourceOptions {
   GlobPattern pattern;
   std::string pattern_text;
   bool remote = false;
+  // With {stream} in the path: which segment below the pattern's base names each file's stream.
+  std::optional<size_t> stream_segment;
   std::optional<FileFormat> format;        // nullopt: from each file's extension
   std::optional<Compression> compression;  // nullopt (auto): from each file's extension
   CsvOptions csv;
@@ -81,6 +83,7 @@ class FileSource final : public Source {
 
   // Its positions name data that can be read again from there, whoever committed them.
   bool resumes_from_destination() const override { return true; }
+  bool names_streams() const override { return options_.stream_segment.has_value(); }
   Status seek(const Position& position) override {
     current_.reset();
     store_->release();
@@ -88,7 +91,7 @@ class FileSource final : public Source {
     done_versions_.clear();
     pending_.clear();
     resume_.reset();
-    rows_ = RowBuilder{};
+    rows_.clear();
     if (position.empty()) return ok();
     auto decoded = decode_file_position(position);
     if (!decoded) {
@@ -98,7 +101,7 @@ class FileSource final : public Source {
     done_ = std::move(decoded->done);
     done_versions_ = std::move(decoded->done_versions);
     resume_ = std::move(decoded->current);
-    rows_.restore_types(std::move(decoded->types));
+    for (auto& [stream, types] : decoded->types) rows_[stream].restore_types(std::move(types));
     return ok();
   }
 
@@ -125,8 +128,18 @@ class FileSource final : public Source {
         current_->where.line = current_->parquet ? current_->parquet->next_row() + 1 : current_->buffer->next_line();
       }
     }
-    out.records = rows_.take();
-    FilePosition p{done_, done_versions_, std::nullopt, rows_.types()};
+    FilePosition p{done_, done_versions_, std::nullopt, {}};
+    for (auto& [stream, rows] : rows_) {
+      p.types[stream] = rows.types();
+      if (rows.empty()) continue;
+      Batch records = rows.take();
+      records.stream = stream;
+      if (out.records.rows == 0) {
+        out.records = std::move(records);
+      } else {
+        out.other_streams.push_back(std::move(records));
+      }
+    }
     if (current_) p.current = current_->where;
     out.position_after = encode_file_position(p);
     // Files of the last listing not read to their end, the one being read included. A file that arrives later
@@ -273,16 +286,25 @@ class FileSource final : public Source {
     return true;
   }
 
+  // The stream a file belongs to: the segment of its name {stream} stood for ("" without {stream}).
+  std::string stream_of(const std::string& name) const {
+    if (!options_.stream_segment) return {};
+    size_t begin = 0;
+    for (size_t i = 0; i < *options_.stream_segment; ++i) begin = name.find('/', begin) + 1;
+    return name.substr(begin, name.find('/', begin) - begin);
+  }
+
   // true when the current file is finished.
   Result<bool> read_some(std::vector<DeadLetter>& dead, const ReadLimits& limits, ReadProgress& progress) {
     OpenFile& f = *current_;
+    RowBuilder& rows = rows_[stream_of(f.where.name)];
     switch (f.format) {
       case FileFormat::kJsonl:
-        return jsonl_.read(*f.buffer, rows_, dead, limits, progress, f.display);
+        return jsonl_.read(*f.buffer, rows, dead, limits, progress, f.display);
       case FileFormat::kCsv:
-        return f.csv->read(*f.buffer, rows_, dead, limits, progress, f.display);
+        return f.csv->read(*f.buffer, rows, dead, limits, progress, f.display);
       case FileFormat::kParquet:
-        return f.parquet->read(rows_, limits, progress);
+        return f.parquet->read(rows, limits, progress);
     }
     return true;
   }
@@ -294,9 +316,44 @@ class FileSource final : public Source {
   std::deque<StoredFile> pending_;  // listed, not read yet
   std::optional<CurrentFile> resume_;
   std::unique_ptr<OpenFile> current_;
-  RowBuilder rows_;
+  std::map<std::string, RowBuilder> rows_;  // per stream ("" without {stream})
   JsonlReader jsonl_;
 };
+
+// A path with {stream}: the placeholder becomes * in `pattern` (so every folder there matches), and the result is
+// the index, below the pattern's base, of the segment that names each file's stream. nullopt without {stream}.
+Result<std::optional<size_t>> take_stream_placeholder(const std::string& source, std::string& pattern) {
+  constexpr std::string_view kPlaceholder = "{stream}";
+  const size_t at = pattern.find(kPlaceholder);
+  if (at == std::string::npos) return std::optional<size_t>();
+  auto refuse = [&](std::string_view why) {
+    return fail(ErrorKind::kConfig, fmt::format("File source '{}': path '{}': {}; write it as a folder of its own, "
+                                                "for example in/{{stream}}/*.jsonl",
+                                                source, pattern, why));
+  };
+  if (pattern.find(kPlaceholder, at + 1) != std::string::npos) return refuse("{stream} may appear once");
+  const bool whole_segment = (at == 0 || pattern[at - 1] == '/') && at + kPlaceholder.size() < pattern.size() &&
+                             pattern[at + kPlaceholder.size()] == '/';
+  if (!whole_segment) return refuse("{stream} must be a whole folder name, with the files below it");
+  pattern.replace(at, kPlaceholder.size(), "*");
+  // Segments as glob.cc splits them: the base is the leading ones without a wildcard.
+  size_t index = 0, first_wildcard = std::string::npos, stream_index = 0;
+  for (size_t begin = 0; begin <= pattern.size();) {
+    size_t end = pattern.find('/', begin);
+    if (end == std::string::npos) end = pattern.size();
+    if (end > begin) {
+      const std::string_view part(pattern.data() + begin, end - begin);
+      if (begin == at) stream_index = index;
+      if (first_wildcard == std::string::npos && part.find_first_of("*?[") != std::string_view::npos) {
+        first_wildcard = index;
+      }
+      if (part == "**" && begin < at) return refuse("{stream} cannot follow ** (which folder names it would vary)");
+      ++index;
+    }
+    begin = end + 1;
+  }
+  return std::optional<size_t>(stream_index - first_wildcard);
+}
 
 Result<CsvOptions> csv_options(const std::string& source, const nlohmann::json& map) {
   CsvOptions o;
@@ -368,6 +425,9 @@ ConnectorSpec file_source_spec() {
     FileSourceOptions o;
     o.name = ctx.name;
     o.pattern_text = p.value("path", std::string());
+    auto stream_segment = take_stream_placeholder(ctx.name, o.pattern_text);
+    if (!stream_segment) return std::unexpected(stream_segment.error());
+    o.stream_segment = *stream_segment;
     o.remote = is_remote_path(o.pattern_text);
     if (!o.remote) o.pattern = parse_glob(o.pattern_text);
     if (std::error_code ec; !o.remote && std::filesystem::is_directory(o.pattern_text, ec)) {

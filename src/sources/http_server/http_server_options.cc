@@ -1,5 +1,7 @@
 #include "sources/http_server/http_server_options.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -25,7 +27,35 @@ std::vector<ParamSpec> option_params() {
        "connection, and costs one socket within max_connections)"},
       {"allow_unauthenticated", ParamType::kBool, false, false,
        "listen on a non-loopback address without auth_token (refused otherwise)"},
+      {"streams", ParamType::kStringList, false, nullptr,
+       "several streams: each is posted to /ingest/<stream> and lands in its own table; names, or * for any name "
+       "of letters, digits, _, . and -. Without it, POST /ingest is one stream"},
   };
+}
+
+namespace {
+
+bool is_plain_stream_name(std::string_view name) {
+  if (name.empty() || name.size() > 200 || name == "." || name == "..") return false;
+  return std::ranges::all_of(name, [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+           c == '-';
+  });
+}
+
+}  // namespace
+
+std::optional<std::string> stream_of_path(const Options& options, std::string_view path) {
+  constexpr std::string_view kIngest = "/ingest";
+  if (options.streams.empty()) return path == kIngest ? std::optional<std::string>("") : std::nullopt;
+  if (!path.starts_with(kIngest) || path.size() <= kIngest.size() + 1 || path[kIngest.size()] != '/') {
+    return std::nullopt;
+  }
+  const std::string_view name = path.substr(kIngest.size() + 1);
+  if (!is_plain_stream_name(name)) return std::nullopt;
+  const bool accepted =
+      std::ranges::any_of(options.streams, [&](const std::string& s) { return s == "*" || s == name; });
+  return accepted ? std::optional<std::string>(name) : std::nullopt;
 }
 
 Result<Options> read_options(const ConnectorContext& ctx) {
@@ -85,6 +115,14 @@ Result<Options> read_options(const ConnectorContext& ctx) {
                             "no auth_token; set auth_token (e.g. \"${{INGEST_TOKEN}}\"), listen on 127.0.0.1, or say "
                             "allow_unauthenticated: true",
                             ctx.name, address));
+  }
+  o.streams = p.value("streams", std::vector<std::string>{});
+  for (const auto& stream : o.streams) {
+    if (stream != "*" && !is_plain_stream_name(stream)) {
+      return fail(ErrorKind::kConfig, fmt::format("HttpServer source '{}': stream '{}' must be a name of letters, "
+                                                  "digits, _, . and - (or * for any such name)",
+                                                  ctx.name, stream));
+    }
   }
   if (o.auth_token.empty() && !loopback) {
     spdlog::warn("HttpServer source '{}': no auth_token, anyone who can reach {} can send records", ctx.name, address);

@@ -1,7 +1,9 @@
 // The HttpServer source's parameters: their specs (the names are the contract, PRODUCT.md) and how they are read.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/connector.h"
@@ -20,7 +22,13 @@ struct Options {
   double commit_timeout_seconds = 0;
   unsigned max_connections = 0;
   unsigned client_timeout_seconds = 0;
+  // The streams accepted at POST /ingest/<stream>: names, or "*" for any plain name. Empty: POST /ingest, one stream.
+  std::vector<std::string> streams;
 };
+
+// The stream a request path names: "" for /ingest without `streams`, the name for /ingest/<name> when `streams`
+// accepts it, nullopt when the path is not an ingest path of this source.
+std::optional<std::string> stream_of_path(const Options& options, std::string_view path);
 
 std::vector<ParamSpec> option_params();
 

@@ -1,6 +1,7 @@
 #include "sources/http_server/http_server_source.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <condition_variable>
@@ -54,6 +55,7 @@ class HttpServerSource final : public Source {
   }
 
   bool streaming() const override { return true; }
+  bool names_streams() const override { return !options_.streams.empty(); }
 
   // Binding here (the socket already listens; connections wait in the backlog) reports a taken port before anything
   // is read; requests are answered only after seek(), once request numbers continue the WAL's.
@@ -93,10 +95,18 @@ class HttpServerSource final : public Source {
   // every request that arrived while the previous batch was being committed shares this batch's fsync).
   Result<Poll> poll(const Budget&) override {
     std::unique_lock lock(mu_);
-    data_cv_.wait_for(lock, kPollWait, [&] { return buffer_.rows > 0 || stopping_; });
+    data_cv_.wait_for(lock, kPollWait, [&] { return buffered_rows_ > 0 || stopping_; });
     Poll result;
-    result.records = std::move(buffer_);
-    buffer_ = Batch{};
+    for (auto& [stream, batch] : buffers_) {
+      batch.stream = stream;
+      if (result.records.rows == 0) {
+        result.records = std::move(batch);
+      } else {
+        result.other_streams.push_back(std::move(batch));
+      }
+    }
+    buffers_.clear();
+    buffered_rows_ = buffered_bytes_ = 0;
     polled_request_ = last_request_;
     result.position_after = Position{fmt::format(R"({{"request":{}}})", last_request_)};
     result.drained = true;
@@ -128,8 +138,12 @@ class HttpServerSource final : public Source {
   // Refuses what the head already tells, so the body of a request without the token is never kept in memory.
   std::optional<Reply> check_head(const Request& req) const {
     const bool is_healthz = req.path == "/healthz" && (req.method == "GET" || req.method == "HEAD");
-    if (!is_healthz && (req.path != "/ingest" || req.method != "POST")) {
-      return http_server::error_reply(404, "not found");
+    if (!is_healthz && (req.method != "POST" || !http_server::stream_of_path(options_, req.path))) {
+      return http_server::error_reply(
+          404, options_.streams.empty()
+                   ? "not found: records are posted to /ingest"
+                   : fmt::format("not found: records are posted to /ingest/<stream>, for the streams {}",
+                                 fmt::join(options_.streams, ", ")));
     }
     if (!is_healthz && !options_.auth_token.empty() &&
         !constant_time_equal(req.authorization, "Bearer " + options_.auth_token)) {
@@ -146,6 +160,7 @@ class HttpServerSource final : public Source {
   // answer_committed() answers it.
   std::optional<Reply> handle(const Request& req, Pending* pending) {
     if (req.path == "/healthz") return healthz();
+    const std::string stream = http_server::stream_of_path(options_, req.path).value_or("");
     Batch records;
     if (auto st = append_json_text(req.body, "request body", records); !st) {
       return http_server::error_reply(400, st.error().message + "; nothing from this request was accepted");
@@ -155,17 +170,21 @@ class HttpServerSource final : public Source {
     {
       std::lock_guard lock(mu_);
       if (stopping_) return busy("the pipeline is stopping");
-      if (buffer_.rows > 0 && buffer_.byte_size() + records.byte_size() > options_.max_buffer_bytes) {
+      const size_t bytes = records.byte_size();
+      if (buffered_rows_ > 0 && buffered_bytes_ + bytes > options_.max_buffer_bytes) {
         return busy("the buffer is full (the WAL or the destination is behind)");
       }
-      if (auto st = conform_to_seen_types(records); !st) {
+      if (auto st = conform_to_seen_types(seen_types_[stream], records); !st) {
         return http_server::error_reply(400, st.error().message + "; nothing from this request was accepted");
       }
-      if (buffer_.rows == 0) {
-        buffer_ = std::move(records);
-      } else if (auto st = buffer_.append(records); !st) {
+      Batch& buffer = buffers_[stream];
+      if (buffer.rows == 0) {
+        buffer = std::move(records);
+      } else if (auto st = buffer.append(records); !st) {
         return http_server::error_reply(400, st.error().message + "; nothing from this request was accepted");
       }
+      buffered_rows_ += rows;
+      buffered_bytes_ += bytes;
       request = ++last_request_;
       if (options_.ack == AckMode::kCommitted) {
         const auto deadline =
@@ -224,10 +243,10 @@ class HttpServerSource final : public Source {
 
   // Types are fixed by the first record that carries a field (the destination's column has that type by then);
   // an int where a double was seen is widened, anything else is a 400 naming the field.
-  Status conform_to_seen_types(Batch& records) {
+  static Status conform_to_seen_types(std::map<std::string, Type>& seen_types, Batch& records) {
     for (size_t i = 0; i < records.schema.fields.size(); ++i) {
       Field& field = records.schema.fields[i];
-      auto [it, inserted] = seen_types_.emplace(field.name, field.type);
+      auto [it, inserted] = seen_types.emplace(field.name, field.type);
       if (inserted || it->second == field.type) continue;
       if (it->second == Type::kDouble && field.type == Type::kInt64) {
         Column widened(Type::kDouble);
@@ -249,7 +268,7 @@ class HttpServerSource final : public Source {
     std::lock_guard lock(mu_);
     return Reply{200,
                  fmt::format(R"({{"status":"ok","last_request":{},"committed_request":{},"buffered_rows":{}}})",
-                             last_request_, committed_request_, buffer_.rows),
+                             last_request_, committed_request_, buffered_rows_),
                  {}};
   }
 
@@ -268,8 +287,9 @@ class HttpServerSource final : public Source {
   std::condition_variable data_cv_;       // a request was buffered
   std::condition_variable committed_cv_;  // committed_request_ moved, a waiter came, or stopping_
   std::deque<Waiter> waiters_;            // in request order
-  Batch buffer_;
-  std::map<std::string, Type> seen_types_;
+  std::map<std::string, Batch> buffers_;  // per stream ("" without `streams`)
+  size_t buffered_rows_ = 0, buffered_bytes_ = 0;
+  std::map<std::string, std::map<std::string, Type>> seen_types_;  // per stream
   uint64_t last_request_ = 0;       // requests are numbered in arrival order, continuing the WAL's position
   uint64_t polled_request_ = 0;     // everything up to here was handed to the engine
   uint64_t committed_request_ = 0;  // everything up to here is in the WAL
@@ -282,7 +302,9 @@ ConnectorSpec http_server_source_spec() {
   ConnectorSpec spec;
   spec.type_name = "HttpServer";
   spec.is_source = true;
-  spec.summary = "receives JSON records by HTTP POST /ingest; 200 once committed to the WAL";
+  spec.summary =
+      "receives JSON records by HTTP POST /ingest (or /ingest/<stream>, one table each); 200 once committed to the "
+      "WAL";
   spec.params = http_server::option_params();
   spec.make_source = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Source>> {
     auto options = http_server::read_options(ctx);

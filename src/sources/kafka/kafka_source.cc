@@ -55,6 +55,7 @@ Result<Offsets> offsets_from_json(const std::string& text) {
 struct Options {
   std::vector<std::string> topics;  // a name starting with ^ is a regex pattern (librdkafka's convention)
   bool json = true;
+  bool stream_per_topic = false;  // each topic a stream of its own, landed in its own table
   bool start_latest = false;
   double connect_timeout_seconds = 30;
   std::map<std::string, std::string> properties;  // librdkafka configuration
@@ -111,6 +112,7 @@ class KafkaSource final : public Source {
   }
 
   bool streaming() const override { return true; }
+  bool names_streams() const override { return options_.stream_per_topic; }
 
   Status open() override {
     char err[512];
@@ -157,12 +159,18 @@ class KafkaSource final : public Source {
     if (std::chrono::steady_clock::now() - listed_at_ >= kPartitionRefresh) {
       SKIPPR_TRY(assign_new_partitions(/*at_start=*/false));
     }
-    Batch meta = meta_batch();
-    Batch values;
-    size_t bytes = 0;
-    for (int timeout = kFirstPollMs; meta.rows < budget.max_rows && bytes < budget.max_bytes; timeout = 0) {
+    // The poll's rows: one (message columns, value fields) pair, or one per topic when each topic is a stream, so a
+    // topic's table gets its own fields only.
+    std::map<std::string, std::pair<Batch, Batch>> rows;
+    size_t bytes = 0, taken_rows = 0;
+    for (int timeout = kFirstPollMs; taken_rows < budget.max_rows && bytes < budget.max_bytes; timeout = 0) {
       rd_kafka_message_t* m = held_ ? std::exchange(held_, nullptr) : rd_kafka_consumer_poll(consumer_, timeout);
       if (!m) break;
+      const std::string stream = options_.stream_per_topic && m->rkt ? rd_kafka_topic_name(m->rkt) : "";
+      auto [at, added] = rows.try_emplace(stream);
+      if (added) at->second.first = meta_batch();
+      auto& [meta, values] = at->second;
+      const size_t before = meta.rows;
       auto taken = take(m, meta, values, bytes);
       if (taken && !*taken) {
         held_ = m;  // starts the next poll, so the engine cuts the batch before it
@@ -170,10 +178,20 @@ class KafkaSource final : public Source {
       }
       rd_kafka_message_destroy(m);
       if (!taken) return std::unexpected(taken.error());
+      taken_rows += meta.rows - before;
     }
     Poll result;
-    SKIPPR_TRY(merge(meta, values));
-    result.records = std::move(meta);
+    for (auto& [stream, pair] : rows) {
+      auto& [meta, values] = pair;
+      SKIPPR_TRY(merge(meta, values));
+      if (meta.rows == 0) continue;
+      meta.stream = stream;
+      if (result.records.rows == 0) {
+        result.records = std::move(meta);
+      } else {
+        result.other_streams.push_back(std::move(meta));
+      }
+    }
     result.position_after = Position{offsets_to_json(next_)};
     result.keep_position = std::exchange(pinned_, false);
     // Every partition is past the end it had when reading started: an --once run ends here even while producers
@@ -509,6 +527,7 @@ Result<Options> read_options(const ConnectorContext& ctx) {
                 fmt::format("Kafka source '{}': format '{}' must be json or raw", ctx.name, format));
   }
   o.json = format == "json";
+  o.stream_per_topic = p.value("stream_per_topic", false);
   const std::string start = p.value("start", std::string("earliest"));
   if (start != "earliest" && start != "latest") {
     return fail(ErrorKind::kConfig,
@@ -556,6 +575,9 @@ ConnectorSpec kafka_source_spec() {
        "earliest|latest: where a partition this pipeline never read starts (the group's offsets are not used)"},
       {"connect_timeout_seconds", ParamType::kDouble, false, 30.0,
        "how long to wait for a broker to answer at start (then exit 75)"},
+      {"stream_per_topic", ParamType::kBool, false, false,
+       "each topic a stream of its own, landed in its own table by a sink whose table holds {stream}; without it "
+       "every topic lands in one table, with a topic column"},
       {"format", ParamType::kString, false, "json",
        "json: a JSON object value becomes columns (nested values stay JSON); raw: the value is binary"},
       {"security_protocol", ParamType::kString, false, nullptr, "plaintext|ssl|sasl_plaintext|sasl_ssl"},

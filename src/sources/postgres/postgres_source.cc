@@ -3,12 +3,16 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <optional>
+#include <ranges>
 
 #include "clients/postgres/pg_client.h"
 #include "sources/postgres/cdc_source.h"
 #include "sources/postgres/pg_table_reader.h"
+#include "sources/postgres/table_selection.h"
 
 namespace skippr {
 namespace {
@@ -18,24 +22,84 @@ constexpr size_t kMaxRowsPerPoll = 50000;
 
 enum class Mode { kIncremental, kSnapshot };
 
-class PostgresSource final : public Source {
+// One table's keyset read: ordered by (cursor, key) for incremental, by key for a snapshot, resumed after the
+// ordering values of the last row read.
+class TableRead {
  public:
-  PostgresSource(const ConnectorContext& ctx, std::string schema, std::string table, Mode mode, std::string cursor)
-      : params_(ctx.params),
-        what_(fmt::format("source '{}'", ctx.name)),
-        qualified_(pg_qualified(schema, table)),
+  TableRead(SelectedTable table, Mode mode, std::string cursor, std::vector<std::string> key)
+      : table_(std::move(table)),
+        qualified_(pg_qualified(table_.schema, table_.table)),
         mode_(mode),
         cursor_(std::move(cursor)),
-        key_(ctx.primary_key) {}
+        key_(std::move(key)) {}
 
-  Status open() override;
-  // Its positions name data that can be read again from there, whoever committed them.
-  bool resumes_from_destination() const override { return true; }
-  Status seek(const Position& position) override;
-  Result<Poll> poll(const Budget& budget) override;
+  const std::string& stream() const { return table_.stream; }
+  const std::string& qualified() const { return qualified_; }
+  bool finished() const { return snapshot_done_; }
+
+  Status describe(PgConnection& conn, std::string_view what) {
+    auto table = pg_describe_keyed_table(conn, qualified_, key_, what, "orders the read and breaks ties between rows");
+    if (!table) return std::unexpected(table.error());
+    columns_ = std::move(table->columns);
+    key_ = std::move(table->key);
+    auto has = [&](const std::string& name) {
+      return std::ranges::any_of(columns_, [&](const PgSourceColumn& c) { return c.name == name; });
+    };
+    for (const auto& name : order_columns()) {
+      if (!has(name)) {
+        return fail(ErrorKind::kConfig,
+                    fmt::format("{}: table {} has no column {} (named as {}); check skippr.yml", what, qualified_,
+                                pg_quote_identifier(name), name == cursor_ ? "cursor_column" : "primary_key"));
+      }
+    }
+    return ok();
+  }
+
+  // `position`: this table's part of the source's position; null = from the start.
+  bool seek(const nlohmann::json& position) {
+    last_.reset();
+    snapshot_done_ = false;
+    if (position.is_null()) return true;
+    if (!position.is_object() || !position.contains("after") || !position["after"].is_array()) return false;
+    if (!position["after"].empty()) last_ = position["after"].get<std::vector<std::string>>();
+    snapshot_done_ = position.value("done", false);
+    return true;
+  }
+
+  nlohmann::json position() const {
+    nlohmann::json p = {{"after", last_.value_or(std::vector<std::string>{})}};
+    if (snapshot_done_) p["done"] = true;
+    return p;
+  }
+
+  // Reads up to `limit` rows into `batch`; true when the table had no more (it is drained for now).
+  Result<bool> read(PgConnection& conn, size_t limit, Batch& batch, std::vector<DeadLetter>& dead,
+                    std::string_view what) {
+    std::vector<std::optional<std::string>> params;
+    if (last_) params.assign(last_->begin(), last_->end());
+    auto rows = conn.query(select_sql(limit), params);
+    if (!rows) {
+      return fail(rows.error().kind == ErrorKind::kConfig ? ErrorKind::kConfig : ErrorKind::kUnavailable,
+                  fmt::format("{}: reading {}: {}", what, qualified_, rows.error().message));
+    }
+    for (const auto& c : columns_) batch.add_column({c.name, c.type});
+    const size_t ordering = order_columns().size();
+    for (const auto& row : rows->rows) {
+      SKIPPR_TRY(pg_append_row(batch, columns_, row, what, qualified_, dead));
+      batch.rows += 1;
+    }
+    if (!rows->rows.empty()) {
+      const auto& last_row = rows->rows.back();
+      std::vector<std::string> after;
+      for (size_t i = 0; i < ordering; ++i) after.push_back(last_row[columns_.size() + i].value_or(""));
+      last_ = std::move(after);
+    }
+    const bool drained = rows->rows.size() < limit;
+    if (drained && mode_ == Mode::kSnapshot) snapshot_done_ = true;
+    return drained;
+  }
 
  private:
-  Result<PgConnection*> connection();
   // The ordering columns: (cursor, key...) for incremental, (key...) for snapshot.
   std::vector<std::string> order_columns() const {
     std::vector<std::string> order;
@@ -43,20 +107,72 @@ class PostgresSource final : public Source {
     order.insert(order.end(), key_.begin(), key_.end());
     return order;
   }
-  std::string select_sql(size_t limit) const;
-  Position position() const;
+  std::string select_sql(size_t limit) const {
+    // A NULL cursor never compares, so such rows are left out of every poll alike (documented), not only of the
+    // later ones.
+    std::vector<std::string> conditions;
+    if (mode_ == Mode::kIncremental) {
+      conditions.push_back(fmt::format("t.{} IS NOT NULL", pg_quote_identifier(cursor_)));
+    }
+    return pg_keyset_select_sql(qualified_, columns_, order_columns(), last_.has_value(), limit, conditions);
+  }
 
-  nlohmann::json params_;
-  std::string what_;
+  SelectedTable table_;
   std::string qualified_;
   Mode mode_;
   std::string cursor_;
   std::vector<std::string> key_;
   std::vector<PgSourceColumn> columns_;
-  std::optional<PgConnection> conn_;
   std::optional<std::vector<std::string>> last_;  // the ordering values of the last row read, as text
   bool snapshot_done_ = false;
 };
+
+// Reads every selected table, one after another: each poll continues the table the last one was in, and moves on
+// when it is drained; the source is drained when a whole round found nothing new. One table keeps the position
+// format of a one-table source ({"after": [...], "done": true}); several keep one such part per stream
+// ({"tables": {"orders": {...}}}), so a table added to the list later starts from its beginning and a removed one
+// is forgotten.
+class PostgresSource final : public Source {
+ public:
+  PostgresSource(const ConnectorContext& ctx, TableSelection selection, Mode mode, std::string cursor)
+      : params_(ctx.params),
+        what_(fmt::format("source '{}'", ctx.name)),
+        selection_(std::move(selection)),
+        mode_(mode),
+        cursor_(std::move(cursor)),
+        key_(ctx.primary_key) {}
+
+  Status open() override;
+  // Its positions name data that can be read again from there, whoever committed them.
+  bool resumes_from_destination() const override { return true; }
+  bool names_streams() const override { return selection_.names_streams(); }
+  Status seek(const Position& position) override;
+  Result<Poll> poll(const Budget& budget) override;
+
+ private:
+  Result<PgConnection*> connection();
+  Position position() const;
+
+  nlohmann::json params_;
+  std::string what_;
+  TableSelection selection_;
+  Mode mode_;
+  std::string cursor_;
+  std::vector<std::string> key_;
+  std::optional<PgConnection> conn_;
+  std::vector<TableRead> tables_;
+  size_t current_ = 0;  // the table the next poll reads
+};
+
+// The one table of a selection that names one: "schema.table" in `tables` overrides `schema`.
+SelectedTable single_table(const TableSelection& selection) {
+  SelectedTable out{selection.default_schema, selection.include.front(), ""};
+  if (auto dot = out.table.find('.'); dot != std::string::npos) {
+    out.schema = out.table.substr(0, dot);
+    out.table = out.table.substr(dot + 1);
+  }
+  return out;
+}
 
 Result<PgConnection*> PostgresSource::connection() {
   if (conn_ && !conn_->broken()) return &*conn_;
@@ -74,83 +190,72 @@ Result<PgConnection*> PostgresSource::connection() {
 Status PostgresSource::open() {
   auto conn = connection();
   if (!conn) return std::unexpected(conn.error());
-  auto table = pg_describe_keyed_table(**conn, qualified_, key_, what_, "orders the read and breaks ties between rows");
-  if (!table) return std::unexpected(table.error());
-  columns_ = std::move(table->columns);
-  key_ = std::move(table->key);
-  auto has = [&](const std::string& name) {
-    return std::ranges::any_of(columns_, [&](const PgSourceColumn& c) { return c.name == name; });
-  };
-  for (const auto& name : order_columns()) {
-    if (!has(name)) {
-      return fail(ErrorKind::kConfig,
-                  fmt::format("{}: table {} has no column {} (named as {}); check skippr.yml", what_, qualified_,
-                              pg_quote_identifier(name), name == cursor_ ? "cursor_column" : "primary_key"));
-    }
+  // One table named plainly is read as it always was (a view included); several, or a pattern, through the catalog.
+  auto selected = names_streams() ? select_tables(**conn, selection_, what_)
+                                  : Result<std::vector<SelectedTable>>(std::vector{single_table(selection_)});
+  if (!selected) return std::unexpected(selected.error());
+  tables_.clear();
+  for (auto& table : *selected) {
+    tables_.emplace_back(std::move(table), mode_, cursor_, key_);
+    SKIPPR_TRY(tables_.back().describe(**conn, what_));
   }
+  if (!names_streams()) return ok();
+  spdlog::info("{}: {} table{} selected: {}", what_, tables_.size(), tables_.size() == 1 ? "" : "s",
+               fmt::join(tables_ | std::views::transform(&TableRead::qualified), ", "));
   return ok();
 }
 
 Status PostgresSource::seek(const Position& position) {
-  last_.reset();
-  snapshot_done_ = false;
-  if (position.empty()) return ok();
-  auto parsed = nlohmann::json::parse(position.token, nullptr, false);
-  if (!parsed.is_object() || !parsed.contains("after") || !parsed["after"].is_array()) {
+  current_ = 0;
+  auto unreadable = [&] {
     return fail(ErrorKind::kCorruption, fmt::format("{}: unreadable resume position '{}'", what_, position.token));
+  };
+  const nlohmann::json parsed =
+      position.empty() ? nlohmann::json() : nlohmann::json::parse(position.token, nullptr, false);
+  if (parsed.is_discarded()) return unreadable();
+  if (!names_streams()) return tables_.front().seek(parsed) ? ok() : unreadable();
+  if (!parsed.is_null() && (!parsed.is_object() || !parsed.contains("tables") || !parsed["tables"].is_object())) {
+    return unreadable();
   }
-  if (!parsed["after"].empty()) last_ = parsed["after"].get<std::vector<std::string>>();
-  snapshot_done_ = parsed.value("done", false);
+  for (auto& table : tables_) {
+    const nlohmann::json part =
+        parsed.is_null() ? nlohmann::json() : parsed["tables"].value(table.stream(), nlohmann::json());
+    if (!table.seek(part)) return unreadable();
+  }
   return ok();
 }
 
 Position PostgresSource::position() const {
-  nlohmann::json p = {{"after", last_.value_or(std::vector<std::string>{})}};
-  if (snapshot_done_) p["done"] = true;
-  return Position{p.dump()};
-}
-
-std::string PostgresSource::select_sql(size_t limit) const {
-  // A NULL cursor never compares, so such rows are left out of every poll alike (documented), not only of the later
-  // ones.
-  std::vector<std::string> conditions;
-  if (mode_ == Mode::kIncremental) conditions.push_back(fmt::format("t.{} IS NOT NULL", pg_quote_identifier(cursor_)));
-  return pg_keyset_select_sql(qualified_, columns_, order_columns(), last_.has_value(), limit, conditions);
+  if (!names_streams()) return Position{tables_.front().position().dump()};
+  nlohmann::json parts = nlohmann::json::object();
+  for (const auto& table : tables_) parts[table.stream()] = table.position();
+  return Position{nlohmann::json{{"tables", std::move(parts)}}.dump()};
 }
 
 Result<Poll> PostgresSource::poll(const Budget& budget) {
   Poll result;
-  if (snapshot_done_) {
-    result.position_after = position();
-    result.drained = true;
-    return result;
-  }
   auto conn = connection();
   if (!conn) return std::unexpected(conn.error());
   const size_t limit =
       std::clamp<size_t>(std::min(budget.max_rows, budget.max_bytes / kEstimatedRowBytes), 1, kMaxRowsPerPoll);
-  std::vector<std::optional<std::string>> params;
-  if (last_) params.assign(last_->begin(), last_->end());
-  auto rows = (*conn)->query(select_sql(limit), params);
-  if (!rows) {
-    return fail(rows.error().kind == ErrorKind::kConfig ? ErrorKind::kConfig : ErrorKind::kUnavailable,
-                fmt::format("{}: reading {}: {}", what_, qualified_, rows.error().message));
+  result.drained = true;
+  for (size_t tried = 0; tried < tables_.size(); ++tried) {
+    TableRead& table = tables_[current_];
+    bool drained = true;
+    if (!table.finished()) {
+      Batch batch;
+      auto read = table.read(**conn, limit, batch, result.dead_letters, what_);
+      if (!read) return std::unexpected(read.error());
+      drained = *read;
+      if (batch.rows > 0) {
+        if (names_streams()) batch.stream = table.stream();
+        result.records = std::move(batch);
+        result.drained = false;
+      }
+    }
+    if (drained) current_ = (current_ + 1) % tables_.size();
+    if (!result.drained) break;
   }
-  Batch& batch = result.records;
-  for (const auto& c : columns_) batch.add_column({c.name, c.type});
-  const size_t ordering = order_columns().size();
-  for (const auto& row : rows->rows) {
-    SKIPPR_TRY(pg_append_row(batch, columns_, row, what_, qualified_, result.dead_letters));
-    batch.rows += 1;
-  }
-  if (!rows->rows.empty()) {
-    const auto& last_row = rows->rows.back();
-    std::vector<std::string> after;
-    for (size_t i = 0; i < ordering; ++i) after.push_back(last_row[columns_.size() + i].value_or(""));
-    last_ = std::move(after);
-  }
-  result.drained = rows->rows.size() < limit;
-  if (result.drained && mode_ == Mode::kSnapshot) snapshot_done_ = true;
   result.position_after = position();
   return result;
 }
@@ -169,7 +274,11 @@ ConnectorSpec postgres_source_spec() {
       "a PostgreSQL table, read incrementally by a cursor column, as a snapshot, or as a change stream (CDC)";
   spec.params = pg_connection_params();
   spec.params.push_back({"schema", ParamType::kString, false, "public", "the tables' schema"});
-  spec.params.push_back({"tables", ParamType::kStringList, true, nullptr, "the table to read (one in this build)"});
+  spec.params.push_back({"tables", ParamType::kStringList, true, nullptr,
+                         "the tables to read: names (orders, sales.orders) and patterns (public.*, sales.order_*); "
+                         "each table is a stream of its own when there are several (CDC: one table in this build)"});
+  spec.params.push_back({"exclude_tables", ParamType::kStringList, false, nullptr,
+                         "names and patterns of tables to leave out of those `tables` selects"});
   spec.params.push_back({"mode", ParamType::kString, false, "incremental",
                          "incremental | snapshot | snapshot_then_cdc (the table, then its changes through logical "
                          "replication) | cdc_only (changes from now on)"});
@@ -202,13 +311,27 @@ ConnectorSpec postgres_source_spec() {
                                                   "snapshot_then_cdc or cdc_only",
                                                   ctx.name, mode_text));
     }
-    if (tables.size() != 1) {
-      return fail(ErrorKind::kConfig, fmt::format("source '{}': name exactly one table in `tables` (this build reads "
-                                                  "one table per pipeline); got {}",
-                                                  ctx.name, tables.size()));
+    TableSelection selection{p.value("schema", std::string("public")), tables,
+                             p.value("exclude_tables", std::vector<std::string>{})};
+    if (tables.empty()) {
+      return fail(ErrorKind::kConfig, fmt::format("source '{}': tables is empty; name a table, several, or a pattern "
+                                                  "such as public.*",
+                                                  ctx.name));
+    }
+    if (selection.names_streams() && cdc) {
+      return fail(ErrorKind::kConfig, fmt::format("source '{}': mode {} reads one table in this build; name one "
+                                                  "table, or use snapshot or incremental for several",
+                                                  ctx.name, mode_text));
+    }
+    if (selection.names_streams() && !ctx.primary_key.empty()) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("source '{}': several tables are read, each ordered by its own primary key; the "
+                              "pipeline's primary_key names one table's, so remove it (merge_by_key of several tables "
+                              "is not in this build)",
+                              ctx.name));
     }
     // "schema.table" in `tables` overrides `schema`.
-    std::string schema = p.value("schema", std::string("public")), table = tables[0];
+    std::string schema = selection.default_schema, table = tables[0];
     if (auto dot = table.find('.'); dot != std::string::npos) {
       schema = table.substr(0, dot);
       table = table.substr(dot + 1);
@@ -223,7 +346,7 @@ ConnectorSpec postgres_source_spec() {
                                                   "grows with every change, e.g. updated_at); add it",
                                                   ctx.name));
     }
-    return std::make_unique<PostgresSource>(ctx, schema, table, mode, cursor);
+    return std::make_unique<PostgresSource>(ctx, std::move(selection), mode, cursor);
   };
   return spec;
 }

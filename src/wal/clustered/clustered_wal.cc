@@ -93,7 +93,7 @@ class ClusteredWal final : public Wal {
   }
 
   using Wal::commit;
-  Result<EncodedBatch> encode(const Batch& batch) const override { return local_->encode(batch); }
+  Result<EncodedBatch> encode_parts(std::span<const Batch> parts) const override { return local_->encode_parts(parts); }
 
   Result<BatchId> commit(const EncodedBatch& batch, const Position& position_after) override {
     std::lock_guard lock(io_mu_);
@@ -150,7 +150,7 @@ class ClusteredWal final : public Wal {
   }
 
   std::vector<WalBatchInfo> pending() const override { return local_->pending(); }
-  Result<Batch> read_batch(const WalBatchInfo& info) const override { return local_->read_batch(info); }
+  Result<std::vector<Batch>> read_parts(const WalBatchInfo& info) const override { return local_->read_parts(info); }
   Result<EncodedBatch> read_encoded(const WalBatchInfo& info) const override { return local_->read_encoded(info); }
   Position last_position() const override { return local_->last_position(); }
   uint64_t last_committed_seq() const override { return local_->last_committed_seq(); }

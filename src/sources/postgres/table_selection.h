@@ -1,0 +1,34 @@
+// Which tables a Postgres source reads: `tables` names them, plainly or by pattern (* and ? within a name:
+// public.*, sales.order_*), `exclude_tables` leaves some out. A name without a schema is in the source's `schema`.
+// Each selected table is a stream, named after the table when it is in that schema and schema.table otherwise.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "clients/postgres/pg_client.h"
+#include "core/result.h"
+
+namespace skippr {
+
+struct SelectedTable {
+  std::string schema;
+  std::string table;
+  std::string stream;  // the stream's name (see above)
+};
+
+struct TableSelection {
+  std::string default_schema;
+  std::vector<std::string> include;  // as written
+  std::vector<std::string> exclude;
+  // True when it may name several tables (more than one entry, or a pattern): the source then names streams.
+  bool names_streams() const;
+};
+
+// The tables of `selection` on the server, in (schema, table) order. kConfig naming the entry when a plain name is
+// no table, or a pattern matches none (`what` names the source). skipprd's own tables (_skippr_*) never match a
+// pattern.
+Result<std::vector<SelectedTable>> select_tables(PgConnection& conn, const TableSelection& selection,
+                                                 std::string_view what);
+
+}  // namespace skippr

@@ -1,0 +1,176 @@
+// Streams from the File source: `in/{stream}/*.jsonl` names each file's stream after its folder, and a DuckDB sink
+// with `table: raw_{stream}` lands each in a table of its own, all of a batch's streams in one transaction. Under
+// kill -9 (and DATA_DIR lost between kills) every table must end equal to an unkilled run's, each row once.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "support/chaos_loop.h"
+#include "support/pipeline_fixture.h"
+#include "support/stream_files.h"
+
+namespace skippr::test {
+namespace {
+
+const std::vector<std::string>& kStreams = stream_names();
+
+std::string streams_config(const std::string& table = "raw_{stream}") {
+  return fmt::format(R"(data_sources:
+  files:
+    File: {{ path: "in/{{stream}}/*.jsonl" }}
+data_sinks:
+  warehouse:
+    DuckDB: {{ path: out.duckdb, table: "{}" }}
+pipelines:
+  many:
+    data_source: data_sources.files
+    data_sink: data_sinks.warehouse
+)",
+                     table);
+}
+
+std::string table_of(const std::string& stream) { return stream_table("raw_", stream); }
+
+// rows | distinct ids | an order-independent hash of every column, per stream's table.
+std::map<std::string, std::string> digests(const std::filesystem::path& db) {
+  std::map<std::string, std::string> out;
+  for (const auto& stream : kStreams) {
+    out[stream] = duckdb_value(db, fmt::format("SELECT count(*) || '|' || count(DISTINCT id) || '|' || "
+                                               "coalesce(sum(hash(t)), 0) FROM {} AS t",
+                                               table_of(stream)));
+  }
+  return out;
+}
+
+TEST(FileStreams, EachFolderLandsInItsOwnTableInOneTransactionPerBatch) {
+  PipelineFixture fixture(streams_config());
+  const auto rows = write_stream_files(fixture.root(), 3, 400);
+  auto run = fixture.skipprd({"sync", "--pipeline", "many", "--once"}, {{"BUFFER_THRESHOLD_BYTES", "40000"}});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto db = fixture.path("out.duckdb");
+  for (const auto& [stream, count] : rows) {
+    EXPECT_EQ(duckdb_value(db, fmt::format("SELECT count(*) FROM {}", table_of(stream))), std::to_string(count));
+  }
+  // The stream's own columns only: users has no amount column, events gained country.
+  EXPECT_EQ(duckdb_value(db,
+                         "SELECT count(*) FROM information_schema.columns WHERE table_name = 'raw_users' AND "
+                         "column_name = 'amount'"),
+            "0");
+  EXPECT_EQ(duckdb_value(db, "SELECT count(country) FROM raw_events"), "800");
+  // One ledger row per (table, batch); a batch that held several streams has a row in each of their tables, and
+  // they were written together: every batch id of the ledger appears once per table it landed in.
+  EXPECT_EQ(duckdb_value(db,
+                         "SELECT count(*) FROM (SELECT target_table, batch_id FROM _skippr_batches GROUP BY ALL "
+                         "HAVING count(*) > 1)"),
+            "0");
+  EXPECT_NE(duckdb_value(db, "SELECT max(n) FROM (SELECT count(*) AS n FROM _skippr_batches GROUP BY batch_id)"), "1")
+      << "no batch held more than one stream: the test does not test transactions across tables";
+  EXPECT_EQ(duckdb_value(db, "SELECT sum(rows) FROM _skippr_batches"), "6000");
+
+  // A second run reads nothing again; a new file in one folder lands in that stream's table only.
+  {
+    std::ofstream more(fixture.path("in/users/100.jsonl"));
+    more << R"({"id":100000,"stream_no":1,"label":"late"})"
+         << "\n";
+  }
+  run = fixture.skipprd({"sync", "--pipeline", "many", "--once"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(duckdb_value(db, "SELECT count(*) FROM raw_users"), "1201");
+  EXPECT_EQ(duckdb_value(db, "SELECT count(*) FROM raw_orders"), "1200");
+}
+
+TEST(FileStreams, EveryTableEqualsAnUnkilledRunUnderKill9AndLostDataDirs) {
+  PipelineFixture unkilled(streams_config());
+  PipelineFixture chaos(streams_config());
+  const auto rows = write_stream_files(unkilled.root(), 8, 3000);
+  write_stream_files(chaos.root(), 8, 3000);
+  const std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "150000"},
+                                                  {"WAL_BYTES_PER_FILE", "400000"}};
+  auto clean = unkilled.skipprd({"sync", "--pipeline", "many", "--once"}, env);
+  ASSERT_EQ(clean.exit_code, 0) << clean.err;
+
+  auto chaos_env = env;
+  chaos_env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.1";
+  chaos_env["SKIPPR_CHAOS_MAX_SECONDS"] = "0.8";
+  const auto runs = sync_until_done_under_chaos(chaos, "many", chaos_env, /*seed_base=*/4300,
+                                                {.max_runs = 300, .lose_data_dir_every = 4, .min_kills = 12});
+  ASSERT_TRUE(runs.finished) << runs.failure;
+  std::cout << "file streams chaos: " << runs.summary() << "\n";
+  EXPECT_GE(runs.kills, 12);
+  EXPECT_GE(runs.data_dirs_lost, 2);
+
+  const auto want = digests(unkilled.path("out.duckdb"));
+  const auto got = digests(chaos.path("out.duckdb"));
+  for (const auto& stream : kStreams) {
+    const std::string n = std::to_string(rows.at(stream));
+    EXPECT_TRUE(want.at(stream).starts_with(n + "|" + n + "|")) << stream << ": " << want.at(stream);
+    EXPECT_EQ(got.at(stream), want.at(stream)) << stream << " differs from the unkilled run (rows|ids|hash)";
+  }
+}
+
+TEST(FileStreams, SetupMistakesStopBeforeAnythingIsRead) {
+  {  // A table without {stream} would mix every stream in one table.
+    PipelineFixture fixture(streams_config("events"));
+    write_stream_files(fixture.root(), 1, 2);
+    auto run = fixture.skipprd({"sync", "--pipeline", "many", "--once"});
+    EXPECT_EQ(run.exit_code, 2) << run.err;
+    EXPECT_NE(run.err.find("skippr.yml:"), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("would put every stream of the source in one table"), std::string::npos) << run.err;
+    EXPECT_FALSE(std::filesystem::exists(fixture.path("out.duckdb")));
+  }
+  {  // A sink that lands one table cannot take a source of several streams.
+    PipelineFixture fixture(R"(data_sources:
+  files:
+    File: { path: "in/{stream}/*.jsonl" }
+data_sinks:
+  out:
+    Stdout: {}
+pipelines:
+  many:
+    data_source: data_sources.files
+    data_sink: data_sinks.out
+)");
+    auto run = fixture.skipprd({"validate"});
+    EXPECT_EQ(run.exit_code, 2) << run.err;
+    EXPECT_NE(run.err.find("names several streams, and a Stdout sink lands one table"), std::string::npos) << run.err;
+  }
+  {  // {stream} in a table whose source has one stream.
+    PipelineFixture fixture(
+        jsonl_files_to_sink_config("in/*.jsonl", "DuckDB: { path: out.duckdb, table: \"t_{stream}\" }"));
+    auto run = fixture.skipprd({"validate"});
+    EXPECT_EQ(run.exit_code, 2) << run.err;
+    EXPECT_NE(run.err.find("the pipeline's source names one stream"), std::string::npos) << run.err;
+  }
+  {  // {stream} that is not a folder of its own.
+    PipelineFixture fixture(
+        jsonl_files_to_sink_config("in/x{stream}/*.jsonl", "DuckDB: { path: out.duckdb, table: t }"));
+    auto run = fixture.skipprd({"validate"});
+    EXPECT_EQ(run.exit_code, 2) << run.err;
+    EXPECT_NE(run.err.find("{stream} must be a whole folder name"), std::string::npos) << run.err;
+  }
+}
+
+// Two folders whose tables would be one after folding (public.items and public_items): the run stops naming both,
+// nothing of the second lands in the first's table, and the batch waits in the WAL until the config changes.
+TEST(FileStreams, TwoStreamsThatWouldShareATableStopTheRunNamingBoth) {
+  PipelineFixture fixture(streams_config());
+  for (const std::string folder : {"public.items", "public_items"}) {
+    std::filesystem::create_directories(fixture.path("in/" + folder));
+    std::ofstream(fixture.path("in/" + folder + "/a.jsonl")) << R"({"id":1,"from":")" << folder << "\"}\n";
+  }
+  auto run = fixture.skipprd({"sync", "--pipeline", "many", "--once"});
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_NE(run.err.find("streams 'public.items' and 'public_items' would both land in table raw_public_items"),
+            std::string::npos)
+      << run.err;
+  EXPECT_EQ(duckdb_value(fixture.path("out.duckdb"),
+                         "SELECT count(*) FROM information_schema.tables WHERE "
+                         "table_name = 'raw_public_items'"),
+            "0")
+      << "the transaction holding both streams must not have committed";
+}
+
+}  // namespace
+}  // namespace skippr::test
