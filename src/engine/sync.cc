@@ -37,6 +37,10 @@ constexpr size_t kLandQueueBatches = 4096;
 // enough that a steady flow of batches keeps it, short enough that readers get a DuckDB file between polls.
 constexpr auto kSinkIdleAfter = std::chrono::seconds(1);
 constexpr int kInterruptedExit = 130;  // 128 + SIGINT, as a shell reports an interrupted command
+// A batch is cut once it holds this many streams: a destination lands all of a batch's tables in one transaction, and
+// what a transaction holds per table (DuckDB's local storage, a Postgres COPY each) must stay bounded by settings,
+// not by the number of tables a source reads (1,000 tables in one transaction exhausted DuckDB's 64 MiB).
+constexpr size_t kMaxStreamsPerBatch = 64;
 
 struct ReadBatch {
   std::vector<Batch> parts;  // one per stream (core/batch.h)
@@ -420,6 +424,7 @@ class SyncRun {
       // so does a position the source asks to keep.
       const bool cut = (pending.rows() > 0 || !pending_dead.empty() || position_to_keep) &&
                        (pending.byte_size() >= settings_.buffer_threshold_bytes ||
+                        pending.streams() >= kMaxStreamsPerBatch ||
                         seconds_since(batch_started) >= settings_.buffer_threshold_seconds || polled->drained);
       if (cut && !cut_batch(pending, pending_dead, pending_oldest,
                             committed_position(position, polled->drained, pending.rows()))) {

@@ -11,6 +11,7 @@ namespace skippr::test {
 std::string ChaosRuns::summary() const {
   std::string s = std::to_string(runs) + " runs, " + std::to_string(kills) + " kills";
   if (data_dirs_lost > 0) s += ", " + std::to_string(data_dirs_lost) + " DATA_DIRs deleted";
+  if (windows_widened > 0) s += ", timer window doubled " + std::to_string(windows_widened) + "x";
   s += ":";
   for (const auto& [cause, n] : by_cause) s += " " + cause + "=" + std::to_string(n);
   return s;
@@ -27,6 +28,18 @@ void count_logged_kills(const PipelineFixture& fixture, const std::string& pipel
   }
 }
 
+constexpr int kTimerKillsBeforeWidening = 12;
+
+// Whether the newest kill chaos.log records was the timer's (not a failpoint's).
+bool last_kill_by_timer(const PipelineFixture& fixture, const std::string& pipeline) {
+  const std::string log = read_text(fixture.path("data/pipelines/" + pipeline + "/chaos.log"));
+  const size_t end = log.find_last_not_of('\n');
+  if (end == std::string::npos) return false;
+  const size_t newline = log.rfind('\n', end);
+  const size_t start = newline == std::string::npos ? 0 : newline + 1;
+  return std::string_view(log).substr(start, end + 1 - start).find("at failpoint ") == std::string_view::npos;
+}
+
 // Reruns `sync --once` in chaos mode while `more(result)` holds; every run must exit 0 or be SIGKILLed.
 ChaosRuns chaos_loop(const PipelineFixture& fixture, const std::string& pipeline,
                      std::map<std::string, std::string> env, int seed_base,
@@ -37,6 +50,7 @@ ChaosRuns chaos_loop(const PipelineFixture& fixture, const std::string& pipeline
   ChaosRuns result;
   size_t turns = 0;      // runs armed from the rotation
   size_t owed_runs = 0;  // runs armed to pay a kill owed to min_kills
+  int timer_kills_in_a_row = 0;
   env["SKIPPR_CHAOS_MODE"] = "yes";
   while (more(result)) {
     auto run_env = env;
@@ -66,6 +80,19 @@ ChaosRuns chaos_loop(const PipelineFixture& fixture, const std::string& pipeline
     }
     result.finished = false;
     ++result.kills;
+    // Runs the timer ends before they reach the point they were armed at may make no progress at all on a slow or
+    // loaded machine (their start-up alone can take longer than the window), and the loop would never end. After
+    // kTimerKillsBeforeWidening of them in a row, the window doubles: kills stay at random instants, and every
+    // run is still killed, but a run gets time to land something.
+    if (last_kill_by_timer(fixture, pipeline) && ++timer_kills_in_a_row >= kTimerKillsBeforeWidening) {
+      timer_kills_in_a_row = 0;
+      for (const char* bound : {"SKIPPR_CHAOS_MIN_SECONDS", "SKIPPR_CHAOS_MAX_SECONDS"}) {
+        if (auto it = env.find(bound); it != env.end()) it->second = std::to_string(std::stod(it->second) * 2);
+      }
+      ++result.windows_widened;
+    } else if (!last_kill_by_timer(fixture, pipeline)) {
+      timer_kills_in_a_row = 0;
+    }
     if (options.lose_data_dir_every > 0 && result.kills % options.lose_data_dir_every == 0) {
       count_logged_kills(fixture, pipeline, result);
       std::filesystem::remove_all(fixture.path("data"));

@@ -1,0 +1,74 @@
+// Where each stream lands (sinks/kit/stream_tables.h): the table pattern, the folding of stream names, and the
+// setup mistakes refused before anything lands.
+#include "sinks/kit/stream_tables.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace skippr {
+namespace {
+
+std::string same(std::string_view name) { return std::string(name); }
+std::string lower(std::string_view name) {
+  std::string out(name);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+TEST(StreamTables, APatternNamesOneTablePerStreamWithPlainNames) {
+  auto tables = StreamTables::make("sink 'w'", "table", "raw_{stream}", /*source_streams=*/true);
+  ASSERT_TRUE(tables) << tables.error().message;
+  EXPECT_TRUE(tables->per_stream());
+  EXPECT_EQ(tables->table_for("orders"), "raw_orders");
+  EXPECT_EQ(tables->table_for("public.order items-2"), "raw_public_order_items_2");
+  auto twice = StreamTables::make("sink 'w'", "table", "{stream}_of_{stream}", true);
+  ASSERT_TRUE(twice);
+  EXPECT_EQ(twice->table_for("a.b"), "a_b_of_a_b");
+}
+
+TEST(StreamTables, OneStreamLandsInTheTableAsWritten) {
+  auto tables = StreamTables::make("sink 'w'", "table", "trips", /*source_streams=*/false);
+  ASSERT_TRUE(tables);
+  EXPECT_FALSE(tables->per_stream());
+  EXPECT_EQ(tables->table_for(""), "trips");
+}
+
+TEST(StreamTables, SetupMistakesAreConfigErrorsNamingTheSinkAndTheFix) {
+  auto shared = StreamTables::make("sink 'w'", "table", "events", true);
+  ASSERT_FALSE(shared);
+  EXPECT_EQ(shared.error().kind, ErrorKind::kConfig);
+  EXPECT_NE(shared.error().message.find("sink 'w': table 'events' would put every stream"), std::string::npos);
+  EXPECT_NE(shared.error().message.find("events_{stream}"), std::string::npos);
+  auto placeholder = StreamTables::make("sink 'w'", "table", "t_{stream}", false);
+  ASSERT_FALSE(placeholder);
+  EXPECT_NE(placeholder.error().message.find("names one stream"), std::string::npos);
+  auto empty = StreamTables::make("sink 'w'", "table", "", false);
+  ASSERT_FALSE(empty);
+  EXPECT_NE(empty.error().message.find("table is empty"), std::string::npos);
+}
+
+TEST(StreamTables, TwoStreamsThatFoldToOneTableAreRefusedNamingBoth) {
+  auto tables = StreamTables::make("sink 'w'", "table", "raw_{stream}", true);
+  ASSERT_TRUE(tables);
+  EXPECT_TRUE(tables->claim("public.items", tables->table_for("public.items"), same));
+  EXPECT_TRUE(tables->claim("public.items", tables->table_for("public.items"), same)) << "a stream claims again";
+  auto clash = tables->claim("public_items", tables->table_for("public_items"), same);
+  ASSERT_FALSE(clash);
+  EXPECT_EQ(clash.error().kind, ErrorKind::kConfig);
+  EXPECT_NE(clash.error().message.find("streams 'public.items' and 'public_items' would both land in table "
+                                       "raw_public_items"),
+            std::string::npos)
+      << clash.error().message;
+  // Letter case: one table where the destination folds it (DuckDB), two where it does not (Postgres).
+  auto folding = StreamTables::make("sink 'w'", "table", "{stream}", true);
+  ASSERT_TRUE(folding);
+  EXPECT_TRUE(folding->claim("Orders", "Orders", lower));
+  EXPECT_FALSE(folding->claim("orders", "orders", lower));
+  auto exact = StreamTables::make("sink 'w'", "table", "{stream}", true);
+  EXPECT_TRUE(exact->claim("Orders", "Orders", same));
+  EXPECT_TRUE(exact->claim("orders", "orders", same));
+}
+
+}  // namespace
+}  // namespace skippr
