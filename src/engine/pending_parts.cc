@@ -10,22 +10,17 @@ bool PendingParts::fits(const Batch& records) const {
 bool PendingParts::add(Batch&& records) {
   if (records.rows == 0) return true;
   const size_t rows = records.rows;
-  const size_t bytes = records.byte_size();
-  const auto found = index_.find(records.stream);
-  if (found == index_.end()) {
-    index_.emplace(records.stream, parts_.size());
-    parts_.push_back(std::move(records));
-  } else {
-    Batch& part = parts_[found->second];
-    const size_t before = part.byte_size();
-    if (!part.append(records)) return false;
-    bytes_ -= before;
-    rows_ += rows;
-    bytes_ += part.byte_size();
-    return true;
+  auto [found, is_new] = index_.try_emplace(records.stream, parts_.size());
+  if (is_new) parts_.emplace_back();
+  Batch& part = parts_[found->second];
+  const size_t before = part.byte_size();
+  if (is_new) {
+    part = std::move(records);  // moved, not copied: the common case of one stream per batch
+  } else if (!part.append(records)) {
+    return false;
   }
   rows_ += rows;
-  bytes_ += bytes;
+  bytes_ += part.byte_size() - before;
   return true;
 }
 

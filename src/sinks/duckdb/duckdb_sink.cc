@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "clients/duckdb/duckdb_client.h"
+#include "core/ascii.h"
 #include "core/change_fields.h"
 #include "core/failpoint.h"
 #include "core/redact.h"
@@ -184,17 +185,11 @@ const LedgerDialect& duckdb_ledger() {
   return dialect;
 }
 
-std::string lowercase(std::string_view name) {
-  std::string lower(name);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  return lower;
-}
-
-std::string DuckDbSink::ledger_target() const { return lowercase(table_); }
+std::string DuckDbSink::ledger_target() const { return ascii_lowercase(table_); }
 
 Status DuckDbSink::use_table_of(const Batch& batch) {
   std::string table = tables_.table_for(batch.stream);
-  SKIPPR_TRY(tables_.claim(batch.stream, table, lowercase));
+  SKIPPR_TRY(tables_.claim(batch.stream, table, ascii_lowercase));
   point_at(std::move(table));
   return ok();
 }
