@@ -36,6 +36,7 @@ Result<std::string> read_text(const std::filesystem::path& file) {
 void apply_source_landing(PipelineConfig& pipeline, const Config& config, config_detail::Diagnostics& diag) {
   const auto source = config.sources.find(pipeline.data_source);
   const ConnectorSpec* spec = source == config.sources.end() ? nullptr : source->second.spec;
+
   if (!pipeline.landing_given && spec && spec->default_landing) {
     pipeline.landing = *spec->default_landing;
     if (pipeline.partition_by.empty()) pipeline.partition_by = spec->default_partition_by;
@@ -81,7 +82,7 @@ void read_document(const YAML::Node& root, Config& config, config_detail::Diagno
   std::vector<std::string> source_names, sink_names;
   read_connectors(sources, /*is_source=*/true, base_dir, diag, config.sources, source_names);
   read_connectors(sinks, /*is_source=*/false, base_dir, diag, config.sinks, sink_names);
-  read_pipelines(pipelines, source_names, sink_names, diag, config.pipelines);
+  read_pipelines(pipelines, source_names, sink_names, config.sources, diag, config.pipelines);
   for (auto& [name, pipeline] : config.pipelines) apply_source_landing(pipeline, config, diag);
 }
 
@@ -115,6 +116,7 @@ void check_connectors(const Config& config, config_detail::Diagnostics& diag) {
     }
     ConnectorContext sink_context = connector_context(pipeline, sink, {});
     sink_context.source_streams = made_source && (*made_source)->names_streams();
+    sink_context.source_keys = source_keys_streams(source);
     if (sink_context.source_streams && !sink.spec->lands_streams) {
       diag.add(sink.where, fmt::format("pipeline '{}': source '{}' names several streams, and a {} sink lands one "
                                        "table; land them in a sink that gives each stream its own table ({}), or "
@@ -157,6 +159,10 @@ Result<Config> parse_config(const std::filesystem::path& file, std::string text)
   if (diag.empty()) check_connectors(config, diag);
   if (!diag.empty()) return std::unexpected(diag.to_error());
   return config;
+}
+
+bool source_keys_streams(const ConnectorConfig& source) {
+  return source.spec && source.spec->keys_streams && source.spec->keys_streams(source.params);
 }
 
 ConnectorContext connector_context(const PipelineConfig& pipeline, const ConnectorConfig& connector,

@@ -68,7 +68,8 @@ std::optional<std::string> read_reference(const YAML::Node& node, std::string_vi
 
 // Returns nullopt when a problem was recorded.
 std::optional<PipelineConfig> read_pipeline(const Entry& entry, const std::vector<std::string>& declared_sources,
-                                            const std::vector<std::string>& declared_sinks, Diagnostics& diag) {
+                                            const std::vector<std::string>& declared_sinks,
+                                            const std::map<std::string, ConnectorConfig>& sources, Diagnostics& diag) {
   static const std::vector<std::string> kKeys = {"data_source", "data_sink",    "chaos_mode",         "landing",
                                                  "primary_key", "partition_by", "allow_empty_replace"};
   const std::string what = fmt::format("pipelines.{}", entry.key);
@@ -168,8 +169,10 @@ std::optional<PipelineConfig> read_pipeline(const Entry& entry, const std::vecto
                              what, *text));
         ok = false;
       }
-      // Only when primary_key itself is fine: a broken one is already reported.
-      if (*landing == Landing::kMergeByKey && primary_key_ok && pipeline.primary_key.empty()) {
+      // A source that keys each stream itself (several tables through CDC) needs no key from the pipeline.
+      const auto source = sources.find(pipeline.data_source);
+      const bool source_keys = source != sources.end() && source_keys_streams(source->second);
+      if (*landing == Landing::kMergeByKey && primary_key_ok && pipeline.primary_key.empty() && !source_keys) {
         diag.add(node.Mark(), fmt::format("{}.landing: merge_by_key needs the key to merge on; add primary_key: "
                                           "[column, ...]",
                                           what));
@@ -184,10 +187,11 @@ std::optional<PipelineConfig> read_pipeline(const Entry& entry, const std::vecto
 }  // namespace
 
 void read_pipelines(const YAML::Node& section, const std::vector<std::string>& declared_sources,
-                    const std::vector<std::string>& declared_sinks, Diagnostics& diag,
+                    const std::vector<std::string>& declared_sinks,
+                    const std::map<std::string, ConnectorConfig>& sources, Diagnostics& diag,
                     std::map<std::string, PipelineConfig>& out) {
   for (const auto& entry : read_entries(section, "pipelines", diag)) {
-    if (auto pipeline = read_pipeline(entry, declared_sources, declared_sinks, diag)) {
+    if (auto pipeline = read_pipeline(entry, declared_sources, declared_sinks, sources, diag)) {
       out.emplace(entry.key, std::move(*pipeline));
     }
   }

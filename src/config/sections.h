@@ -20,8 +20,10 @@ void read_connectors(const YAML::Node& section, bool is_source, const std::files
                      Diagnostics& diag, std::map<std::string, ConnectorConfig>& out,
                      std::vector<std::string>& declared);
 
+// `sources`: the valid ones, to tell whether a source keys its streams itself (merge_by_key then needs no primary_key).
 void read_pipelines(const YAML::Node& section, const std::vector<std::string>& declared_sources,
-                    const std::vector<std::string>& declared_sinks, Diagnostics& diag,
+                    const std::vector<std::string>& declared_sinks,
+                    const std::map<std::string, ConnectorConfig>& sources, Diagnostics& diag,
                     std::map<std::string, PipelineConfig>& out);
 
 }  // namespace skippr::config_detail

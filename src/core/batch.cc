@@ -1,6 +1,7 @@
 #include "core/batch.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -168,6 +169,10 @@ void Batch::add_column(const Field& field) {
 
 Status Batch::can_append(const Batch& other) const {
   if (rows == 0 && columns.empty()) return ok();
+  if (key != other.key) {
+    return fail(ErrorKind::kBadInput, fmt::format("the key of stream '{}' changed from ({}) to ({})", stream,
+                                                  fmt::join(key, ", "), fmt::join(other.key, ", ")));
+  }
   for (const auto& field : other.schema.fields) {
     int idx = schema.index_of(field.name);
     if (idx >= 0 && schema.fields[idx].type != field.type) {
@@ -199,6 +204,7 @@ Status Batch::append(const Batch& other) {
   }
   // Checked before anything changes, so a refused append leaves this batch as it was.
   SKIPPR_TRY(can_append(other));
+  if (rows == 0 && columns.empty()) key = other.key;
   for (const auto& field : other.schema.fields) {
     if (schema.index_of(field.name) < 0) add_column(field);
   }
@@ -222,6 +228,7 @@ std::string BatchId::str() const {
 Batch rows_of(const Batch& batch, const std::vector<size_t>& rows) {
   Batch out;
   out.stream = batch.stream;
+  out.key = batch.key;
   out.schema = batch.schema;
   for (const auto& field : batch.schema.fields) out.columns.emplace_back(field.type);
   for (size_t row : rows) {

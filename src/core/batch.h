@@ -77,6 +77,9 @@ struct Column {
 // and WAL written before streams existed reads as that.
 struct Batch {
   std::string stream;
+  // The columns merge_by_key merges this stream on, when its source knows them per stream (each table's own primary
+  // key in a many-table CDC pipeline: Source::keys_streams). Empty: the pipeline's primary_key.
+  std::vector<std::string> key;
   Schema schema;
   std::vector<Column> columns;
   size_t rows = 0;
@@ -88,7 +91,7 @@ struct Batch {
   // Appends `other`; a field `other` has and this batch lacks becomes a new column, null for the rows before it
   // (additive evolution). A field with a different type is an error naming the field and both types.
   Status append(const Batch& other);
-  // What append(other) would refuse, without changing anything.
+  // What append(other) would refuse, without changing anything: a field of another type, or another key.
   Status can_append(const Batch& other) const;
   // Adds a nullable column of `type`, null for every existing row.
   void add_column(const Field& field);

@@ -194,6 +194,9 @@ struct ConnectorContext {
   std::vector<std::string> partition_by;  // with replace_partition
   // Sinks: the pipeline's source names several streams (Source::names_streams), each to land in its own table.
   bool source_streams = false;
+  // Sinks: the source's batches carry their own merge key (ConnectorSpec::keys_streams); merge_by_key then needs
+  // no primary_key, and each batch merges on Batch::key.
+  bool source_keys = false;
 };
 
 struct ConnectorSpec {
@@ -211,6 +214,9 @@ struct ConnectorSpec {
   // Sinks only: lands each stream of a source that names several in a table (or prefix) of its own, from a `table`
   // that may hold {stream} (docs/streams.md).
   bool lands_streams = false;
+  // Sources whose parameters `params` (as written; possibly invalid) make each stream's batches carry the key
+  // merge_by_key merges them on (Batch::key: each table's own primary key), so the pipeline needs no primary_key.
+  std::function<bool(const nlohmann::json& params)> keys_streams;
   // Sources that can tell what they still have to read (Poll::backlog): the unit they count it in.
   std::optional<BacklogUnit> backlog;
   std::function<Result<std::unique_ptr<Source>>(const ConnectorContext&)> make_source;

@@ -126,6 +126,7 @@ class SyncRun {
     source_ = with_injected_faults(std::move(*source), pipe_->name);
     ConnectorContext sink_context = context_for(sink_cfg);
     sink_context.source_streams = source_->names_streams();
+    sink_context.source_keys = source_keys_streams(source_cfg);
     auto sink = sink_cfg.spec->make_sink(sink_context);
     if (!sink) return std::unexpected(sink.error());
     sink_ = std::move(*sink);

@@ -19,7 +19,8 @@ namespace {
 static_assert(std::endian::native == std::endian::little, "the WAL column encoding assumes a little-endian host");
 
 constexpr uint32_t kFormatVersion = 1;
-constexpr uint32_t kPartsVersion = 2;  // several parts, one per stream (serialize_parts)
+constexpr uint32_t kPartsVersion = 2;       // several parts, one per stream (serialize_parts)
+constexpr uint32_t kKeyedPartsVersion = 3;  // ... each with its own merge key
 
 template <class T>
 void put_array(ByteWriter& w, const std::vector<T>& values) {
@@ -153,16 +154,23 @@ Result<Batch> deserialize_batch(std::string_view bytes) {
   return batch;
 }
 
-bool is_single_unnamed(std::span<const Batch> parts) { return parts.size() == 1 && parts.front().stream.empty(); }
+bool is_single_unnamed(std::span<const Batch> parts) {
+  return parts.size() == 1 && parts.front().stream.empty() && parts.front().key.empty();
+}
 
 std::string serialize_parts(std::span<const Batch> parts) {
   if (is_single_unnamed(parts)) return serialize_batch(parts.front());
+  const bool keyed = std::ranges::any_of(parts, [](const Batch& part) { return !part.key.empty(); });
   std::string out;
   ByteWriter w(out);
-  w.u32(kPartsVersion);
+  w.u32(keyed ? kKeyedPartsVersion : kPartsVersion);
   w.u32(static_cast<uint32_t>(parts.size()));
   for (const Batch& part : parts) {
     w.str(part.stream);
+    if (keyed) {
+      w.u32(static_cast<uint32_t>(part.key.size()));
+      for (const auto& column : part.key) w.str(column);
+    }
     const std::string one = serialize_batch(part);
     w.u64(one.size());
     w.bytes(one);
@@ -180,19 +188,30 @@ Result<std::vector<Batch>> deserialize_parts(std::string_view bytes) {
     parts.push_back(std::move(*batch));
     return parts;
   }
-  if (!version || *version != kPartsVersion) {
+  if (!version || (*version != kPartsVersion && *version != kKeyedPartsVersion)) {
     return malformed(fmt::format("unknown format version {}", version ? *version : 0));
   }
   auto count = r.u32();
   if (!count || *count > r.remaining()) return malformed("bad part count");
   for (uint32_t i = 0; i < *count; ++i) {
     auto stream = r.str();
+    std::vector<std::string> key;
+    if (*version == kKeyedPartsVersion) {
+      auto columns = r.u32();
+      if (!columns || *columns > r.remaining()) return malformed(fmt::format("part {} has a bad key", i));
+      for (uint32_t k = 0; k < *columns; ++k) {
+        auto column = r.str();
+        if (!column) return malformed(fmt::format("part {} has a bad key", i));
+        key.emplace_back(*column);
+      }
+    }
     auto size = r.u64();
     std::optional<std::string_view> one;
     if (!stream || !size || !(one = r.bytes(*size))) return malformed(fmt::format("part {} is cut short", i));
     auto batch = deserialize_batch(*one);
     if (!batch) return std::unexpected(batch.error());
     batch->stream = std::string(*stream);
+    batch->key = std::move(key);
     parts.push_back(std::move(*batch));
   }
   if (r.remaining() != 0) return malformed(fmt::format("{} trailing bytes after the parts", r.remaining()));

@@ -32,7 +32,9 @@ Result<Batch> deserialize_batch(std::string_view bytes);
 
 // The parts of one commit, one Batch per stream. One part of the unnamed stream (every single-stream pipeline) is
 // serialize_batch's bytes, as written before streams existed; otherwise [u32 version 2][u32 parts] then per part
-// [u32 length + stream name][u64 length][serialize_batch of the part]. Reading takes both.
+// [u32 length + stream name][u64 length][serialize_batch of the part]. When any part carries its own merge key
+// (Batch::key), version 3: the same with [u32 count][u32 length + column]... after each stream name. Reading takes
+// all three.
 std::string serialize_parts(std::span<const Batch> parts);
 Result<std::vector<Batch>> deserialize_parts(std::string_view bytes);
 

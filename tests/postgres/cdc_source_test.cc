@@ -375,18 +375,19 @@ TEST(PostgresCdc, RestartsBetweenPollsAndInsideATransactionNeitherLoseNorDoubleE
              "COMMIT");                  // 7 events
   pg.execute(db, insert_items(11, 13));  // 3 events
 
-  // Each "run" reads 4 rows at most, then the process "dies" (nothing acknowledged): the next resumes from the
-  // position of the last poll, which sometimes falls inside a transaction.
+  // Each "run" reads 8 rows at most (a poll reads on to a transaction's commit for four budgets of 2, then splits it),
+  // then the process "dies" (nothing acknowledged): the next resumes from the position of the last poll, which
+  // sometimes falls inside a transaction.
   std::vector<Row> all;
   Position position = start;
   for (int run = 0; run < 20 && all.size() < 20; ++run) {
     Reader r = open_reader(pg.uri(db), "cdc_only", "slot_r", position);
     for (int p = 0; p < 30 && r.rows.empty(); ++p) {
-      auto poll = r.source->poll({.max_rows = 4, .max_bytes = 10 << 20});
+      auto poll = r.source->poll({.max_rows = 2, .max_bytes = 10 << 20});
       ASSERT_TRUE(poll) << poll.error().message;
       r.take(*poll);
     }
-    ASSERT_LE(r.rows.size(), 4u);
+    ASSERT_LE(r.rows.size(), 8u);
     all.insert(all.end(), r.rows.begin(), r.rows.end());
     position = r.position;
   }
@@ -407,6 +408,26 @@ TEST(PostgresCdc, RestartsBetweenPollsAndInsideATransactionNeitherLoseNorDoubleE
   EXPECT_TRUE(last.rows.empty());
 }
 
+// A transaction is never split over two polls (so over two WAL batches) while it fits four budgets: a destination
+// shows all of it or none.
+TEST(PostgresCdc, APollReadsOnToTheCommitOfATransactionLargerThanItsBudget) {
+  const ItemsDatabase items("cdc");
+  auto& pg = items.pg;
+  const std::string& db = items.db;
+  Reader r = open_reader(pg.uri(db), "cdc_only", "slot_w");
+  r.until_drained();
+  pg.execute(db, insert_items(1, 10));
+  pg.execute(db, insert_items(11, 13));
+  std::vector<size_t> poll_sizes;
+  for (int i = 0; i < 50 && r.rows.size() < 13; ++i) {
+    auto poll = r.source->poll({.max_rows = 4, .max_bytes = 10 << 20});
+    ASSERT_TRUE(poll) << poll.error().message;
+    if (poll->records.rows > 0) poll_sizes.push_back(poll->records.rows);
+    r.take(*poll);
+  }
+  EXPECT_EQ(poll_sizes, (std::vector<size_t>{10, 3}));
+}
+
 TEST(PostgresCdc, ABrokenStreamReconnectsInsideATransactionAndNeitherLosesNorDoublesEvents) {
   const ItemsDatabase items("cdc");
   auto& pg = items.pg;
@@ -415,11 +436,11 @@ TEST(PostgresCdc, ABrokenStreamReconnectsInsideATransactionAndNeitherLosesNorDou
   r.until_drained();
   pg.execute(db, insert_items(1, 10));
   for (int i = 0; i < 30 && r.rows.empty(); ++i) {
-    auto poll = r.source->poll({.max_rows = 4, .max_bytes = 10 << 20});
+    auto poll = r.source->poll({.max_rows = 2, .max_bytes = 10 << 20});
     ASSERT_TRUE(poll) << poll.error().message;
     r.take(*poll);
   }
-  ASSERT_EQ(r.rows.size(), 4u);  // inside the transaction of 10
+  ASSERT_EQ(r.rows.size(), 8u);  // inside the transaction of 10: split after four budgets of 2
   pg.execute(db, "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = 'slot_t'");
   pg.execute(db, insert_items(11, 15));
   for (int i = 0; i < 50 && r.rows.size() < 15; ++i) r.until_drained();

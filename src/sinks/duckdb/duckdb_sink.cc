@@ -37,7 +37,8 @@ class DuckDbSink final : public GroupLandingSink {
         tables_(std::move(tables)),
         pipeline_(ctx.pipeline),
         landing_(ctx.landing),
-        merge_key_(ctx.landing == Landing::kMergeByKey ? ctx.primary_key : std::vector<std::string>{}),
+        pipeline_key_(ctx.primary_key),
+        merge_key_(ctx.primary_key),
         partition_by_(ctx.partition_by),
         memory_(target_.max_memory_bytes, ctx.name) {
     point_at(tables_.table_for(""));
@@ -56,7 +57,7 @@ class DuckDbSink final : public GroupLandingSink {
   }
 
  private:
-  bool merging() const { return !merge_key_.empty(); }
+  bool merging() const { return landing_ == Landing::kMergeByKey; }
   bool replacing_partitions() const { return landing_ == Landing::kReplacePartition; }
   bool refreshing() const { return landing_ == Landing::kReplaceTable; }
   // DuckDB's names are case-insensitive, so the ledger scopes its rows by the lowercase table name.
@@ -95,7 +96,8 @@ class DuckDbSink final : public GroupLandingSink {
   std::string refresh_table_;  // replace_table's
   std::string pipeline_;
   Landing landing_;
-  std::vector<std::string> merge_key_;     // the pipeline's primary_key with merge_by_key; empty for append
+  std::vector<std::string> pipeline_key_;  // the pipeline's primary_key
+  std::vector<std::string> merge_key_;     // merge_by_key: the key of the batch being landed (use_table_of)
   std::vector<std::string> partition_by_;  // replace_partition's
   // The target's columns as this transaction left them: a group's later batches of the same shape skip describing
   // the table again (every change to it inside the transaction goes through prepare_table). Reset per transaction.
@@ -191,6 +193,8 @@ Status DuckDbSink::use_table_of(const Batch& batch) {
   std::string table = tables_.table_for(batch.stream);
   SKIPPR_TRY(tables_.claim(batch.stream, table, ascii_lowercase));
   point_at(std::move(table));
+  merge_key_ = merge_key_of(batch, pipeline_key_);
+  if (merging() && merge_key_.empty()) return no_merge_key(batch, where());
   return ok();
 }
 
@@ -402,7 +406,10 @@ Status DuckDbSink::merge_rows(const Batch& batch, const BatchId& id, const std::
 Result<std::vector<BatchLanded>> DuckDbSink::write_group(std::span<const BatchToLand> group) {
   for (const auto& item : group) {
     SKIPPR_TRY(item.batch.check_shape());
-    if (merging()) SKIPPR_TRY(check_merge_rows(item.batch, merge_key_, duckdb_column_rules(), where()));
+    if (merging()) {
+      SKIPPR_TRY(use_table_of(item.batch));
+      SKIPPR_TRY(check_merge_rows(item.batch, merge_key_, duckdb_column_rules(), where()));
+    }
     if (replacing_partitions() || refreshing()) SKIPPR_TRY(check_sync_field(item.batch, where()));
   }
   SKIPPR_TRY(open());
@@ -510,7 +517,7 @@ Result<uint64_t> DuckDbSink::land_batch(const BatchToLand& item) {
 }  // namespace
 
 Status check_duckdb_landing(const ConnectorContext& ctx) {
-  if (ctx.landing == Landing::kMergeByKey && ctx.primary_key.empty()) {
+  if (ctx.landing == Landing::kMergeByKey && ctx.primary_key.empty() && !ctx.source_keys) {
     return fail(ErrorKind::kConfig,
                 fmt::format("sink '{}': merge_by_key needs the pipeline's primary_key; add it", ctx.name));
   }

@@ -47,6 +47,17 @@ std::string newest_truncate_token(const Batch& batch) {
 
 }  // namespace
 
+const std::vector<std::string>& merge_key_of(const Batch& batch, const std::vector<std::string>& pipeline_key) {
+  return batch.key.empty() ? pipeline_key : batch.key;
+}
+
+Status no_merge_key(const Batch& batch, std::string_view where) {
+  return fail(ErrorKind::kConfig,
+              fmt::format("{}: stream '{}' carries no key to merge on, and the pipeline has no primary_key; add "
+                          "primary_key to the pipeline",
+                          where, batch.stream));
+}
+
 Status check_merge_rows(const Batch& batch, const std::vector<std::string>& primary_key, const ColumnRules& rules,
                         std::string_view where) {
   std::vector<size_t> key_fields;

@@ -41,6 +41,12 @@ std::string sql_list(const std::vector<std::string>& parts, std::string_view sep
 std::vector<std::string> qualified_names(const std::vector<std::string>& names, std::string_view alias);
 std::string keys_equal(const std::vector<std::string>& keys, std::string_view a, std::string_view b);
 
+// The key a batch merges on: its own (Batch::key, from a source that keys each stream, Source::keys_streams), else the
+// pipeline's primary_key.
+const std::vector<std::string>& merge_key_of(const Batch& batch, const std::vector<std::string>& pipeline_key);
+// kConfig naming the stream when neither it nor the pipeline has a key to merge on.
+Status no_merge_key(const Batch& batch, std::string_view where);
+
 // kBadInput naming the field and row when a change field or a key value is unusable: _skippr_op not one of
 // "insert", "update", "delete" (or NULL = upsert); _skippr_order NULL, negative or not a decimal integer of at most 38
 // digits; a key NULL. A key field the batch lacks (by the sink's name rule) is kConfig.

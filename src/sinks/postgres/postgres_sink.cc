@@ -5,12 +5,14 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include "clients/postgres/pg_client.h"
 #include "core/failpoint.h"
 #include "core/sync_mark.h"
 #include "sinks/kit/batch_ledger.h"
 #include "sinks/kit/conform_batch.h"
+#include "sinks/kit/merge_sql.h"
 #include "sinks/kit/replace_landing.h"
 #include "sinks/kit/schema_evolution.h"
 #include "sinks/kit/stream_tables.h"
@@ -49,6 +51,7 @@ class PostgresSink final : public GroupLandingSink {
         table_(tables_.table_for("")),
         merge_(ctx.landing == Landing::kMergeByKey),
         landing_(ctx.landing),
+        pipeline_key_(ctx.primary_key),
         primary_key_(ctx.primary_key),
         partition_by_(ctx.partition_by),
         pipeline_(ctx.pipeline) {}
@@ -103,7 +106,9 @@ class PostgresSink final : public GroupLandingSink {
   std::string table_;  // the table of the batch being landed (use_table_of)
   bool merge_;
   Landing landing_;
-  std::vector<std::string> primary_key_;
+  std::vector<std::string> pipeline_key_;
+  std::vector<std::string> primary_key_;   // merge_by_key: the key of the batch being landed (use_table_of)
+  std::set<std::string> merge_checked_;    // per-stream tables whose key check_merge_key found (once each)
   std::vector<std::string> partition_by_;  // replace_partition's
   std::string pipeline_;
   std::optional<PgConnection> conn_;
@@ -181,6 +186,8 @@ Status PostgresSink::use_table_of(const Batch& batch) {
   }
   SKIPPR_TRY(tables_.claim(batch.stream, table, [](std::string_view name) { return std::string(name); }));
   table_ = std::move(table);
+  primary_key_ = merge_key_of(batch, pipeline_key_);
+  if (merge_ && primary_key_.empty()) return no_merge_key(batch, where());
   return ok();
 }
 
@@ -232,6 +239,11 @@ Status PostgresSink::check_merge_key(const std::vector<TableColumn>& columns) {
 Result<std::vector<TableColumn>> PostgresSink::prepare_table(const Batch& batch, const std::string& into) {
   auto columns = describe(into);
   if (!columns) return columns;
+  // A stream's table that exists must be mergeable on the stream's key (one table is checked at open).
+  if (merge_ && tables_.per_stream() && !columns->empty() && !merge_checked_.contains(into)) {
+    SKIPPR_TRY(check_merge_key(*columns));
+    merge_checked_.insert(into);
+  }
   if (columns->empty()) {
     std::vector<std::string> definition;
     for (const auto& field : batch.schema.fields) {
@@ -459,7 +471,10 @@ Status PostgresSink::check_merge_rows(const Batch& batch) const {
 Result<std::vector<BatchLanded>> PostgresSink::write_group(std::span<const BatchToLand> group) {
   for (const auto& item : group) {
     SKIPPR_TRY(item.batch.check_shape());  // text it cannot hold is rejected row by row (pg_text_problem)
-    if (merge_) SKIPPR_TRY(check_merge_rows(item.batch));
+    if (merge_) {
+      SKIPPR_TRY(use_table_of(item.batch));
+      SKIPPR_TRY(check_merge_rows(item.batch));
+    }
     if (replacing_partitions() || refreshing()) SKIPPR_TRY(check_sync_field(item.batch, where()));
   }
   SKIPPR_TRY(open());
@@ -592,7 +607,7 @@ ConnectorSpec postgres_sink_spec() {
        "each stream's name: raw_{stream}, or {stream} for the name alone"});
   spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
     SKIPPR_TRY(check_pg_connection_params(ctx.params, fmt::format("sink '{}'", ctx.name)));
-    if (ctx.landing == Landing::kMergeByKey && ctx.primary_key.empty()) {
+    if (ctx.landing == Landing::kMergeByKey && ctx.primary_key.empty() && !ctx.source_keys) {
       return fail(ErrorKind::kConfig,
                   fmt::format("sink '{}': merge_by_key needs the pipeline's primary_key; add it", ctx.name));
     }

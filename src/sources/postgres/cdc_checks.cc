@@ -21,7 +21,7 @@
 
 namespace skippr::cdc_detail {
 
-Status CdcSource::check_source(PgConnection& conn) {
+Status CdcSource::check_server(PgConnection& conn) {
   auto level = conn.query("SHOW wal_level");
   if (!level) return std::unexpected(level.error());
   if (const auto value = level->rows.at(0).at(0).value_or(""); value != "logical") {
@@ -30,126 +30,156 @@ Status CdcSource::check_source(PgConnection& conn) {
                             "logical in postgresql.conf and restart the server",
                             what_, value));
   }
-  auto table = pg_describe_keyed_table(conn, qualified_, key_, what_, "CDC needs to apply updates and deletes");
-  if (!table) return std::unexpected(table.error());
-  columns_ = std::move(table->columns);
-  key_ = std::move(table->key);
-  auto rights = conn.query(
-      "SELECT has_table_privilege(current_user, to_regclass($1), 'SELECT'), (SELECT rolreplication OR rolsuper FROM "
-      "pg_roles WHERE rolname = current_user)",
-      {qualified_});
+  auto rights = conn.query("SELECT rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user");
   if (!rights) return std::unexpected(rights.error());
-  if (rights->rows.at(0).at(0) != "t") {
-    return fail(ErrorKind::kConfig, fmt::format("{}: the user may not read table {}; GRANT SELECT ON {} TO the user",
-                                                what_, qualified_, qualified_));
-  }
-  if (rights->rows.at(0).at(1) != "t") {
+  if (rights->rows.empty() || rights->rows.at(0).at(0) != "t") {
     return fail(ErrorKind::kConfig, fmt::format("{}: the user may not use logical replication; ALTER ROLE <user> "
                                                 "REPLICATION (or connect as a user that has it)",
                                                 what_));
   }
-  SKIPPR_TRY(check_replica_identity(conn));
-  return check_key_unique(conn);
+  return ok();
+}
+
+Status CdcSource::check_table(PgConnection& conn, CdcTable& table) {
+  if (per_table_) {
+    // Several tables are each keyed by their own primary key (the pipeline's primary_key names one table's).
+    auto key = pg_primary_key(conn, table.qualified);
+    if (!key) return std::unexpected(key.error());
+    if (key->empty()) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("{}: table {} has no primary key, and CDC of several tables keys each table by its "
+                              "own; add one (ALTER TABLE {} ADD PRIMARY KEY (...)), or leave the table out with "
+                              "exclude_tables",
+                              what_, table.qualified, table.qualified));
+    }
+  }
+  auto described =
+      pg_describe_keyed_table(conn, table.qualified, table.key, what_, "CDC needs to apply updates and deletes");
+  if (!described) return std::unexpected(described.error());
+  table.columns = std::move(described->columns);
+  table.key = std::move(described->key);
+  auto rights = conn.query("SELECT has_table_privilege(current_user, to_regclass($1), 'SELECT')", {table.qualified});
+  if (!rights) return std::unexpected(rights.error());
+  if (rights->rows.at(0).at(0) != "t") {
+    return fail(ErrorKind::kConfig, fmt::format("{}: the user may not read table {}; GRANT SELECT ON {} TO the user",
+                                                what_, table.qualified, table.qualified));
+  }
+  SKIPPR_TRY(check_replica_identity(conn, table));
+  return check_key_unique(conn, table);
 }
 
 // merge_by_key keeps one row per key: a primary_key that two rows share would silently collapse them (and a delete
 // of one would remove both). Only a primary key or unique index proves it unique; else the user must say so, and the
 // snapshot checks it.
-Status CdcSource::check_key_unique(PgConnection& conn) {
-  auto unique = pg_key_is_unique(conn, qualified_, key_);
+Status CdcSource::check_key_unique(PgConnection& conn, CdcTable& table) {
+  auto unique = pg_key_is_unique(conn, table.qualified, table.key);
   if (!unique) return std::unexpected(unique.error());
-  key_backed_ = *unique;
+  table.key_backed = *unique;
   if (*unique || options_.primary_key_unique) return ok();
   std::vector<std::string> quoted;
-  for (const auto& k : key_) quoted.push_back(pg_quote_identifier(k));
+  for (const auto& k : table.key) quoted.push_back(pg_quote_identifier(k));
   return fail(ErrorKind::kConfig,
               fmt::format("{}: primary_key ({}) of table {} is backed by no primary key or unique index, so rows "
                           "that share it would collapse into one row in the destination; create one (CREATE UNIQUE "
                           "INDEX ON {} ({})), name the table's real key in primary_key, or, if the values are "
                           "unique, set primary_key_unique: true on the source to have the snapshot check them",
-                          what_, fmt::join(key_, ", "), qualified_, qualified_, fmt::join(quoted, ", ")));
+                          what_, fmt::join(table.key, ", "), table.qualified, table.qualified,
+                          fmt::join(quoted, ", ")));
 }
 
 // With primary_key_unique, the snapshot proves the key unique before its first row is read (inside the same
 // snapshot, so the check and the read see the same rows). Later changes cannot be checked: the stream has no
 // memory of other rows.
-Status CdcSource::check_no_duplicate_keys() {
+Status CdcSource::check_no_duplicate_keys(PgConnection& conn, const CdcTable& table) {
   std::vector<std::string> quoted, as_text;
-  for (const auto& k : key_) {
+  for (const auto& k : table.key) {
     quoted.push_back(pg_quote_identifier(k));
     as_text.push_back(fmt::format("{}::text", quoted.back()));
   }
-  auto rows = sql_->query(fmt::format("SELECT {}, count(*) FROM {} GROUP BY {} HAVING count(*) > 1 LIMIT 1",
-                                      fmt::join(as_text, ", "), qualified_, fmt::join(quoted, ", ")));
+  auto rows = conn.query(fmt::format("SELECT {}, count(*) FROM {} GROUP BY {} HAVING count(*) > 1 LIMIT 1",
+                                     fmt::join(as_text, ", "), table.qualified, fmt::join(quoted, ", ")));
   if (!rows) {
-    return fail(
-        rows.error().kind == ErrorKind::kConfig ? ErrorKind::kConfig : ErrorKind::kUnavailable,
-        fmt::format("{}: checking that primary_key is unique in {}: {}", what_, qualified_, rows.error().message));
+    return fail(rows.error().kind == ErrorKind::kConfig ? ErrorKind::kConfig : ErrorKind::kUnavailable,
+                fmt::format("{}: checking that primary_key is unique in {}: {}", what_, table.qualified,
+                            rows.error().message));
   }
   if (rows->rows.empty()) return ok();
   const auto& row = rows->rows[0];
   std::vector<std::string> values;
-  for (size_t i = 0; i < key_.size(); ++i) values.push_back(row[i].value_or("NULL"));
-  return fail(
-      ErrorKind::kBadInput,
-      fmt::format("{}: {} rows of table {} share primary_key ({}) = ({}), although primary_key_unique is "
-                  "true; they would collapse into one row in the destination. Name columns in primary_key "
-                  "that are unique together (or create a unique index), then RESET the pipeline",
-                  what_, row[key_.size()].value_or("?"), qualified_, fmt::join(key_, ", "), fmt::join(values, ", ")));
+  for (size_t i = 0; i < table.key.size(); ++i) values.push_back(row[i].value_or("NULL"));
+  return fail(ErrorKind::kBadInput,
+              fmt::format("{}: {} rows of table {} share primary_key ({}) = ({}), although primary_key_unique is "
+                          "true; they would collapse into one row in the destination. Name columns in primary_key "
+                          "that are unique together (or create a unique index), then RESET the pipeline",
+                          what_, row[table.key.size()].value_or("?"), table.qualified, fmt::join(table.key, ", "),
+                          fmt::join(values, ", ")));
 }
 
 // A delete (and a key-changing update) reaches the stream with the old key only when the replica identity holds it.
-Status CdcSource::check_replica_identity(PgConnection& conn) {
-  auto rows = conn.query("SELECT relreplident FROM pg_class WHERE oid = to_regclass($1)", {qualified_});
+Status CdcSource::check_replica_identity(PgConnection& conn, const CdcTable& table) {
+  const std::string& qualified = table.qualified;
+  auto rows = conn.query("SELECT relreplident FROM pg_class WHERE oid = to_regclass($1)", {qualified});
   if (!rows) return std::unexpected(rows.error());
   const std::string identity = rows->rows.at(0).at(0).value_or("");
   if (identity == "f") return ok();
-  auto table_key = pg_primary_key(conn, qualified_);
+  auto table_key = pg_primary_key(conn, qualified);
   if (!table_key) return std::unexpected(table_key.error());
   auto sorted = [](std::vector<std::string> v) {
     std::ranges::sort(v);
     return v;
   };
-  if (identity == "d" && !table_key->empty() && sorted(*table_key) == sorted(key_)) return ok();
+  if (identity == "d" && !table_key->empty() && sorted(*table_key) == sorted(table.key)) return ok();
   if (identity == "d" && table_key->empty()) {
     return fail(ErrorKind::kConfig,
                 fmt::format("{}: table {} has no primary key, so its default replica identity sends deletes and "
                             "updates without any key; run ALTER TABLE {} REPLICA IDENTITY FULL (or add a primary key)",
-                            what_, qualified_, qualified_));
+                            what_, qualified, qualified));
   }
   return fail(ErrorKind::kConfig,
               fmt::format("{}: deletes on table {} would reach the stream without the key ({}); run ALTER TABLE {} "
                           "REPLICA IDENTITY FULL (or make the pipeline's primary_key the table's primary key)",
-                          what_, qualified_,
+                          what_, qualified,
                           identity == "d" ? "the replica identity is the table's primary key, not primary_key "
                                             "of the pipeline"
                                           : "its replica identity is neither the primary key nor FULL",
-                          qualified_));
+                          qualified));
 }
 
+// The publication holds every table read. A publication this source names by default is created with them, and
+// given the tables added to `tables` later; one named in skippr.yml is the user's, and a table missing from it is
+// exit 2 with the statement that adds it. Partitioned tables publish their changes under their own name.
 Status CdcSource::ensure_publication(PgConnection& conn) {
+  std::vector<std::string> all;
+  for (const auto& table : tables_) all.push_back(table.qualified);
+  const std::string publication = pg_quote_identifier(publication_);
   auto found = conn.query("SELECT 1 FROM pg_publication WHERE pubname = $1", {publication_});
   if (!found) return std::unexpected(found.error());
   if (found->rows.empty()) {
-    if (auto st = conn.execute(
-            fmt::format("CREATE PUBLICATION {} FOR TABLE {}", pg_quote_identifier(publication_), qualified_));
-        !st) {
+    const std::string create = fmt::format("CREATE PUBLICATION {} FOR TABLE {} WITH (publish_via_partition_root = true)",
+                                           publication, fmt::join(all, ", "));
+    if (auto st = conn.execute(create); !st) {
       return fail(st.error().kind == ErrorKind::kUnavailable ? ErrorKind::kUnavailable : ErrorKind::kConfig,
-                  fmt::format("{}: creating publication {} for table {} failed ({}); create it as the table's owner: "
-                              "CREATE PUBLICATION {} FOR TABLE {}",
-                              what_, publication_, qualified_, st.error().message, pg_quote_identifier(publication_),
-                              qualified_));
+                  fmt::format("{}: creating publication {} for {} failed ({}); create it as the tables' owner: {}",
+                              what_, publication_, fmt::join(all, ", "), st.error().message, create));
     }
     return ok();
   }
-  auto has = conn.query("SELECT 1 FROM pg_publication_tables WHERE pubname = $1 AND schemaname = $2 AND tablename = $3",
-                        {publication_, schema_, table_});
+  auto has = conn.query("SELECT schemaname, tablename FROM pg_publication_tables WHERE pubname = $1", {publication_});
   if (!has) return std::unexpected(has.error());
-  if (has->rows.empty()) {
-    return fail(ErrorKind::kConfig,
-                fmt::format("{}: publication {} does not include table {}; ALTER PUBLICATION {} "
-                            "ADD TABLE {}",
-                            what_, publication_, qualified_, pg_quote_identifier(publication_), qualified_));
+  for (const auto& table : tables_) {
+    const bool published = std::ranges::any_of(has->rows, [&](const auto& row) {
+      return row.at(0).value_or("") == table.schema && row.at(1).value_or("") == table.name;
+    });
+    if (published) continue;
+    const std::string add = fmt::format("ALTER PUBLICATION {} ADD TABLE {}", publication, table.qualified);
+    if (!publication_given_) {
+      if (auto st = conn.execute(add); st) {
+        spdlog::info("{}: table {} added to publication {}", what_, table.qualified, publication_);
+        continue;
+      }
+    }
+    return fail(ErrorKind::kConfig, fmt::format("{}: publication {} does not include table {}; {}", what_,
+                                                publication_, table.qualified, add));
   }
   return ok();
 }

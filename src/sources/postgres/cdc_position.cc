@@ -12,9 +12,23 @@ namespace skippr {
 
 Position CdcPosition::to_position() const {
   nlohmann::json j = {{"slot", slot}, {"phase", snapshot ? "snapshot" : "stream"}};
+  if (per_table) {
+    nlohmann::json parts = nlohmann::json::object();
+    for (const auto& [stream, table] : tables) {
+      nlohmann::json part = nlohmann::json::object();
+      if (!table.done) {
+        part["done"] = false;
+        part["after"] = table.after;
+      }
+      if (table.since) part["since"] = format_lsn(table.since);
+      if (table.resync) part["resync"] = table.resync;
+      parts[stream] = std::move(part);
+    }
+    j["tables"] = std::move(parts);
+  }
   if (snapshot) {
     j["consistent_lsn"] = format_lsn(consistent_lsn);
-    j["after"] = after;
+    if (!per_table) j["after"] = after;
   } else {
     j["lsn"] = format_lsn(lsn);
     j["index"] = index;
@@ -36,15 +50,39 @@ Result<CdcPosition> CdcPosition::parse(const Position& position) {
     if (!j.contains(name) || !j[name].is_string()) return std::nullopt;
     return parse_lsn(j[name].get<std::string>());
   };
+  auto strings = [](const nlohmann::json& values, std::vector<std::string>& out) {
+    if (!values.is_array()) return false;
+    for (const auto& v : values) {
+      if (!v.is_string()) return false;
+      out.push_back(v.get<std::string>());
+    }
+    return true;
+  };
+  if (j.contains("tables")) {
+    if (!j["tables"].is_object()) return bad();
+    p.per_table = true;
+    for (const auto& [stream, part] : j["tables"].items()) {
+      CdcTableProgress table;
+      if (!part.is_object()) return bad();
+      table.done = part.value("done", true);
+      if (!table.done && (!part.contains("after") || !strings(part["after"], table.after))) return bad();
+      if (part.contains("since")) {
+        auto since = part["since"].is_string() ? parse_lsn(part["since"].get<std::string>()) : std::nullopt;
+        if (!since) return bad();
+        table.since = *since;
+      }
+      if (part.contains("resync")) {
+        if (!part["resync"].is_number_unsigned()) return bad();
+        table.resync = part["resync"].get<uint64_t>();
+      }
+      p.tables.emplace(stream, std::move(table));
+    }
+  }
   if (j["phase"] == "snapshot") {
     auto consistent = lsn_field("consistent_lsn");
-    if (!consistent || !j.contains("after") || !j["after"].is_array()) return bad();
+    if (!consistent || (!p.per_table && (!j.contains("after") || !strings(j["after"], p.after)))) return bad();
     p.snapshot = true;
     p.consistent_lsn = *consistent;
-    for (const auto& v : j["after"]) {
-      if (!v.is_string()) return bad();
-      p.after.push_back(v.get<std::string>());
-    }
     return p;
   }
   auto lsn = lsn_field("lsn");

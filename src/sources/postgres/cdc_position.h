@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,16 @@
 #include "core/result.h"
 
 namespace skippr {
+
+// One table's part of a many-table position. A table snapshotted after the stream began (added to `tables` later, or
+// re-synced) has `since`: the consistent point of its own snapshot, before which the stream's changes of it are
+// already in the snapshot and are skipped.
+struct CdcTableProgress {
+  bool done = true;                // its snapshot is read (or it has none: cdc_only)
+  std::vector<std::string> after;  // while not done: the key values of the last row read, as text
+  uint64_t since = 0;
+  uint64_t resync = 0;  // the newest re-sync request this table's snapshot answers (see CdcSource)
+};
 
 struct CdcPosition {
   std::string slot;
@@ -21,11 +32,24 @@ struct CdcPosition {
   uint64_t index = 0;              // ... how many of its events are delivered
   bool tx_done = false;            // ... all of them (then end_lsn is the end of its commit record)
   uint64_t end_lsn = 0;
+  // A source of several tables (its streams): each table's progress by stream name. A one-table source keeps the
+  // format it always had (`after` above for its snapshot).
+  bool per_table = false;
+  std::map<std::string, CdcTableProgress> tables;
 
   static CdcPosition stream_from(std::string slot, uint64_t lsn) {
     CdcPosition p;
     p.slot = std::move(slot);
     p.lsn = lsn;
+    return p;
+  }
+  // The stream phase from `from` on; a many-table position keeps its tables.
+  CdcPosition streaming_from(uint64_t from) const {
+    CdcPosition p;
+    p.slot = slot;
+    p.lsn = from;
+    p.per_table = per_table;
+    p.tables = tables;
     return p;
   }
   // True when event `event_index` (0-based) of the transaction committed at `commit_lsn` is already delivered.

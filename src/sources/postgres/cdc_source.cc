@@ -5,13 +5,16 @@
 #include "sources/postgres/cdc_source.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <mutex>
+#include <map>
 #include <optional>
+#include <ranges>
 #include <thread>
 
 #include "clients/postgres/pg_client.h"
@@ -30,7 +33,8 @@ constexpr size_t kEstimatedRowBytes = 200;       // only sizes the LIMIT of a sn
 constexpr size_t kMaxRowsPerPage = 50000;
 constexpr int kIdleWaitMs = 100;                                    // how long a poll waits for the next message
 constexpr auto kMaxPollTime = std::chrono::milliseconds(500);       // so the engine can cut batches by time
-constexpr auto kMaxPollOvertime = std::chrono::milliseconds(2000);  // to finish the transaction being read
+constexpr auto kMaxPollOvertime = std::chrono::seconds(30);  // to finish the transaction being read
+constexpr size_t kMaxTransactionBudgets = 4;  // how far past its budget a poll reads on to a transaction's commit
 constexpr auto kHeartbeat = std::chrono::seconds(10);               // well inside the server's wal_sender_timeout
 constexpr uint64_t kLongPageHeaderBytes = 40;                       // SizeOfXLogLongPHD: the largest WAL page header
 constexpr auto kReplyRequestEvery = std::chrono::milliseconds(200);
@@ -106,12 +110,37 @@ Result<CdcOptions> cdc_options(const ConnectorContext& ctx) {
 
 }  // namespace
 
+bool CdcTable::is_key(const std::string& column) const { return std::ranges::find(key, column) != key.end(); }
+
+size_t CdcTable::column_index(const std::string& column) const {
+  return static_cast<size_t>(
+      std::ranges::find_if(columns, [&](const PgSourceColumn& c) { return c.name == column; }) - columns.begin());
+}
+
 Status CdcSource::open() {
   auto conn = PgConnection::connect(params_, what_);
   if (!conn) return std::unexpected(conn.error());
   sql_.emplace(std::move(*conn));
   SKIPPR_TRY(sql_->execute(kSessionSettings));
-  SKIPPR_TRY(check_source(*sql_));
+  SKIPPR_TRY(check_server(*sql_));
+  auto selected = per_table_ ? select_tables(*sql_, selection_, what_)
+                             : Result<std::vector<SelectedTable>>(std::vector{selection_.single()});
+  if (!selected) return std::unexpected(selected.error());
+  tables_.clear();
+  for (auto& s : *selected) {
+    CdcTable table;
+    table.schema = std::move(s.schema);
+    table.name = std::move(s.table);
+    table.qualified = pg_qualified(table.schema, table.name);
+    if (per_table_) table.stream = std::move(s.stream);
+    table.key = pipeline_key_;  // empty with several tables: each table's primary key
+    SKIPPR_TRY(check_table(*sql_, table));
+    tables_.push_back(std::move(table));
+  }
+  if (per_table_) {
+    spdlog::info("{}: {} table{} through slot {}: {}", what_, tables_.size(), tables_.size() == 1 ? "" : "s", slot_,
+                 fmt::join(tables_ | std::views::transform(&CdcTable::qualified), ", "));
+  }
   // The insert position, not pg_current_wal_lsn(): an asynchronous commit may not be written yet. At a page start
   // it points past the page header, where no record ends: the walsender's position stops at the page boundary.
   auto lsn = sql_->query("SELECT pg_current_wal_insert_lsn()::text, current_setting('wal_block_size')::int");
@@ -136,6 +165,13 @@ Status CdcSource::seek(const Position& position) {
       return fail(ErrorKind::kConfig, fmt::format("{}: the pipeline reads from replication slot {}, not {}; put slot: "
                                                   "{} back, or RESET the pipeline to start again from a snapshot",
                                                   what_, parsed->slot, slot_, parsed->slot));
+    }
+    if (parsed->per_table != per_table_) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("{}: the pipeline's position was written for {}, and `tables` now names {}; put "
+                              "`tables` back, or RESET PIPELINE {} to read the tables again from a snapshot",
+                              what_, parsed->per_table ? "several tables" : "one table",
+                              per_table_ ? "several" : "one", pipeline_));
     }
     resume = *parsed;
   } else {
@@ -176,19 +212,49 @@ Status CdcSource::seek(const Position& position) {
   sent_lsn_ = consistent;
   if (resume) {
     pos_ = *resume;
-  } else if (mode_ == CdcMode::kSnapshotThenCdc) {
-    pos_ = CdcPosition{};
-    pos_.slot = slot_;
-    pos_.snapshot = true;
-    pos_.consistent_lsn = consistent;
   } else {
     pos_ = CdcPosition::stream_from(slot_, consistent);
+    pos_.per_table = per_table_;
+    if (mode_ == CdcMode::kSnapshotThenCdc) {
+      pos_.snapshot = true;
+      pos_.lsn = 0;
+      pos_.consistent_lsn = consistent;
+    }
   }
+  SKIPPR_TRY(reconcile_tables());
   if (pos_.snapshot) return begin_snapshot(exported);
   return ok();
 }
 
-// The table is read in key order inside one REPEATABLE READ transaction. With the slot's exported snapshot it holds
+Status CdcSource::reconcile_tables() {
+  if (!per_table_) return ok();
+  std::map<std::string, CdcTableProgress> tables;
+  for (const auto& table : tables_) {
+    auto found = pos_.tables.find(table.stream);
+    if (found != pos_.tables.end()) {
+      tables.emplace(table.stream, found->second);
+      continue;
+    }
+    CdcTableProgress fresh;
+    // In the snapshot phase a new table is read with the others; in the stream phase it gets a snapshot of its own
+    // (begun by the next poll), or none for cdc_only: its changes stream from now on.
+    fresh.done = mode_ == CdcMode::kCdcOnly;
+    tables.emplace(table.stream, std::move(fresh));
+    if (!pos_.snapshot && !pos_.tables.empty()) {
+      spdlog::info("{}: table {} is new to the pipeline; {}", what_, table.qualified,
+                   fresh.done ? "its changes stream from now on" : "it is read from a snapshot of its own first");
+    }
+  }
+  for (const auto& [stream, progress] : pos_.tables) {
+    if (!tables.contains(stream)) {
+      spdlog::info("{}: stream {} is no longer in `tables`; its changes are left out from now on", what_, stream);
+    }
+  }
+  pos_.tables = std::move(tables);
+  return ok();
+}
+
+// The tables are read in key order inside one REPEATABLE READ transaction. With the slot's exported snapshot it holds
 // exactly the rows committed before the consistent point, and the stream brings everything after. When a run was
 // killed mid-snapshot the export is gone: the rest is read (after the last key committed) from a fresh, later
 // snapshot while the stream still starts at the consistent point. Rows then may show changes the stream replays
@@ -196,16 +262,80 @@ Status CdcSource::seek(const Position& position) {
 // (consistent point << 32) and is applied after them, and a row deleted before the fresh snapshot is absent from it
 // and deleted again by its streamed delete.
 Status CdcSource::begin_snapshot(const std::optional<std::string>& exported) {
-  SKIPPR_TRY(sql_->execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
-  if (exported) SKIPPR_TRY(sql_->execute(fmt::format("SET TRANSACTION SNAPSHOT {}", pg_quote_literal(*exported))));
-  if (!key_backed_) return check_no_duplicate_keys();  // only primary_key_unique gets here
+  auto conn = PgConnection::connect(params_, what_);
+  if (!conn) return std::unexpected(conn.error());
+  snapshot_.emplace(std::move(*conn));
+  SKIPPR_TRY(snapshot_->execute(kSessionSettings));
+  SKIPPR_TRY(snapshot_->execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
+  if (exported) {
+    SKIPPR_TRY(snapshot_->execute(fmt::format("SET TRANSACTION SNAPSHOT {}", pg_quote_literal(*exported))));
+  }
+  for (const auto& table : tables_) {
+    if (!table.key_backed) SKIPPR_TRY(check_no_duplicate_keys(*snapshot_, table));  // only primary_key_unique
+  }
   return ok();
 }
 
-void CdcSource::start_batch(Batch& batch) const {
-  for (const auto& c : columns_) batch.add_column({c.name, c.type});
+// A table added to a streaming pipeline (or read again on purpose) gets a consistent snapshot of its own: a
+// temporary slot's creation waits for a point where every transaction before it is in its exported snapshot and
+// every one after it is decoded, the same guarantee the pipeline's slot gave the first snapshot. The pipeline's
+// stream skips the table's changes committed before that point (the snapshot holds them) and passes the later ones,
+// which outrank the snapshot rows. The temporary slot goes when its connection closes, once the snapshot is imported.
+Status CdcSource::begin_table_snapshot(size_t t) {
+  CdcTable& table = tables_[t];
+  auto repl = PgConnection::connect(params_, what_, /*replication=*/true);
+  if (!repl) return std::unexpected(repl.error());
+  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const std::string temporary = fmt::format("{}_{:08x}", slot_.substr(0, 54), static_cast<uint32_t>(micros));
+  auto created = run_replication_command(
+      *repl, fmt::format("CREATE_REPLICATION_SLOT {} TEMPORARY LOGICAL pgoutput (SNAPSHOT 'export')",
+                         pg_quote_identifier(temporary)));
+  if (!created) {
+    return fail(created.error().kind == ErrorKind::kUnavailable ? ErrorKind::kUnavailable : ErrorKind::kConfig,
+                fmt::format("{}: a temporary replication slot for the snapshot of table {} could not be created: "
+                            "{}{}",
+                            what_, table.qualified, created.error().message,
+                            created.error().message.find("replication slots") != std::string::npos ? kSlotsFullHint
+                                                                                                   : ""));
+  }
+  const uint64_t since = parse_lsn(created->rows.at(0).at(1).value_or("")).value_or(0);
+  auto conn = PgConnection::connect(params_, what_);
+  if (!conn) return std::unexpected(conn.error());
+  SKIPPR_TRY(conn->execute(kSessionSettings));
+  SKIPPR_TRY(conn->execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
+  SKIPPR_TRY(conn->execute(
+      fmt::format("SET TRANSACTION SNAPSHOT {}", pg_quote_literal(created->rows.at(0).at(2).value_or("")))));
+  if (!table.key_backed) SKIPPR_TRY(check_no_duplicate_keys(*conn, table));
+  table.snapshot.emplace(std::move(*conn));
+  CdcTableProgress& p = progress(t);
+  p.done = false;
+  p.after.clear();
+  p.since = since;
+  spdlog::info("{}: reading table {} from a snapshot as of {} while the other tables stream", what_, table.qualified,
+               format_lsn(since));
+  return ok();
+}
+
+void CdcSource::start_batch(Batch& batch, const CdcTable& table) const {
+  batch.stream = table.stream;
+  if (per_table_) batch.key = table.key;
+  for (const auto& c : table.columns) batch.add_column({c.name, c.type});
   batch.add_column({std::string(kOpField), Type::kString});
   batch.add_column({std::string(kOrderField), Type::kString});
+}
+
+Batch& CdcSource::part_of(Poll& result, size_t t) const {
+  const CdcTable& table = tables_[t];
+  auto is_part = [&](const Batch& b) { return !b.columns.empty() && b.stream == table.stream; };
+  if (is_part(result.records)) return result.records;
+  for (auto& other : result.other_streams) {
+    if (is_part(other)) return other;
+  }
+  Batch& part = result.records.columns.empty() ? result.records : result.other_streams.emplace_back();
+  start_batch(part, table);
+  return part;
 }
 
 Result<Poll> CdcSource::poll(const Budget& budget) {
@@ -213,37 +343,100 @@ Result<Poll> CdcSource::poll(const Budget& budget) {
   return poll_stream(budget);
 }
 
-Result<Poll> CdcSource::poll_snapshot(const Budget& budget) {
-  Poll result;
-  const size_t limit =
-      std::clamp<size_t>(std::min(budget.max_rows, budget.max_bytes / kEstimatedRowBytes), 1, kMaxRowsPerPage);
-  std::vector<std::optional<std::string>> params(pos_.after.begin(), pos_.after.end());
-  auto rows = sql_->query(pg_keyset_select_sql(qualified_, columns_, key_, !pos_.after.empty(), limit), params);
+Result<bool> CdcSource::read_snapshot_page(PgConnection& conn, size_t t, std::vector<std::string>& after,
+                                           uint64_t since, size_t limit, Poll& result) {
+  const CdcTable& table = tables_[t];
+  std::vector<std::optional<std::string>> params(after.begin(), after.end());
+  auto rows = conn.query(pg_keyset_select_sql(table.qualified, table.columns, table.key, !after.empty(), limit),
+                         params);
   if (!rows) {
     return fail(rows.error().kind == ErrorKind::kConfig ? ErrorKind::kConfig : ErrorKind::kUnavailable,
-                fmt::format("{}: reading {}: {}", what_, qualified_, rows.error().message));
+                fmt::format("{}: reading {}: {}", what_, table.qualified, rows.error().message));
   }
-  Batch& batch = result.records;
-  start_batch(batch);
-  const std::string token = cdc_order_token(pos_.consistent_lsn, 0);
+  Batch& batch = part_of(result, t);
+  const std::string token = cdc_order_token(since, 0);
+  const size_t op = static_cast<size_t>(batch.schema.index_of(kOpField));
+  const size_t order = static_cast<size_t>(batch.schema.index_of(kOrderField));
   for (const auto& row : rows->rows) {
-    SKIPPR_TRY(pg_append_row(batch, columns_, row, what_, qualified_, result.dead_letters));
-    batch.columns[columns_.size()].append_string("insert");
-    batch.columns[columns_.size() + 1].append_string(token);
+    SKIPPR_TRY(pg_append_row(batch, table.columns, row, what_, table.qualified, result.dead_letters));
+    batch.columns[op].append_string("insert");
+    batch.columns[order].append_string(token);
     batch.rows += 1;
   }
   if (!rows->rows.empty()) {
     const auto& last = rows->rows.back();
-    pos_.after.clear();
-    for (size_t i = 0; i < key_.size(); ++i) pos_.after.push_back(last[columns_.size() + i].value_or(""));
+    after.clear();
+    for (size_t i = 0; i < table.key.size(); ++i) after.push_back(last[table.columns.size() + i].value_or(""));
   }
-  if (rows->rows.size() < limit) {  // the table is read: stream from the consistent point on
-    if (options_.merge) append_snapshot_end(batch);
-    SKIPPR_TRY(sql_->execute("COMMIT"));
-    pos_ = CdcPosition::stream_from(slot_, pos_.consistent_lsn);
+  const bool finished = rows->rows.size() < limit;
+  if (finished && options_.merge) append_snapshot_end(t, since, batch);
+  return finished;
+}
+
+Result<Poll> CdcSource::poll_snapshot(const Budget& budget) {
+  Poll result;
+  const size_t limit =
+      std::clamp<size_t>(std::min(budget.max_rows, budget.max_bytes / kEstimatedRowBytes), 1, kMaxRowsPerPage);
+  bool all_read = true;
+  if (!per_table_) {
+    auto finished = read_snapshot_page(*snapshot_, 0, pos_.after, pos_.consistent_lsn, limit, result);
+    if (!finished) return std::unexpected(finished.error());
+    all_read = *finished;
+  } else {
+    // One table per poll, in order; each is its own stream.
+    for (size_t t = 0; t < tables_.size(); ++t) {
+      CdcTableProgress& p = progress(t);
+      if (p.done) continue;
+      auto finished = read_snapshot_page(*snapshot_, t, p.after, pos_.consistent_lsn, limit, result);
+      if (!finished) return std::unexpected(finished.error());
+      if (*finished) {
+        p.done = true;
+        p.after.clear();
+      }
+      all_read = std::ranges::all_of(tables_, [&](const CdcTable& table) { return pos_.tables[table.stream].done; });
+      break;
+    }
+  }
+  if (all_read) {  // every table is read: stream from the consistent point on
+    SKIPPR_TRY(snapshot_->execute("COMMIT"));
+    snapshot_.reset();
+    pos_ = pos_.streaming_from(pos_.consistent_lsn);
   }
   result.position_after = pos_.to_position();
   return result;
+}
+
+Status CdcSource::poll_table_snapshot(const Budget& budget, Poll& result) {
+  if (!per_table_) return ok();
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    if (progress(t).done) continue;
+    CdcTable& table = tables_[t];
+    if (progress(t).since == 0) {
+      SKIPPR_TRY(begin_table_snapshot(t));
+    } else if (!table.snapshot) {
+      // A run stopped while the table's snapshot was read: the rest comes from a fresh snapshot, as for the first
+      // snapshot (see begin_snapshot), with the token of the first.
+      auto conn = PgConnection::connect(params_, what_);
+      if (!conn) return std::unexpected(conn.error());
+      SKIPPR_TRY(conn->execute(kSessionSettings));
+      SKIPPR_TRY(conn->execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
+      table.snapshot.emplace(std::move(*conn));
+    }
+    CdcTableProgress& p = progress(t);
+    const size_t limit = std::clamp<size_t>(std::min(budget.max_rows, budget.max_bytes / kEstimatedRowBytes) / 2, 1,
+                                            kMaxRowsPerPage);
+    auto finished = read_snapshot_page(*table.snapshot, t, p.after, p.since, limit, result);
+    if (!finished) return std::unexpected(finished.error());
+    if (*finished) {
+      p.done = true;
+      p.after.clear();
+      (void)table.snapshot->execute("COMMIT");
+      table.snapshot.reset();
+      spdlog::info("{}: table {} is read; its changes stream with the others", what_, table.qualified);
+    }
+    return ok();  // one table at a time
+  }
+  return ok();
 }
 
 Status CdcSource::start_stream() {
@@ -277,15 +470,30 @@ Status CdcSource::drop_stream(const Error& error) {
 Result<Poll> CdcSource::poll_stream(const Budget& budget) {
   if (!stream_) SKIPPR_TRY(start_stream());
   Poll result;
-  start_batch(result.records);
+  if (!per_table_) start_batch(result.records, tables_.front());
   pending_bytes_ = 0;
   pending_.clear();
+  SKIPPR_TRY(poll_table_snapshot(budget, result));
   const auto deadline = Clock::now() + kMaxPollTime;
-  // Past the deadline a transaction being read is read on to its commit, so the poll can end on a transaction
-  // boundary; for at most kMaxPollOvertime, since changes of other tables and resent ones count in no budget.
+  // A poll ends on a transaction boundary, so one source transaction is never split over two WAL batches (a
+  // destination shows all of it or none): past the budget or the deadline, the transaction being read is read on
+  // to its commit. Only a transaction beyond kMaxTransactionBudgets budgets, or one still open kMaxPollOvertime past
+  // the deadline, is split (with a warning), so memory stays bounded by the budget.
+  const size_t max_tx_rows = budget.max_rows * kMaxTransactionBudgets;
+  const size_t max_tx_bytes = budget.max_bytes * kMaxTransactionBudgets;
   bool stream_broke = false;
-  while (pending_.size() < budget.max_rows && pending_bytes_ < budget.max_bytes &&
-         (Clock::now() < deadline || (in_tx_ && Clock::now() < deadline + kMaxPollOvertime))) {
+  while (true) {
+    const auto now = Clock::now();
+    const bool full = pending_.size() >= budget.max_rows || pending_bytes_ >= budget.max_bytes;
+    if (!in_tx_ && (full || now >= deadline)) break;
+    if (in_tx_ && (pending_.size() >= max_tx_rows || pending_bytes_ >= max_tx_bytes ||
+                   now >= deadline + kMaxPollOvertime)) {
+      spdlog::warn("{}: the transaction committed at {} is larger than {} budgets of a batch (or slower than {} s to "
+                   "read); it is split over several WAL batches, so a destination may show part of it for a while",
+                   what_, format_lsn(tx_commit_lsn_), kMaxTransactionBudgets,
+                   std::chrono::duration_cast<std::chrono::seconds>(kMaxPollOvertime).count());
+      break;
+    }
     // Until the catch-up point is passed, ask the server regularly how far it has decoded (it answers with a
     // keepalive), even while changes keep coming: a --once run must end although the workload goes on.
     Status sent = ok();
@@ -308,7 +516,8 @@ Result<Poll> CdcSource::poll_stream(const Budget& budget) {
     }
     if (!*frame) {  // nothing more right now
       result.drained = caught_up_ && !in_tx_;
-      break;
+      if (!in_tx_) break;
+      continue;
     }
     if ((*frame)->kind == ReplicationFrame::Kind::kKeepalive) {
       if ((*frame)->reply_requested) {
@@ -332,7 +541,7 @@ Result<Poll> CdcSource::poll_stream(const Budget& budget) {
       return fail(message.error().kind, fmt::format("{}: slot {}: {}", what_, slot_, message.error().message));
     }
     const size_t rows_before = pending_.size();
-    SKIPPR_TRY(handle(*message, result.records));
+    SKIPPR_TRY(handle(*message));
     if (pending_.size() > rows_before && !result.oldest_record_time_micros) {
       result.oldest_record_time_micros = tx_commit_time_;
     }
@@ -342,6 +551,10 @@ Result<Poll> CdcSource::poll_stream(const Budget& budget) {
   // would otherwise wait for BUFFER_THRESHOLD_SECONDS (60 s by default) before landing. So a batch is cut about every
   // kMaxPollTime and the lag from a source commit to landing stays near it (bench/cdc_lag.sh).
   if (!stream_broke && Clock::now() >= deadline && caught_up_ && !in_tx_) result.drained = true;
+  // A table still being read from its snapshot keeps a --once run going.
+  if (per_table_ && std::ranges::any_of(pos_.tables, [](const auto& entry) { return !entry.second.done; })) {
+    result.drained = false;
+  }
   SKIPPR_TRY(flush_pending(result));
   result.position_after = pos_.to_position();
   // WAL the server has written past what this position covers. It also grows while only tables outside the
@@ -367,7 +580,24 @@ std::optional<uint64_t> CdcSource::server_wal_end() {
   return server_wal_end_;
 }
 
-Status CdcSource::handle(const PgoMessage& message, Batch& batch) {
+std::optional<size_t> CdcSource::table_of(uint32_t relid) const {
+  const auto found = relids_.find(relid);
+  if (found == relids_.end()) return std::nullopt;
+  if (per_table_) {
+    const auto p = pos_.tables.find(tables_[found->second].stream);
+    if (p == pos_.tables.end()) return std::nullopt;
+    // A table waiting for its snapshot gets every change committed before it from there; one being read from a
+    // snapshot as of `since` has the changes committed before that point in it.
+    if (!p->second.done && p->second.since == 0) return std::nullopt;
+    if (tx_commit_lsn_ < p->second.since) return std::nullopt;
+  }
+  return found->second;
+}
+
+// Each change of the stream is one event of its transaction, whichever table it is of (a key-changing update of a
+// table read is two: the delete of the old key and the new row): the position says how many of a transaction's
+// events are delivered, and the order token of a change is its event's.
+Status CdcSource::handle(const PgoMessage& message) {
   if (const auto* begin = std::get_if<PgoBegin>(&message)) {
     in_tx_ = true;
     tx_commit_lsn_ = begin->final_lsn;
@@ -386,50 +616,88 @@ Status CdcSource::handle(const PgoMessage& message, Batch& batch) {
     }
     return ok();
   }
-  if (const auto* relation = std::get_if<PgoRelation>(&message)) return on_relation(*relation, batch);
+  if (const auto* relation = std::get_if<PgoRelation>(&message)) return on_relation(*relation);
+  const bool change = std::holds_alternative<PgoInsert>(message) || std::holds_alternative<PgoUpdate>(message) ||
+                      std::holds_alternative<PgoDelete>(message) || std::holds_alternative<PgoTruncate>(message);
+  if (!change) return ok();
+  if (!in_tx_) return fail(ErrorKind::kCorruption, fmt::format("{}: a change outside a transaction", what_));
+  // The next event of the transaction: its order token, or nullopt when the position already covers it (delivered
+  // before a restart; the server resent it).
+  auto event = [&]() -> std::optional<std::string> {
+    const uint64_t index = tx_index_++;
+    if (pos_.covers(tx_commit_lsn_, index)) return std::nullopt;
+    pos_.lsn = tx_commit_lsn_;
+    pos_.index = index + 1;
+    pos_.tx_done = false;
+    return cdc_order_token(tx_commit_lsn_, index + 1);
+  };
   if (const auto* insert = std::get_if<PgoInsert>(&message)) {
-    if (insert->relid != relid_) return ok();
-    return emit("insert", insert->row, nullptr, false);
+    const auto t = table_of(insert->relid);
+    const auto token = event();
+    if (!t || !token) return ok();
+    return emit(*t, "insert", *token, insert->row, nullptr, false);
   }
   if (const auto* update = std::get_if<PgoUpdate>(&message)) {
-    if (update->relid != relid_) return ok();
+    const auto t = table_of(update->relid);
+    if (!t) {
+      (void)event();
+      return ok();
+    }
+    const CdcTable& table = tables_[*t];
     const PgoTuple* old_row = update->old_kind ? &update->old_row : nullptr;
     if (old_row) {
-      // The key changed when an old key differs from the new row's: delete the old key, then upsert the new one.
+      // The key changed when an old key differs from the new row's: delete the old key, then upsert the new one
+      // (two events).
       bool key_changed = false;
-      for (size_t j = 0; j < relation_to_column_.size() && j < old_row->size(); ++j) {
-        const int c = relation_to_column_[j];
-        if (c < 0 || std::ranges::find(key_, columns_[c].name) == key_.end()) continue;
+      for (size_t j = 0; j < table.relation_to_column.size() && j < old_row->size(); ++j) {
+        const int c = table.relation_to_column[j];
+        if (c < 0 || !table.is_key(table.columns[c].name)) continue;
         const PgoValue& before = (*old_row)[j];
         const PgoValue& after = update->row.at(j);
         if (after.kind != PgoValue::Kind::kUnchangedToast && (before.kind != after.kind || before.text != after.text)) {
           key_changed = true;
         }
       }
-      if (key_changed) SKIPPR_TRY(emit("delete", *old_row, nullptr, true));
+      if (key_changed) {
+        if (const auto token = event()) SKIPPR_TRY(emit(*t, "delete", *token, *old_row, nullptr, true));
+      }
     }
     // Only a whole old row (REPLICA IDENTITY FULL) holds the unchanged values; an old key ('K') has NULL elsewhere.
-    return emit("update", update->row, update->old_kind == 'O' ? &update->old_row : nullptr, false);
+    const auto token = event();
+    if (!token) return ok();
+    return emit(*t, "update", *token, update->row, update->old_kind == 'O' ? &update->old_row : nullptr, false);
   }
   if (const auto* del = std::get_if<PgoDelete>(&message)) {
-    if (del->relid != relid_) return ok();
-    return emit("delete", del->old_row, nullptr, true);
+    const auto t = table_of(del->relid);
+    const auto token = event();
+    if (!t || !token) return ok();
+    return emit(*t, "delete", *token, del->old_row, nullptr, true);
   }
-  if (const auto* truncate = std::get_if<PgoTruncate>(&message)) {
-    if (relid_ && std::ranges::find(truncate->relids, *relid_) != truncate->relids.end()) return on_truncate();
+  const auto& truncate = std::get<PgoTruncate>(message);
+  const auto token = event();
+  if (!token) return ok();
+  for (uint32_t relid : truncate.relids) {
+    if (const auto t = table_of(relid)) SKIPPR_TRY(on_truncate(*t, *token));
   }
   return ok();
 }
 
 // A TRUNCATE has no rows to stream. It is still in the slot after a RESET (the slot stays), so the message names
 // ways forward that get past it.
-Status CdcSource::on_truncate() {
-  if (options_.on_truncate == CdcOptions::OnTruncate::kApply) return emit_truncate();
+Status CdcSource::on_truncate(size_t t, const std::string& token) {
+  const CdcTable& table = tables_[t];
+  if (options_.on_truncate == CdcOptions::OnTruncate::kApply) {
+    // A change of its own: _skippr_op = truncate, every column NULL. A merging sink deletes every row older than
+    // its order token.
+    pending_.push_back(
+        PendingRow{t, kTruncateOp, token, std::vector<PendingValue>(table.columns.size()), false, false});
+    return ok();
+  }
   if (options_.on_truncate == CdcOptions::OnTruncate::kIgnore) {
     spdlog::warn(
         "{}: table {} was truncated (commit {}); on_truncate: ignore leaves the rows it removed in the "
         "destination",
-        what_, qualified_, format_lsn(tx_commit_lsn_));
+        what_, table.qualified, format_lsn(tx_commit_lsn_));
     return ok();
   }
   return fail(ErrorKind::kConfig,
@@ -438,62 +706,52 @@ Status CdcSource::on_truncate() {
                           "run again (the destination keeps the rows the "
                           "truncate removed: delete them there), or read the table afresh: drop the slot (SELECT "
                           "pg_drop_replication_slot('{}')), then RESET PIPELINE {} and run again",
-                          what_, qualified_, format_lsn(tx_commit_lsn_), slot_, pipeline_));
-}
-
-// A TRUNCATE as a change of its own: _skippr_op = truncate, every column NULL. A merging sink deletes every row
-// older than its order token.
-Status CdcSource::emit_truncate() {
-  const uint64_t index = tx_index_++;
-  if (!in_tx_) return fail(ErrorKind::kCorruption, fmt::format("{}: a change outside a transaction", what_));
-  if (pos_.covers(tx_commit_lsn_, index)) return ok();
-  pending_.push_back(PendingRow{kTruncateOp, cdc_order_token(tx_commit_lsn_, index + 1),
-                                std::vector<PendingValue>(columns_.size()), false, false});
-  pos_.lsn = tx_commit_lsn_;
-  pos_.index = index + 1;
-  pos_.tx_done = false;
-  return ok();
+                          what_, table.qualified, format_lsn(tx_commit_lsn_), slot_, pipeline_));
 }
 
 // The end of a snapshot into merge_by_key: a truncate with the snapshot rows' own order token, so the destination
 // drops every row older than the snapshot that the snapshot did not read again (rows deleted while a dropped slot
 // or a RESET lost their deletes, rows a TRUNCATE removed). The snapshot's rows carry the same token and stay; every
 // change streamed later outranks it.
-void CdcSource::append_snapshot_end(Batch& batch) const {
-  for (size_t c = 0; c < columns_.size(); ++c) batch.columns[c].append_null();
-  batch.columns[columns_.size()].append_string(kTruncateOp);
-  batch.columns[columns_.size() + 1].append_string(cdc_order_token(pos_.consistent_lsn, 0));
+void CdcSource::append_snapshot_end(size_t t, uint64_t since, Batch& batch) const {
+  for (size_t c = 0; c < tables_[t].columns.size(); ++c) batch.columns[c].append_null();
+  batch.columns[static_cast<size_t>(batch.schema.index_of(kOpField))].append_string(kTruncateOp);
+  batch.columns[static_cast<size_t>(batch.schema.index_of(kOrderField))].append_string(cdc_order_token(since, 0));
   batch.rows += 1;
 }
 
-Status CdcSource::on_relation(const PgoRelation& relation, Batch& batch) {
-  if (relation.schema != schema_ || relation.name != table_) return ok();
-  relid_ = relation.relid;
-  relation_to_column_.clear();
+Status CdcSource::on_relation(const PgoRelation& relation) {
+  const auto found = std::ranges::find_if(
+      tables_, [&](const CdcTable& t) { return t.schema == relation.schema && t.name == relation.name; });
+  if (found == tables_.end()) {
+    relids_.erase(relation.relid);
+    return ok();
+  }
+  CdcTable& table = *found;
+  relids_[relation.relid] = static_cast<size_t>(found - tables_.begin());
+  table.relation_to_column.clear();
   for (const auto& rc : relation.columns) {
-    auto it = std::ranges::find_if(columns_, [&](const PgSourceColumn& c) { return c.name == rc.name; });
-    if (it == columns_.end()) {  // added since open(): a new nullable column downstream (additive evolution)
+    auto it = std::ranges::find_if(table.columns, [&](const PgSourceColumn& c) { return c.name == rc.name; });
+    if (it == table.columns.end()) {  // added since open(): a new nullable column downstream (additive evolution)
       PgSourceColumn added{rc.name, type_name_for_oid(rc.type_oid), Type::kString};
       added.type = pg_source_type(added.pg_type);
-      columns_.push_back(added);
-      batch.add_column({added.name, added.type});
-      it = columns_.end() - 1;
+      table.columns.push_back(added);
+      it = table.columns.end() - 1;
     }
-    relation_to_column_.push_back(static_cast<int>(it - columns_.begin()));
+    table.relation_to_column.push_back(static_cast<int>(it - table.columns.begin()));
   }
   return ok();
 }
 
-// One change of the table, as a row: the tuple's columns (only the key for a delete), the op and the order token.
+// One change of a table, as a row: the tuple's columns (only the key for a delete), the op and the order token.
 // It waits in pending_ until the poll ends, so the unchanged TOASTed values of all its rows are fetched at once.
-Status CdcSource::emit(const char* op, const PgoTuple& row, const PgoTuple* full_old_row, bool key_only) {
-  const uint64_t index = tx_index_++;
-  if (!in_tx_) return fail(ErrorKind::kCorruption, fmt::format("{}: a change outside a transaction", what_));
-  if (pos_.covers(tx_commit_lsn_, index)) return ok();  // delivered before a restart; the server resent it
-  PendingRow pending{op, cdc_order_token(tx_commit_lsn_, index + 1), std::vector<PendingValue>(columns_.size())};
-  for (size_t j = 0; j < relation_to_column_.size() && j < row.size(); ++j) {
-    const int c = relation_to_column_[j];
-    const bool is_key = std::ranges::find(key_, columns_[c].name) != key_.end();
+Status CdcSource::emit(size_t t, const char* op, const std::string& token, const PgoTuple& row,
+                       const PgoTuple* full_old_row, bool key_only) {
+  const CdcTable& table = tables_[t];
+  PendingRow pending{t, op, token, std::vector<PendingValue>(table.columns.size())};
+  for (size_t j = 0; j < table.relation_to_column.size() && j < row.size(); ++j) {
+    const int c = table.relation_to_column[j];
+    const bool is_key = table.is_key(table.columns[c].name);
     if (key_only && !is_key) continue;
     const PgoValue* v = &row[j];
     if (v->kind == PgoValue::Kind::kUnchangedToast && full_old_row && j < full_old_row->size() &&
@@ -507,7 +765,7 @@ Status CdcSource::emit(const char* op, const PgoTuple& row, const PgoTuple* full
                     fmt::format("{}: an update of table {} left the large (TOASTed) value of key column {} out of "
                                 "the stream; run ALTER TABLE {} REPLICA IDENTITY FULL so later updates carry it, and "
                                 "RESET the pipeline to read past this one",
-                                what_, qualified_, pg_quote_identifier(columns_[c].name), qualified_));
+                                what_, table.qualified, pg_quote_identifier(table.columns[c].name), table.qualified));
       }
       value.from = PendingValue::From::kToFetch;
       pending.to_fetch = true;
@@ -517,9 +775,6 @@ Status CdcSource::emit(const char* op, const PgoTuple& row, const PgoTuple* full
     pending_bytes_ += value.text ? value.text->size() : 1;
   }
   pending_.push_back(std::move(pending));
-  pos_.lsn = tx_commit_lsn_;
-  pos_.index = index + 1;
-  pos_.tx_done = false;
   return ok();
 }
 
@@ -571,8 +826,7 @@ std::string cdc_default_name(std::string_view pipeline) {
   return fmt::format("{}_{:08x}", cdc_legacy_default_name(pipeline).substr(0, 54), hash);
 }
 
-Result<std::unique_ptr<Source>> make_cdc_source(const ConnectorContext& ctx, const std::string& schema,
-                                                const std::string& table, CdcMode mode) {
+Result<std::unique_ptr<Source>> make_cdc_source(const ConnectorContext& ctx, TableSelection selection, CdcMode mode) {
   auto given = [&](const char* name) { return ctx.params.contains(name) && ctx.params[name].is_string(); };
   auto param = [&](const char* name) {
     return given(name) ? ctx.params[name].get<std::string>() : cdc_default_name(ctx.pipeline);
@@ -589,7 +843,7 @@ Result<std::unique_ptr<Source>> make_cdc_source(const ConnectorContext& ctx, con
   }
   auto options = cdc_detail::cdc_options(ctx);
   if (!options) return std::unexpected(options.error());
-  return std::make_unique<cdc_detail::CdcSource>(ctx, schema, table, mode, std::move(names), *options);
+  return std::make_unique<cdc_detail::CdcSource>(ctx, std::move(selection), mode, std::move(names), *options);
 }
 
 }  // namespace skippr

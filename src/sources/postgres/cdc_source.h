@@ -1,6 +1,9 @@
-// The Postgres CDC source (modes snapshot_then_cdc and cdc_only): a logical replication slot with pgoutput and a
-// publication for the table. snapshot_then_cdc first reads the table in key order inside the slot's exported
-// snapshot, then streams every change committed after it; cdc_only streams only. Each row carries _skippr_op
+// The Postgres CDC source (modes snapshot_then_cdc and cdc_only): one logical replication slot with pgoutput and one
+// publication for every table it reads. snapshot_then_cdc first reads the tables in key order inside the slot's
+// exported snapshot, then streams every change committed after it; cdc_only streams only. With several tables each
+// is a stream, keyed by its own primary key, and a poll ends on a transaction boundary, so all changes of one source
+// transaction are committed in one WAL batch. A table added to `tables` later is read from a snapshot of its own (a
+// temporary slot's consistent point) while the others stream. Each row carries _skippr_op
 // (insert | update | delete | truncate) and _skippr_order ((commit LSN << 32) + event index + 1), which merge_by_key
 // sinks compare per key; a truncate (a streamed TRUNCATE, or the end of a snapshot into merge_by_key) removes every
 // older row. The slot's confirmed flush moves only on acknowledge (after the WAL commit).
@@ -10,6 +13,7 @@
 #include <string>
 
 #include "core/connector.h"
+#include "sources/postgres/table_selection.h"
 
 namespace skippr {
 
@@ -22,7 +26,6 @@ std::string cdc_default_name(std::string_view pipeline);
 // The default of older versions, "skippr_<pipeline>" alone: a position that names it keeps using it.
 std::string cdc_legacy_default_name(std::string_view pipeline);
 
-Result<std::unique_ptr<Source>> make_cdc_source(const ConnectorContext& ctx, const std::string& schema,
-                                                const std::string& table, CdcMode mode);
+Result<std::unique_ptr<Source>> make_cdc_source(const ConnectorContext& ctx, TableSelection selection, CdcMode mode);
 
 }  // namespace skippr

@@ -26,9 +26,8 @@ constexpr size_t kFetchRowsPerQuery = 500;
 
 Status CdcSource::flush_pending(Poll& result) {
   SKIPPR_TRY(fetch_unchanged_toast());
-  Batch& batch = result.records;
   for (const auto& row : pending_) {
-    if (!row.gone) SKIPPR_TRY(append_pending(batch, row, result.dead_letters));
+    if (!row.gone) SKIPPR_TRY(append_pending(part_of(result, row.table), row, result.dead_letters));
   }
   pending_.clear();
   return ok();
@@ -36,44 +35,44 @@ Status CdcSource::flush_pending(Poll& result) {
 
 // Under REPLICA IDENTITY DEFAULT an update leaves out every large (TOASTed) value it did not change, and a
 // key-changing update has no old row to take them from: writing NULL would destroy them in the destination. They
-// are read from the table by the row's (new) key, over the SQL connection, for all rows of the poll at once. The
-// table may hold a later version of the row than this change; that converges under merge_by_key, because every
-// later change of the key is in the stream after this one and outranks it. A key no longer in the table was
-// deleted (or moved) by a later, committed change, whose delete follows in the stream: the change is dropped, and
-// the key ends deleted either way. So no NULL is ever written for an unchanged value.
+// are read from the table by the row's (new) key, over the SQL connection, for all rows of the poll at once (per
+// table). The table may hold a later version of the row than this change; that converges under merge_by_key,
+// because every later change of the key is in the stream after this one and outranks it. A key no longer in the
+// table was deleted (or moved) by a later, committed change, whose delete follows in the stream: the change is
+// dropped, and the key ends deleted either way. So no NULL is ever written for an unchanged value.
 Status CdcSource::fetch_unchanged_toast() {
-  std::vector<size_t> rows;
-  std::vector<bool> wanted(columns_.size(), false);
-  for (size_t r = 0; r < pending_.size(); ++r) {
-    if (!pending_[r].to_fetch) continue;
-    rows.push_back(r);
-    for (size_t c = 0; c < pending_[r].values.size(); ++c) {
-      if (pending_[r].values[c].from == PendingValue::From::kToFetch) wanted[c] = true;
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    std::vector<size_t> rows;
+    std::vector<bool> wanted(tables_[t].columns.size(), false);
+    for (size_t r = 0; r < pending_.size(); ++r) {
+      if (pending_[r].table != t || !pending_[r].to_fetch) continue;
+      rows.push_back(r);
+      for (size_t c = 0; c < pending_[r].values.size(); ++c) {
+        if (pending_[r].values[c].from == PendingValue::From::kToFetch) wanted[c] = true;
+      }
     }
-  }
-  std::vector<size_t> wanted_columns;
-  for (size_t c = 0; c < wanted.size(); ++c)
-    if (wanted[c]) wanted_columns.push_back(c);
-  for (size_t first = 0; first < rows.size(); first += kFetchRowsPerQuery) {
-    const std::vector<size_t> chunk(
-        rows.begin() + static_cast<std::ptrdiff_t>(first),
-        rows.begin() + static_cast<std::ptrdiff_t>(std::min(rows.size(), first + kFetchRowsPerQuery)));
-    SKIPPR_TRY(fetch_chunk(chunk, wanted_columns));
+    std::vector<size_t> wanted_columns;
+    for (size_t c = 0; c < wanted.size(); ++c)
+      if (wanted[c]) wanted_columns.push_back(c);
+    for (size_t first = 0; first < rows.size(); first += kFetchRowsPerQuery) {
+      const std::vector<size_t> chunk(
+          rows.begin() + static_cast<std::ptrdiff_t>(first),
+          rows.begin() + static_cast<std::ptrdiff_t>(std::min(rows.size(), first + kFetchRowsPerQuery)));
+      SKIPPR_TRY(fetch_chunk(t, chunk, wanted_columns));
+    }
   }
   return ok();
 }
 
-Status CdcSource::fetch_chunk(const std::vector<size_t>& rows, const std::vector<size_t>& wanted) {
+Status CdcSource::fetch_chunk(size_t t, const std::vector<size_t>& rows, const std::vector<size_t>& wanted) {
+  const CdcTable& table = tables_[t];
   std::vector<size_t> key_columns;
-  for (const auto& k : key_) {
-    key_columns.push_back(static_cast<size_t>(
-        std::ranges::find_if(columns_, [&](const PgSourceColumn& c) { return c.name == k; }) - columns_.begin()));
-  }
+  for (const auto& k : table.key) key_columns.push_back(table.column_index(k));
   std::vector<std::optional<std::string>> params;
   std::vector<std::string> tuples, names = {"_skippr_i"}, join;
-  for (size_t i = 0; i < key_.size(); ++i) {
+  for (size_t i = 0; i < table.key.size(); ++i) {
     names.push_back(fmt::format("_skippr_k{}", i));
-    join.push_back(fmt::format("t.{} = v._skippr_k{}", pg_quote_identifier(key_[i]), i));
+    join.push_back(fmt::format("t.{} = v._skippr_k{}", pg_quote_identifier(table.key[i]), i));
   }
   for (size_t r : rows) {
     std::vector<std::string> tuple;
@@ -81,22 +80,22 @@ Status CdcSource::fetch_chunk(const std::vector<size_t>& rows, const std::vector
     tuple.push_back(fmt::format("${}::bigint", params.size()));
     for (size_t c : key_columns) {
       params.push_back(pending_[r].values[c].text);  // a key is never left out (see emit)
-      tuple.push_back(fmt::format("${}::{}", params.size(), columns_[c].pg_type));
+      tuple.push_back(fmt::format("${}::{}", params.size(), table.columns[c].pg_type));
     }
     tuples.push_back(fmt::format("({})", fmt::join(tuple, ", ")));
   }
   std::vector<std::string> select = {"v._skippr_i::text"};
-  for (size_t c : wanted) select.push_back(pg_select_expression(columns_[c]));
+  for (size_t c : wanted) select.push_back(pg_select_expression(table.columns[c]));
   const std::string sql =
       fmt::format("SELECT {} FROM (VALUES {}) AS v({}) JOIN {} t ON {}", fmt::join(select, ", "),
-                  fmt::join(tuples, ", "), fmt::join(names, ", "), qualified_, fmt::join(join, " AND "));
+                  fmt::join(tuples, ", "), fmt::join(names, ", "), table.qualified, fmt::join(join, " AND "));
   auto found = sql_->query(sql, params);
   if (!found) {
     return fail(found.error().kind == ErrorKind::kUnavailable ? ErrorKind::kUnavailable : ErrorKind::kConfig,
                 fmt::format("{}: updates of table {} left unchanged large (TOASTed) values out of the stream, and "
                             "reading them from the table by key failed: {}. Run again, or ALTER TABLE {} REPLICA "
                             "IDENTITY FULL so that later updates carry them",
-                            what_, qualified_, found.error().message, qualified_));
+                            what_, table.qualified, found.error().message, table.qualified));
   }
   for (size_t r : rows) pending_[r].gone = true;
   for (const auto& row : found->rows) {
@@ -113,35 +112,35 @@ Status CdcSource::fetch_chunk(const std::vector<size_t>& rows, const std::vector
       spdlog::debug(
           "{}: dropped an update of {} whose key a later change removed (its unchanged TOASTed values are "
           "gone with it)",
-          what_, qualified_);
+          what_, table.qualified);
     }
   }
   return ok();
 }
 
 Status CdcSource::append_pending(Batch& batch, const PendingRow& row, std::vector<DeadLetter>& dead) const {
-  for (size_t c = 0; c < columns_.size(); ++c) {
-    Column& column = batch.columns[static_cast<size_t>(batch.schema.index_of(columns_[c].name))];
+  const CdcTable& table = tables_[row.table];
+  for (size_t c = 0; c < table.columns.size(); ++c) {
+    Column& column = batch.columns[static_cast<size_t>(batch.schema.index_of(table.columns[c].name))];
     const PendingValue* value = c < row.values.size() ? &row.values[c] : nullptr;
     const std::optional<std::string> none;
     const std::optional<std::string>& text = value ? value->text : none;
     const bool from_table = value && value->from == PendingValue::From::kTable;
-    if (auto st = from_table ? pg_append_text_value(column, text) : pg_append_output_text(column, columns_[c], text);
+    if (auto st = from_table ? pg_append_text_value(column, text) : pg_append_output_text(column, table.columns[c], text);
         !st) {
       if (!pg_is_infinite(column.type, text)) {
         return fail(ErrorKind::kBadInput,
-                    fmt::format("{}: column {} of {}: {}", what_, pg_quote_identifier(columns_[c].name), qualified_,
-                                st.error().message));
+                    fmt::format("{}: column {} of {}: {}", what_, pg_quote_identifier(table.columns[c].name),
+                                table.qualified, st.error().message));
       }
       column.append_null();
       nlohmann::json key;
-      for (const auto& k : key_) {
-        const auto it = std::ranges::find_if(columns_, [&](const PgSourceColumn& s) { return s.name == k; });
-        const auto& v = row.values.at(static_cast<size_t>(it - columns_.begin())).text;
+      for (const auto& k : table.key) {
+        const auto& v = row.values.at(table.column_index(k)).text;
         key[k] = v ? nlohmann::json(*v) : nlohmann::json();
       }
       dead.push_back(pg_infinite_dead_letter(
-          qualified_, columns_[c], *text,
+          table.qualified, table.columns[c], *text,
           nlohmann::json{{"key", key}, {std::string(kOpField), row.op}, {std::string(kOrderField), row.token}}));
     }
   }

@@ -164,16 +164,6 @@ class PostgresSource final : public Source {
   size_t current_ = 0;  // the table the next poll reads
 };
 
-// The one table of a selection that names one: "schema.table" in `tables` overrides `schema`.
-SelectedTable single_table(const TableSelection& selection) {
-  SelectedTable out{selection.default_schema, selection.include.front(), ""};
-  if (auto dot = out.table.find('.'); dot != std::string::npos) {
-    out.schema = out.table.substr(0, dot);
-    out.table = out.table.substr(dot + 1);
-  }
-  return out;
-}
-
 Result<PgConnection*> PostgresSource::connection() {
   if (conn_ && !conn_->broken()) return &*conn_;
   conn_.reset();
@@ -192,7 +182,7 @@ Status PostgresSource::open() {
   if (!conn) return std::unexpected(conn.error());
   // One table named plainly is read as it always was (a view included); several, or a pattern, through the catalog.
   auto selected = names_streams() ? select_tables(**conn, selection_, what_)
-                                  : Result<std::vector<SelectedTable>>(std::vector{single_table(selection_)});
+                                  : Result<std::vector<SelectedTable>>(std::vector{selection_.single()});
   if (!selected) return std::unexpected(selected.error());
   tables_.clear();
   for (auto& table : *selected) {
@@ -276,7 +266,7 @@ ConnectorSpec postgres_source_spec() {
   spec.params.push_back({"schema", ParamType::kString, false, "public", "the tables' schema"});
   spec.params.push_back({"tables", ParamType::kStringList, true, nullptr,
                          "the tables to read: names (orders, sales.orders) and patterns (public.*, sales.order_*); "
-                         "each table is a stream of its own when there are several (CDC: one table in this build)"});
+                         "each table is a stream of its own when there are several (CDC reads them all through one slot)"});
   spec.params.push_back({"exclude_tables", ParamType::kStringList, false, nullptr,
                          "names and patterns of tables to leave out of those `tables` selects"});
   spec.params.push_back({"mode", ParamType::kString, false, "incremental",
@@ -289,7 +279,8 @@ ConnectorSpec postgres_source_spec() {
                          "CDC: the logical replication slot (default skippr_<pipeline>_<hash of the name>, one per "
                          "pipeline)"});
   spec.params.push_back({"publication", ParamType::kString, false, nullptr,
-                         "CDC: the publication, created for the table when missing (default as slot)"});
+                         "CDC: the publication, created for the tables when missing and given the ones added to `tables` "
+                         "later (default as slot)"});
   spec.params.push_back({"primary_key_unique", ParamType::kBool, false, false,
                          "CDC: primary_key is unique although no unique index or primary key backs it (checked "
                          "while the snapshot is read)"});
@@ -297,6 +288,19 @@ ConnectorSpec postgres_source_spec() {
                          "CDC: what a TRUNCATE of the table in the stream does: apply (a truncate row; merge_by_key "
                          "removes the older rows) | stop (exit 2, with the ways forward) | ignore (the destination "
                          "keeps the rows)"});
+  // CDC of several tables merges each on its own primary key.
+  spec.keys_streams = [](const nlohmann::json& p) {
+    const auto text = [&](const char* name) {
+      return p.contains(name) && p[name].is_string() ? p[name].get<std::string>() : std::string();
+    };
+    if (text("mode") != "snapshot_then_cdc" && text("mode") != "cdc_only") return false;
+    TableSelection selection;
+    if (!p.contains("tables") || !p["tables"].is_array()) return false;
+    for (const auto& entry : p["tables"]) {
+      if (entry.is_string()) selection.include.push_back(entry.get<std::string>());
+    }
+    return selection.names_streams();
+  };
   spec.make_source = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Source>> {
     SKIPPR_TRY(check_pg_connection_params(ctx.params, fmt::format("source '{}'", ctx.name)));
     const auto& p = ctx.params;
@@ -318,26 +322,14 @@ ConnectorSpec postgres_source_spec() {
                                                   "such as public.*",
                                                   ctx.name));
     }
-    if (selection.names_streams() && cdc) {
-      return fail(ErrorKind::kConfig, fmt::format("source '{}': mode {} reads one table in this build; name one "
-                                                  "table, or use snapshot or incremental for several",
-                                                  ctx.name, mode_text));
-    }
     if (selection.names_streams() && !ctx.primary_key.empty()) {
       return fail(ErrorKind::kConfig,
-                  fmt::format("source '{}': several tables are read, each ordered by its own primary key; the "
-                              "pipeline's primary_key names one table's, so remove it (merge_by_key of several tables "
-                              "is not in this build)",
+                  fmt::format("source '{}': several tables are read, each keyed by its own primary key; the "
+                              "pipeline's primary_key names one table's, so remove it",
                               ctx.name));
     }
-    // "schema.table" in `tables` overrides `schema`.
-    std::string schema = selection.default_schema, table = tables[0];
-    if (auto dot = table.find('.'); dot != std::string::npos) {
-      schema = table.substr(0, dot);
-      table = table.substr(dot + 1);
-    }
     if (cdc) {
-      return make_cdc_source(ctx, schema, table,
+      return make_cdc_source(ctx, std::move(selection),
                              mode_text == "cdc_only" ? CdcMode::kCdcOnly : CdcMode::kSnapshotThenCdc);
     }
     const Mode mode = mode_text == "snapshot" ? Mode::kSnapshot : Mode::kIncremental;

@@ -26,6 +26,15 @@ bool TableSelection::names_streams() const {
   return include.size() > 1 || std::ranges::any_of(include, [](const std::string& e) { return is_pattern(e); });
 }
 
+SelectedTable TableSelection::single() const {
+  SelectedTable out{default_schema, include.front(), ""};
+  if (auto dot = out.table.find('.'); dot != std::string::npos) {
+    out.schema = out.table.substr(0, dot);
+    out.table = out.table.substr(dot + 1);
+  }
+  return out;
+}
+
 Result<std::vector<SelectedTable>> select_tables(PgConnection& conn, const TableSelection& selection,
                                                  std::string_view what) {
   // Ordinary and partitioned tables the user can see; partitions of a partitioned table are read through it.

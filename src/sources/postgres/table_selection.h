@@ -23,6 +23,8 @@ struct TableSelection {
   std::vector<std::string> exclude;
   // True when it may name several tables (more than one entry, or a pattern): the source then names streams.
   bool names_streams() const;
+  // The one table of a selection that names one: "schema.table" in `include` overrides `default_schema`.
+  SelectedTable single() const;
 };
 
 // The tables of `selection` on the server, in (schema, table) order. kConfig naming the entry when a plain name is
