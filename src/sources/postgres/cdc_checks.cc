@@ -78,13 +78,13 @@ Status CdcSource::check_key_unique(PgConnection& conn, CdcTable& table) {
   if (*unique || options_.primary_key_unique) return ok();
   std::vector<std::string> quoted;
   for (const auto& k : table.key) quoted.push_back(pg_quote_identifier(k));
-  return fail(ErrorKind::kConfig,
-              fmt::format("{}: primary_key ({}) of table {} is backed by no primary key or unique index, so rows "
-                          "that share it would collapse into one row in the destination; create one (CREATE UNIQUE "
-                          "INDEX ON {} ({})), name the table's real key in primary_key, or, if the values are "
-                          "unique, set primary_key_unique: true on the source to have the snapshot check them",
-                          what_, fmt::join(table.key, ", "), table.qualified, table.qualified,
-                          fmt::join(quoted, ", ")));
+  return fail(
+      ErrorKind::kConfig,
+      fmt::format("{}: primary_key ({}) of table {} is backed by no primary key or unique index, so rows "
+                  "that share it would collapse into one row in the destination; create one (CREATE UNIQUE "
+                  "INDEX ON {} ({})), name the table's real key in primary_key, or, if the values are "
+                  "unique, set primary_key_unique: true on the source to have the snapshot check them",
+                  what_, fmt::join(table.key, ", "), table.qualified, table.qualified, fmt::join(quoted, ", ")));
 }
 
 // With primary_key_unique, the snapshot proves the key unique before its first row is read (inside the same
@@ -99,9 +99,9 @@ Status CdcSource::check_no_duplicate_keys(PgConnection& conn, const CdcTable& ta
   auto rows = conn.query(fmt::format("SELECT {}, count(*) FROM {} GROUP BY {} HAVING count(*) > 1 LIMIT 1",
                                      fmt::join(as_text, ", "), table.qualified, fmt::join(quoted, ", ")));
   if (!rows) {
-    return fail(rows.error().kind == ErrorKind::kConfig ? ErrorKind::kConfig : ErrorKind::kUnavailable,
-                fmt::format("{}: checking that primary_key is unique in {}: {}", what_, table.qualified,
-                            rows.error().message));
+    return fail(
+        rows.error().kind == ErrorKind::kConfig ? ErrorKind::kConfig : ErrorKind::kUnavailable,
+        fmt::format("{}: checking that primary_key is unique in {}: {}", what_, table.qualified, rows.error().message));
   }
   if (rows->rows.empty()) return ok();
   const auto& row = rows->rows[0];
@@ -155,8 +155,9 @@ Status CdcSource::ensure_publication(PgConnection& conn) {
   auto found = conn.query("SELECT 1 FROM pg_publication WHERE pubname = $1", {publication_});
   if (!found) return std::unexpected(found.error());
   if (found->rows.empty()) {
-    const std::string create = fmt::format("CREATE PUBLICATION {} FOR TABLE {} WITH (publish_via_partition_root = true)",
-                                           publication, fmt::join(all, ", "));
+    const std::string create =
+        fmt::format("CREATE PUBLICATION {} FOR TABLE {} WITH (publish_via_partition_root = true)", publication,
+                    fmt::join(all, ", "));
     if (auto st = conn.execute(create); !st) {
       return fail(st.error().kind == ErrorKind::kUnavailable ? ErrorKind::kUnavailable : ErrorKind::kConfig,
                   fmt::format("{}: creating publication {} for {} failed ({}); create it as the tables' owner: {}",
@@ -178,8 +179,8 @@ Status CdcSource::ensure_publication(PgConnection& conn) {
         continue;
       }
     }
-    return fail(ErrorKind::kConfig, fmt::format("{}: publication {} does not include table {}; {}", what_,
-                                                publication_, table.qualified, add));
+    return fail(ErrorKind::kConfig, fmt::format("{}: publication {} does not include table {}; {}", what_, publication_,
+                                                table.qualified, add));
   }
   return ok();
 }

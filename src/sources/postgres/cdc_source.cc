@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <mutex>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <ranges>
 #include <thread>
@@ -31,12 +31,12 @@ namespace {
 constexpr const char* kTruncateOp = "truncate";  // see emit_truncate and append_snapshot_end
 constexpr size_t kEstimatedRowBytes = 200;       // only sizes the LIMIT of a snapshot page
 constexpr size_t kMaxRowsPerPage = 50000;
-constexpr int kIdleWaitMs = 100;                                    // how long a poll waits for the next message
-constexpr auto kMaxPollTime = std::chrono::milliseconds(500);       // so the engine can cut batches by time
-constexpr auto kMaxPollOvertime = std::chrono::seconds(30);  // to finish the transaction being read
+constexpr int kIdleWaitMs = 100;                               // how long a poll waits for the next message
+constexpr auto kMaxPollTime = std::chrono::milliseconds(500);  // so the engine can cut batches by time
+constexpr auto kMaxPollOvertime = std::chrono::seconds(30);    // to finish the transaction being read
 constexpr size_t kMaxTransactionBudgets = 4;  // how far past its budget a poll reads on to a transaction's commit
-constexpr auto kHeartbeat = std::chrono::seconds(10);               // well inside the server's wal_sender_timeout
-constexpr uint64_t kLongPageHeaderBytes = 40;                       // SizeOfXLogLongPHD: the largest WAL page header
+constexpr auto kHeartbeat = std::chrono::seconds(10);  // well inside the server's wal_sender_timeout
+constexpr uint64_t kLongPageHeaderBytes = 40;          // SizeOfXLogLongPHD: the largest WAL page header
 constexpr auto kReplyRequestEvery = std::chrono::milliseconds(200);
 // How often the server's end of WAL is asked for (Poll::backlog): a query on the SQL connection, not per poll.
 constexpr auto kWalEndAskEvery = std::chrono::seconds(1);
@@ -113,8 +113,8 @@ Result<CdcOptions> cdc_options(const ConnectorContext& ctx) {
 bool CdcTable::is_key(const std::string& column) const { return std::ranges::find(key, column) != key.end(); }
 
 size_t CdcTable::column_index(const std::string& column) const {
-  return static_cast<size_t>(
-      std::ranges::find_if(columns, [&](const PgSourceColumn& c) { return c.name == column; }) - columns.begin());
+  return static_cast<size_t>(std::ranges::find_if(columns, [&](const PgSourceColumn& c) { return c.name == column; }) -
+                             columns.begin());
 }
 
 Status CdcSource::open() {
@@ -170,8 +170,8 @@ Status CdcSource::seek(const Position& position) {
       return fail(ErrorKind::kConfig,
                   fmt::format("{}: the pipeline's position was written for {}, and `tables` now names {}; put "
                               "`tables` back, or RESET PIPELINE {} to read the tables again from a snapshot",
-                              what_, parsed->per_table ? "several tables" : "one table",
-                              per_table_ ? "several" : "one", pipeline_));
+                              what_, parsed->per_table ? "several tables" : "one table", per_table_ ? "several" : "one",
+                              pipeline_));
     }
     resume = *parsed;
   } else {
@@ -285,20 +285,20 @@ Status CdcSource::begin_table_snapshot(size_t t) {
   CdcTable& table = tables_[t];
   auto repl = PgConnection::connect(params_, what_, /*replication=*/true);
   if (!repl) return std::unexpected(repl.error());
-  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
+  const auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
   const std::string temporary = fmt::format("{}_{:08x}", slot_.substr(0, 54), static_cast<uint32_t>(micros));
   auto created = run_replication_command(
       *repl, fmt::format("CREATE_REPLICATION_SLOT {} TEMPORARY LOGICAL pgoutput (SNAPSHOT 'export')",
                          pg_quote_identifier(temporary)));
   if (!created) {
-    return fail(created.error().kind == ErrorKind::kUnavailable ? ErrorKind::kUnavailable : ErrorKind::kConfig,
-                fmt::format("{}: a temporary replication slot for the snapshot of table {} could not be created: "
-                            "{}{}",
-                            what_, table.qualified, created.error().message,
-                            created.error().message.find("replication slots") != std::string::npos ? kSlotsFullHint
-                                                                                                   : ""));
+    return fail(
+        created.error().kind == ErrorKind::kUnavailable ? ErrorKind::kUnavailable : ErrorKind::kConfig,
+        fmt::format("{}: a temporary replication slot for the snapshot of table {} could not be created: "
+                    "{}{}",
+                    what_, table.qualified, created.error().message,
+                    created.error().message.find("replication slots") != std::string::npos ? kSlotsFullHint : ""));
   }
   const uint64_t since = parse_lsn(created->rows.at(0).at(1).value_or("")).value_or(0);
   auto conn = PgConnection::connect(params_, what_);
@@ -347,8 +347,8 @@ Result<bool> CdcSource::read_snapshot_page(PgConnection& conn, size_t t, std::ve
                                            uint64_t since, size_t limit, Poll& result) {
   const CdcTable& table = tables_[t];
   std::vector<std::optional<std::string>> params(after.begin(), after.end());
-  auto rows = conn.query(pg_keyset_select_sql(table.qualified, table.columns, table.key, !after.empty(), limit),
-                         params);
+  auto rows =
+      conn.query(pg_keyset_select_sql(table.qualified, table.columns, table.key, !after.empty(), limit), params);
   if (!rows) {
     return fail(rows.error().kind == ErrorKind::kConfig ? ErrorKind::kConfig : ErrorKind::kUnavailable,
                 fmt::format("{}: reading {}: {}", what_, table.qualified, rows.error().message));
@@ -423,8 +423,8 @@ Status CdcSource::poll_table_snapshot(const Budget& budget, Poll& result) {
       table.snapshot.emplace(std::move(*conn));
     }
     CdcTableProgress& p = progress(t);
-    const size_t limit = std::clamp<size_t>(std::min(budget.max_rows, budget.max_bytes / kEstimatedRowBytes) / 2, 1,
-                                            kMaxRowsPerPage);
+    const size_t limit =
+        std::clamp<size_t>(std::min(budget.max_rows, budget.max_bytes / kEstimatedRowBytes) / 2, 1, kMaxRowsPerPage);
     auto finished = read_snapshot_page(*table.snapshot, t, p.after, p.since, limit, result);
     if (!finished) return std::unexpected(finished.error());
     if (*finished) {
@@ -486,12 +486,13 @@ Result<Poll> CdcSource::poll_stream(const Budget& budget) {
     const auto now = Clock::now();
     const bool full = pending_.size() >= budget.max_rows || pending_bytes_ >= budget.max_bytes;
     if (!in_tx_ && (full || now >= deadline)) break;
-    if (in_tx_ && (pending_.size() >= max_tx_rows || pending_bytes_ >= max_tx_bytes ||
-                   now >= deadline + kMaxPollOvertime)) {
-      spdlog::warn("{}: the transaction committed at {} is larger than {} budgets of a batch (or slower than {} s to "
-                   "read); it is split over several WAL batches, so a destination may show part of it for a while",
-                   what_, format_lsn(tx_commit_lsn_), kMaxTransactionBudgets,
-                   std::chrono::duration_cast<std::chrono::seconds>(kMaxPollOvertime).count());
+    if (in_tx_ &&
+        (pending_.size() >= max_tx_rows || pending_bytes_ >= max_tx_bytes || now >= deadline + kMaxPollOvertime)) {
+      spdlog::warn(
+          "{}: the transaction committed at {} is larger than {} budgets of a batch (or slower than {} s to "
+          "read); it is split over several WAL batches, so a destination may show part of it for a while",
+          what_, format_lsn(tx_commit_lsn_), kMaxTransactionBudgets,
+          std::chrono::duration_cast<std::chrono::seconds>(kMaxPollOvertime).count());
       break;
     }
     // Until the catch-up point is passed, ask the server regularly how far it has decoded (it answers with a

@@ -176,7 +176,7 @@ class CdcSource final : public Source {
   bool in_tx_ = false;
   uint64_t tx_commit_lsn_ = 0;
   int64_t tx_commit_time_ = 0;  // of the transaction being read, UTC microseconds since the Unix epoch
-  uint64_t tx_index_ = 0;  // events of the transaction read so far
+  uint64_t tx_index_ = 0;       // events of the transaction read so far
   size_t pending_bytes_ = 0;
   std::vector<PendingRow> pending_;  // the poll's changes, appended to its parts once unchanged TOAST is fetched
 

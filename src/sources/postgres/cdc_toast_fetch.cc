@@ -126,7 +126,8 @@ Status CdcSource::append_pending(Batch& batch, const PendingRow& row, std::vecto
     const std::optional<std::string> none;
     const std::optional<std::string>& text = value ? value->text : none;
     const bool from_table = value && value->from == PendingValue::From::kTable;
-    if (auto st = from_table ? pg_append_text_value(column, text) : pg_append_output_text(column, table.columns[c], text);
+    if (auto st =
+            from_table ? pg_append_text_value(column, text) : pg_append_output_text(column, table.columns[c], text);
         !st) {
       if (!pg_is_infinite(column.type, text)) {
         return fail(ErrorKind::kBadInput,

@@ -264,9 +264,10 @@ ConnectorSpec postgres_source_spec() {
       "a PostgreSQL table, read incrementally by a cursor column, as a snapshot, or as a change stream (CDC)";
   spec.params = pg_connection_params();
   spec.params.push_back({"schema", ParamType::kString, false, "public", "the tables' schema"});
-  spec.params.push_back({"tables", ParamType::kStringList, true, nullptr,
-                         "the tables to read: names (orders, sales.orders) and patterns (public.*, sales.order_*); "
-                         "each table is a stream of its own when there are several (CDC reads them all through one slot)"});
+  spec.params.push_back(
+      {"tables", ParamType::kStringList, true, nullptr,
+       "the tables to read: names (orders, sales.orders) and patterns (public.*, sales.order_*); "
+       "each table is a stream of its own when there are several (CDC reads them all through one slot)"});
   spec.params.push_back({"exclude_tables", ParamType::kStringList, false, nullptr,
                          "names and patterns of tables to leave out of those `tables` selects"});
   spec.params.push_back({"mode", ParamType::kString, false, "incremental",
@@ -278,9 +279,10 @@ ConnectorSpec postgres_source_spec() {
   spec.params.push_back({"slot", ParamType::kString, false, nullptr,
                          "CDC: the logical replication slot (default skippr_<pipeline>_<hash of the name>, one per "
                          "pipeline)"});
-  spec.params.push_back({"publication", ParamType::kString, false, nullptr,
-                         "CDC: the publication, created for the tables when missing and given the ones added to `tables` "
-                         "later (default as slot)"});
+  spec.params.push_back(
+      {"publication", ParamType::kString, false, nullptr,
+       "CDC: the publication, created for the tables when missing and given the ones added to `tables` "
+       "later (default as slot)"});
   spec.params.push_back({"primary_key_unique", ParamType::kBool, false, false,
                          "CDC: primary_key is unique although no unique index or primary key backs it (checked "
                          "while the snapshot is read)"});
