@@ -62,6 +62,8 @@ struct Config {
 // What a connector's factory is given for `pipeline` (the pipeline's landing and key, the connector's params).
 // Whether source `source`'s parameters make it key each stream itself (ConnectorSpec::keys_streams).
 bool source_keys_streams(const ConnectorConfig& source);
+// Whether it can read one stream again on its own (ConnectorSpec::resyncs_streams): RESYNC STREAM.
+bool source_resyncs_streams(const ConnectorConfig& source);
 ConnectorContext connector_context(const PipelineConfig& pipeline, const ConnectorConfig& connector,
                                    const std::filesystem::path& pipeline_dir);
 

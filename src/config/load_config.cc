@@ -165,6 +165,10 @@ bool source_keys_streams(const ConnectorConfig& source) {
   return source.spec && source.spec->keys_streams && source.spec->keys_streams(source.params);
 }
 
+bool source_resyncs_streams(const ConnectorConfig& source) {
+  return source.spec && source.spec->resyncs_streams && source.spec->resyncs_streams(source.params);
+}
+
 ConnectorContext connector_context(const PipelineConfig& pipeline, const ConnectorConfig& connector,
                                    const std::filesystem::path& pipeline_dir) {
   ConnectorContext ctx;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -94,6 +95,10 @@ class Source {
   // stream names, and the pipeline's sink must land each stream in its own table (ConnectorSpec::lands_streams).
   // Known from the parameters alone, so `validate` can refuse a sink that cannot.
   virtual bool names_streams() const { return false; }
+  // RESYNC STREAM: per stream, how many re-syncs the pipeline's state asks for (PipelineState::resync_requests),
+  // given before seek(). A source that can (ConnectorSpec::resyncs_streams) reads each stream asked for again once,
+  // and keeps in its position which requests it answered.
+  virtual void request_resyncs(const std::map<std::string, uint64_t>& /*requests*/) {}
 };
 
 enum class Guarantee { kExactlyOnce, kOverwriteOnRetry, kAtLeastOnce, kNone };
@@ -217,6 +222,8 @@ struct ConnectorSpec {
   // Sources whose parameters `params` (as written; possibly invalid) make each stream's batches carry the key
   // merge_by_key merges them on (Batch::key: each table's own primary key), so the pipeline needs no primary_key.
   std::function<bool(const nlohmann::json& params)> keys_streams;
+  // Sources whose parameters `params` let them read one stream again on its own (Source::request_resyncs).
+  std::function<bool(const nlohmann::json& params)> resyncs_streams;
   // Sources that can tell what they still have to read (Poll::backlog): the unit they count it in.
   std::optional<BacklogUnit> backlog;
   std::function<Result<std::unique_ptr<Source>>(const ConnectorContext&)> make_source;

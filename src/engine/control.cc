@@ -193,6 +193,45 @@ Result<QueryResult> set_enabled(const std::string& name, bool enabled, const Con
   return r;
 }
 
+// RESYNC STREAM: one stream read again from the source (a snapshot of that table while the others go on), without
+// resetting the pipeline. Recorded in the pipeline's state as one more request for the stream; the next run's source
+// answers it and commits that it did with its position.
+Result<QueryResult> resync_stream(const std::string& name, const std::string& stream, const Config* config,
+                                  const Settings& settings) {
+  if (config) {
+    auto pipeline = config->pipeline(name);
+    if (!pipeline) return std::unexpected(pipeline.error());
+    const ConnectorConfig& source = config->sources.at((*pipeline)->data_source);
+    if (!source_resyncs_streams(source)) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("pipeline '{}' cannot re-sync one stream: its source '{}' ({}) does not read streams "
+                              "it can snapshot one at a time (a Postgres CDC source of several tables can); RESET "
+                              "PIPELINE {} reads everything again",
+                              name, (*pipeline)->data_source, source.type, name));
+    }
+  }
+  auto storage = known_storage(name, config, settings);
+  if (!storage) return std::unexpected(storage.error());
+  if (auto holder = (*storage)->state().holder()) {
+    return fail(ErrorKind::kLocked,
+                fmt::format("pipeline '{}' is running in another process ({}); re-sync it there (under serve: POST "
+                            "/api/pipelines/{}/resync/{}) or stop that process first",
+                            name, *holder, name, stream));
+  }
+  auto lease = (*storage)->state().acquire();
+  if (!lease) return std::unexpected(lease.error());
+  auto state = (*storage)->state().load();
+  if (!state) return std::unexpected(state.error());
+  const uint64_t request = ++state->resync_requests[stream];
+  SKIPPR_TRY((*storage)->state().save(*state));
+  QueryResult r;
+  r.message = fmt::format(
+      "stream '{}' of pipeline '{}' will be read again from a snapshot of its own (request {}), while the other "
+      "streams go on; merge_by_key destinations end equal to the source, append destinations get its rows again",
+      stream, name, request);
+  return r;
+}
+
 }  // namespace
 
 Result<Statement> parse_statement(std::string_view sql) {
@@ -208,21 +247,34 @@ Result<Statement> parse_statement(std::string_view sql) {
                                                   "'_', '.' and '-'",
                                                   name));
     }
-    return Statement{kind, std::move(name)};
+    return Statement{kind, std::move(name), ""};
   };
   if (starts_with_words(words, {"RESET", "PIPELINE"})) return named(StatementKind::kResetPipeline, 2);
+  if (starts_with_words(words, {"RESYNC", "STREAM"})) {
+    // RESYNC STREAM <stream> IN PIPELINE <name>
+    if (words.size() != 6 || upper(words[3]) != "IN" || upper(words[4]) != "PIPELINE") {
+      return fail(ErrorKind::kConfig, "write RESYNC STREAM <stream> IN PIPELINE <name>");
+    }
+    auto statement = named(StatementKind::kResyncStream, 5);
+    if (!statement) return statement;
+    statement->stream = unquote(words[2]);
+    return statement;
+  }
   if (starts_with_words(words, {"ENABLE", "PIPELINE"})) return named(StatementKind::kEnablePipeline, 2);
   if (starts_with_words(words, {"DISABLE", "PIPELINE"})) return named(StatementKind::kDisablePipeline, 2);
   if (starts_with_words(words, {"SHOW", "STATS", "FOR"})) return named(StatementKind::kShowStats, 3);
   if (starts_with_words(words, {"SHOW", "PIPELINES"}) && words.size() == 2) {
-    return Statement{StatementKind::kShowPipelines, ""};
+    return Statement{StatementKind::kShowPipelines, "", ""};
   }
   if (starts_with_words(words, {"SHOW", "PIPELINE"})) return named(StatementKind::kShowPipeline, 2);
-  return fail(ErrorKind::kConfig,
-              fmt::format("cannot run '{}': expected one of RESET PIPELINE <name>, SHOW PIPELINES, SHOW PIPELINE "
-                          "<name>, SHOW STATS FOR <name>, ENABLE PIPELINE <name>, DISABLE PIPELINE <name>, or a SELECT "
-                          "reading a pipeline's DuckDB destination",
-                          sql));
+  return fail(
+      ErrorKind::kConfig,
+      fmt::format(
+          "cannot run '{}': expected one of RESET PIPELINE <name>, SHOW PIPELINES, SHOW PIPELINE "
+          "<name>, SHOW STATS FOR <name>, ENABLE PIPELINE <name>, DISABLE PIPELINE <name>, RESYNC STREAM <stream> IN "
+          "PIPELINE <name>, or a SELECT "
+          "reading a pipeline's DuckDB destination",
+          sql));
 }
 
 Result<QueryResult> execute_statement(const Statement& s, const Config* config, const Settings& settings) {
@@ -239,6 +291,8 @@ Result<QueryResult> execute_statement(const Statement& s, const Config* config, 
       return set_enabled(s.pipeline, true, config, settings);
     case StatementKind::kDisablePipeline:
       return set_enabled(s.pipeline, false, config, settings);
+    case StatementKind::kResyncStream:
+      return resync_stream(s.pipeline, s.stream, config, settings);
   }
   return fail(ErrorKind::kInternal, "unknown statement");
 }

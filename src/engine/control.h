@@ -1,5 +1,6 @@
 // The control language of `skipprd query --sql`: RESET PIPELINE, SHOW PIPELINES, SHOW PIPELINE, SHOW STATS FOR,
-// ENABLE PIPELINE, DISABLE PIPELINE. Case-insensitive, optional trailing ';'.
+// ENABLE PIPELINE, DISABLE PIPELINE, RESYNC STREAM <stream> IN PIPELINE <name>. Case-insensitive, optional trailing
+// ';'.
 #pragma once
 
 #include <string>
@@ -16,12 +17,14 @@ enum class StatementKind {
   kShowPipeline,
   kShowStats,
   kEnablePipeline,
-  kDisablePipeline
+  kDisablePipeline,
+  kResyncStream
 };
 
 struct Statement {
   StatementKind kind;
   std::string pipeline;  // empty for SHOW PIPELINES
+  std::string stream;    // RESYNC STREAM's
 };
 
 // kConfig naming what was expected when the text is not one of the statements.

@@ -198,6 +198,7 @@ class SyncRun {
     if (pipe_->landing == Landing::kReplacePartition || pipe_->landing == Landing::kReplaceTable) {
       passes_.emplace(pipe_->landing == Landing::kReplaceTable, wal_->last_position());
     }
+    source_->request_resyncs(state_.resync_requests);
     SKIPPR_TRY(source_->seek(passes_ ? passes_->source_start() : wal_->last_position()));
     // A sink that is misconfigured (wrong password, a table it cannot merge into) stops the run here, before
     // anything is committed; one that is merely unreachable is retried by the land stage.
@@ -423,10 +424,10 @@ class SyncRun {
       if (passes_ && polled->drained && passes_->needs_end_batch()) position_to_keep = true;
       // Dead letters alone make a (row-less) batch too: they must be committed with the position that skips them;
       // so does a position the source asks to keep.
-      const bool cut = (pending.rows() > 0 || !pending_dead.empty() || position_to_keep) &&
-                       (pending.byte_size() >= settings_.buffer_threshold_bytes ||
-                        pending.streams() >= kMaxStreamsPerBatch ||
-                        seconds_since(batch_started) >= settings_.buffer_threshold_seconds || polled->drained);
+      const bool cut =
+          (pending.rows() > 0 || !pending_dead.empty() || position_to_keep) &&
+          (pending.byte_size() >= settings_.buffer_threshold_bytes || pending.streams() >= kMaxStreamsPerBatch ||
+           seconds_since(batch_started) >= settings_.buffer_threshold_seconds || polled->drained);
       if (cut && !cut_batch(pending, pending_dead, pending_oldest,
                             committed_position(position, polled->drained, pending.rows()))) {
         break;

@@ -113,7 +113,7 @@ struct Supervisor::Slot {
 Supervisor::Supervisor(Config config, Settings settings, std::chrono::milliseconds sample_every)
     : config_(std::move(config)), settings_(std::move(settings)), sample_every_(sample_every) {
   std::map<std::string, bool> enabled;
-  if (auto shown = execute_statement({StatementKind::kShowPipelines, ""}, &config_, settings_)) {
+  if (auto shown = execute_statement({StatementKind::kShowPipelines, "", ""}, &config_, settings_)) {
     for (const auto& row : shown->rows) enabled[row.at(0)] = row.at(3) != "no";
   }
   if (auto text = default_env().read_file(config_.file)) config_text_ = *text;
@@ -281,14 +281,19 @@ Result<std::string> Supervisor::act(const std::string& pipeline, const std::stri
                                              : ""));
   }
   StatementKind kind;
-  if (action == "enable") {
+  std::string stream;
+  if (action.starts_with("resync/") && action.size() > 7) {
+    kind = StatementKind::kResyncStream;
+    stream = action.substr(7);
+  } else if (action == "enable") {
     kind = StatementKind::kEnablePipeline;
   } else if (action == "disable") {
     kind = StatementKind::kDisablePipeline;
   } else if (action == "reset") {
     kind = StatementKind::kResetPipeline;
   } else {
-    return fail(ErrorKind::kConfig, fmt::format("'{}' is not an action; use enable, disable or reset", action));
+    return fail(ErrorKind::kConfig,
+                fmt::format("'{}' is not an action; use enable, disable, reset or resync/<stream>", action));
   }
   if (kind == StatementKind::kResetPipeline && config_changed()) {
     // A reset reads the source from its start: with the configuration serve started with, not the one on disk.
@@ -309,7 +314,7 @@ Result<std::string> Supervisor::act(const std::string& pipeline, const std::stri
   slot->cv.notify_all();
   slot->cv.wait(lock, [&] { return !slot->in_run; });
   lock.unlock();
-  auto done = execute_statement({kind, pipeline}, &config_, settings_);
+  auto done = execute_statement({kind, pipeline, stream}, &config_, settings_);
   lock.lock();
   if (done) {
     if (kind == StatementKind::kEnablePipeline) slot->enabled = true;

@@ -62,9 +62,9 @@ class Supervisor {
   // Stops every run (each lands what it committed within its grace period) and joins them.
   void stop();
   std::vector<PipelineStatus> status() const;
-  // "enable", "disable" or "reset": the run is stopped, the control statement executed, the run started again when
-  // the pipeline is enabled. Returns the statement's message; kConfig for an unknown pipeline or action, kLocked
-  // while another action on the pipeline is being carried out (one at a time per pipeline).
+  // "enable", "disable", "reset" or "resync/<stream>": the run is stopped, the control statement executed, the run
+  // started again when the pipeline is enabled. Returns the statement's message; kConfig for an unknown pipeline or
+  // action, kLocked while another action on the pipeline is being carried out (one at a time per pipeline).
   Result<std::string> act(const std::string& pipeline, const std::string& action);
 
  private:

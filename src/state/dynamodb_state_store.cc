@@ -136,17 +136,26 @@ class DynamoDbStateStore final : public StateStore, public WalCommitLog {
     state.lineage = dynamo_get_string(i, "lineage");
     state.resume_position.token = dynamo_get_string(i, "resume_position");
     state.resumed_after = dynamo_get_string(i, "resumed_after");
+    auto requests = resync_requests_from_json(dynamo_get_string(i, "resync"));
+    if (!requests) {
+      return fail(ErrorKind::kCorruption,
+                  fmt::format("the state of pipeline '{}' in DynamoDB table {} has an unreadable resync attribute",
+                              o_.pipeline, o_.table));
+    }
+    state.resync_requests = std::move(*requests);
     loaded_epoch_ = i.contains("epoch") ? std::optional<uint64_t>(state.epoch) : std::nullopt;
     return state;
   }
 
   Status save(const PipelineState& state) override {
-    std::string update = "SET #epoch = :e, #enabled = :en, #lineage = :l, #resume_position = :rp, #resumed_after = :ra";
+    std::string update =
+        "SET #epoch = :e, #enabled = :en, #lineage = :l, #resume_position = :rp, #resumed_after = :ra, #resync = :rs";
     json values = {{":e", dynamo_number(state.epoch)},
                    {":en", dynamo_bool(state.enabled)},
                    {":l", dynamo_string(state.lineage)},
                    {":rp", dynamo_string(state.resume_position.token)},
-                   {":ra", dynamo_string(state.resumed_after)}};
+                   {":ra", dynamo_string(state.resumed_after)},
+                   {":rs", dynamo_string(resync_requests_to_json(state.resync_requests))}};
     if (loaded_epoch_ != state.epoch) {
       // A new epoch (RESET, or the first state): the WAL starts over, in the same write that moves the epoch.
       update += ", #wal_seq = :zero, #wal_landed = :zero, #wal_position = :nopos, #wal_writers = :nowriters";

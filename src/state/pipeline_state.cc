@@ -46,6 +46,12 @@ Result<PipelineState> load_state(const PipelinePaths& paths, Env* env_or_null) {
   state.resume_position.token = j.value("resume_position", std::string());
   state.resumed_after = j.value("resumed_after", std::string());
   state.term = j.value("term", uint64_t{0});
+  if (auto requests = resync_requests_from_json(j.value("resync", std::string()))) {
+    state.resync_requests = std::move(*requests);
+  } else {
+    return fail(ErrorKind::kCorruption, fmt::format("pipeline state {} has an unreadable resync field; {}",
+                                                    paths.state.string(), reset_advice("")));
+  }
   return state;
 }
 
@@ -56,7 +62,24 @@ Status save_state(const PipelinePaths& paths, const PipelineState& state, Env* e
     j["resumed_after"] = state.resumed_after;
   }
   if (state.term != 0) j["term"] = state.term;
+  if (!state.resync_requests.empty()) j["resync"] = resync_requests_to_json(state.resync_requests);
   return write_file_atomically(env != nullptr ? *env : default_env(), paths.state, j.dump(2) + "\n");
+}
+
+std::string resync_requests_to_json(const std::map<std::string, uint64_t>& requests) {
+  return nlohmann::json(requests).dump();
+}
+
+std::optional<std::map<std::string, uint64_t>> resync_requests_from_json(const std::string& text) {
+  std::map<std::string, uint64_t> out;
+  if (text.empty()) return out;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  for (const auto& [stream, count] : j.items()) {
+    if (!count.is_number_unsigned()) return std::nullopt;
+    out[stream] = count.get<uint64_t>();
+  }
+  return out;
 }
 
 std::string new_lineage() {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,7 +42,14 @@ struct PipelineState {
   // WAL_STORAGE=clustered: raised by each `skipprd promote`. A replica refuses a primary of a lower term, so a
   // primary that was replaced commits nothing more. On a replica, the highest term it has accepted.
   uint64_t term = 0;
+  // RESYNC STREAM: per stream, how many re-syncs were asked for. The source compares it with what its position says
+  // it answered, so a request survives kills until a committed position shows the re-sync under way.
+  std::map<std::string, uint64_t> resync_requests;
 };
+
+// PipelineState::resync_requests as the JSON text both state stores keep; nullopt for text it did not write.
+std::string resync_requests_to_json(const std::map<std::string, uint64_t>& requests);
+std::optional<std::map<std::string, uint64_t>> resync_requests_from_json(const std::string& text);
 
 // A new random lineage: 128 bits from the system's random device, as 32 lowercase hex digits.
 std::string new_lineage();

@@ -1,7 +1,8 @@
 // Many tables through one slot, exactly once under kill -9: Postgres CDC of 20 tables (plain keys, composite keys,
 // one with large TOASTed values, documents) into Postgres and into DuckDB, merged by each table's own key, while a
 // workload runs transactions that touch several tables at once and skipprd is killed again and again. Then a 21st
-// table joins the selection (read from a snapshot of its own while the others stream) and one leaves it. Every
+// table joins the selection (read from a snapshot of its own while the others stream), one leaves it, and one whose
+// destination table was damaged by hand is re-synced on purpose (RESYNC STREAM). Every
 // destination table must equal its source table row for row, the pipeline must hold one replication slot, and a
 // reader polling the Postgres destination must never see part of a source transaction: money moves between six
 // "bank" tables inside source transactions, so their total is constant in every consistent state.
@@ -342,6 +343,18 @@ void every_table_equals_its_source_under_kills(bool to_postgres) {
   const Rows t20_landed_before = to_postgres ? postgres_table(pg, dst, "mirror.t20", Kind::kDoc) : Rows{};
   workload.with_t21 = 1;
   write_text(fx.path("skippr.yml"), config(pg.uri(src), to_postgres, sink, true));
+  // t07 is damaged in the destination by hand (rows lost, altered, one that the source never had), then re-synced
+  // on purpose while the others stream: it must end equal to its source again.
+  const std::string damage =
+      "DELETE FROM {0} WHERE id % 10 = 1; UPDATE {0} SET name = 'damaged' WHERE id % 10 = 2; INSERT INTO {0} (id, "
+      "name, v, _skippr_order) VALUES (990001, 'stray', 1, 1)";
+  if (to_postgres) {
+    pg.execute(dst, fmt::format(fmt::runtime(damage), "mirror.t07"));
+  } else {
+    duckdb_write(duckdb_file, fmt::format(fmt::runtime(damage), "t07"));
+  }
+  auto resync = fx.skipprd({"query", "--sql", "RESYNC STREAM t07 IN PIPELINE " + pipeline}, env);
+  ASSERT_EQ(resync.exit_code, 0) << resync.err;
   auto joined = sync_under_chaos_until(fx, pipeline, env, 8000, std::chrono::steady_clock::now() + kWorkloadTime / 2);
   ASSERT_TRUE(joined.finished) << joined.failure;
   kills += joined.kills;

@@ -221,33 +221,49 @@ Status CdcSource::seek(const Position& position) {
       pos_.consistent_lsn = consistent;
     }
   }
-  SKIPPR_TRY(reconcile_tables());
+  SKIPPR_TRY(reconcile_tables(/*fresh_position=*/!resume));
   if (pos_.snapshot) return begin_snapshot(exported);
   return ok();
 }
 
-Status CdcSource::reconcile_tables() {
+// A many-table position's tables against the selection. A table new to the pipeline is read with the others in the
+// snapshot phase; in the stream phase it gets a snapshot of its own (begun by the next poll), or none for cdc_only (its
+// changes stream from now on). A table asked for by RESYNC STREAM gets a snapshot of its own again. A table no longer
+// selected is forgotten: its changes are left out from now on.
+Status CdcSource::reconcile_tables(bool fresh_position) {
   if (!per_table_) return ok();
   std::map<std::string, CdcTableProgress> tables;
   for (const auto& table : tables_) {
+    const auto asked = resync_requests_.find(table.stream);
+    const uint64_t requests = asked == resync_requests_.end() ? 0 : asked->second;
     auto found = pos_.tables.find(table.stream);
-    if (found != pos_.tables.end()) {
+    if (found != pos_.tables.end() && found->second.resync >= requests) {
       tables.emplace(table.stream, found->second);
       continue;
     }
     CdcTableProgress fresh;
-    // In the snapshot phase a new table is read with the others; in the stream phase it gets a snapshot of its own
-    // (begun by the next poll), or none for cdc_only: its changes stream from now on.
-    fresh.done = mode_ == CdcMode::kCdcOnly;
-    tables.emplace(table.stream, std::move(fresh));
-    if (!pos_.snapshot && !pos_.tables.empty()) {
-      spdlog::info("{}: table {} is new to the pipeline; {}", what_, table.qualified,
-                   fresh.done ? "its changes stream from now on" : "it is read from a snapshot of its own first");
+    fresh.resync = requests;  // a fresh position reads everything anyway: no request is left to answer
+    fresh.done = mode_ == CdcMode::kCdcOnly && found == pos_.tables.end();
+    if (!fresh_position && !pos_.snapshot) {
+      spdlog::info("{}: table {} {}", what_, table.qualified,
+                   found != pos_.tables.end() ? fmt::format("is read again from a snapshot of its own (RESYNC "
+                                                            "request {})",
+                                                            requests)
+                   : fresh.done               ? std::string("is new to the pipeline; its changes stream from now on")
+                                              : std::string("is new to the pipeline; it is read from a snapshot of its "
+                                                                          "own first"));
     }
+    if (found != pos_.tables.end() && pos_.snapshot) fresh.after.clear();  // read again in this snapshot
+    tables.emplace(table.stream, std::move(fresh));
   }
   for (const auto& [stream, progress] : pos_.tables) {
     if (!tables.contains(stream)) {
       spdlog::info("{}: stream {} is no longer in `tables`; its changes are left out from now on", what_, stream);
+    }
+  }
+  for (const auto& [stream, requests] : resync_requests_) {
+    if (!tables.contains(stream)) {
+      spdlog::warn("{}: RESYNC STREAM {} names no table this source reads; it is ignored", what_, stream);
     }
   }
   pos_.tables = std::move(tables);

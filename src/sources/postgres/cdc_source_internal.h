@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -101,6 +102,7 @@ class CdcSource final : public Source {
   Status acknowledge(const Position& position) override;
   bool streaming() const override { return true; }
   bool names_streams() const override { return per_table_; }
+  void request_resyncs(const std::map<std::string, uint64_t>& requests) override { resync_requests_ = requests; }
 
  private:
   Status check_server(PgConnection& conn);
@@ -116,7 +118,7 @@ class CdcSource final : public Source {
   Result<std::optional<uint64_t>> slot_confirmed_flush();
   // The tables of a many-table position that the stream reached: new ones get their snapshot (or none for
   // cdc_only), removed ones are forgotten.
-  Status reconcile_tables();
+  Status reconcile_tables(bool fresh_position);
   Status begin_snapshot(const std::optional<std::string>& exported);
   // A snapshot of one table while the stream goes on: a temporary slot gives a consistent point and its snapshot.
   Status begin_table_snapshot(size_t t);
@@ -163,6 +165,7 @@ class CdcSource final : public Source {
   std::vector<std::string> pipeline_key_;
   std::vector<CdcTable> tables_;
   std::unordered_map<uint32_t, size_t> relids_;  // the stream's relation ids of the tables read
+  std::map<std::string, uint64_t> resync_requests_;
 
   std::optional<PgConnection> sql_;          // catalog checks, TOAST fetches, the end of WAL
   std::optional<PgConnection> snapshot_;     // the snapshot phase's read, in the slot's exported snapshot

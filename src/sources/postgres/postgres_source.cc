@@ -290,7 +290,7 @@ ConnectorSpec postgres_source_spec() {
                          "CDC: what a TRUNCATE of the table in the stream does: apply (a truncate row; merge_by_key "
                          "removes the older rows) | stop (exit 2, with the ways forward) | ignore (the destination "
                          "keeps the rows)"});
-  // CDC of several tables merges each on its own primary key.
+  // CDC of several tables merges each on its own primary key, and can read one of them again from a snapshot.
   spec.keys_streams = [](const nlohmann::json& p) {
     const auto text = [&](const char* name) {
       return p.contains(name) && p[name].is_string() ? p[name].get<std::string>() : std::string();
@@ -303,6 +303,7 @@ ConnectorSpec postgres_source_spec() {
     }
     return selection.names_streams();
   };
+  spec.resyncs_streams = spec.keys_streams;
   spec.make_source = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Source>> {
     SKIPPR_TRY(check_pg_connection_params(ctx.params, fmt::format("source '{}'", ctx.name)));
     const auto& p = ctx.params;

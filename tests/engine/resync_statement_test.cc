@@ -1,0 +1,76 @@
+// RESYNC STREAM <stream> IN PIPELINE <name>: how it parses, that the state keeps each stream's requests, and that a
+// pipeline whose source cannot read one stream again is refused before anything changes.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "config/config.h"
+#include "engine/control.h"
+#include "state/pipeline_state.h"
+#include "support/process.h"
+
+namespace skippr {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ResyncStatement, ParsesTheStreamAndThePipelineInAnyLetterCase) {
+  auto s = parse_statement("resync stream \"public.orders\" In Pipeline shop;");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->kind, StatementKind::kResyncStream);
+  EXPECT_EQ(s->stream, "public.orders");
+  EXPECT_EQ(s->pipeline, "shop");
+}
+
+TEST(ResyncStatement, AnIncompleteFormSaysHowToWriteIt) {
+  for (const char* sql :
+       {"RESYNC STREAM orders", "RESYNC STREAM orders OF PIPELINE shop", "RESYNC STREAM IN PIPELINE"}) {
+    auto s = parse_statement(sql);
+    ASSERT_FALSE(s) << sql;
+    EXPECT_EQ(s.error().kind, ErrorKind::kConfig);
+    EXPECT_THAT(s.error().message, HasSubstr("RESYNC STREAM <stream> IN PIPELINE <name>")) << sql;
+  }
+}
+
+TEST(ResyncStatement, TheStateKeepsEachStreamsRequests) {
+  test::TempDir dir;
+  const auto paths = PipelinePaths::of(dir.path(), "p");
+  std::filesystem::create_directories(paths.root);
+  PipelineState state;
+  state.resync_requests = {{"orders", 2}, {"sales.items", 1}};
+  ASSERT_TRUE(save_state(paths, state));
+  auto loaded = load_state(paths);
+  ASSERT_TRUE(loaded) << loaded.error().message;
+  EXPECT_EQ(loaded->resync_requests, state.resync_requests);
+  EXPECT_FALSE(resync_requests_from_json("[1]"));
+  EXPECT_FALSE(resync_requests_from_json(R"({"orders": "two"})"));
+}
+
+TEST(ResyncStatement, ASourceThatCannotReadOneStreamAgainIsRefusedNamingTheWayThatWorks) {
+  test::TempDir dir;
+  test::write_text(dir / "skippr.yml", R"(data_sources:
+  s:
+    Sample: { rows: 10 }
+data_sinks:
+  k:
+    DuckDB: { path: db.duckdb, table: trips }
+pipelines:
+  p:
+    data_source: s
+    data_sink: k
+)");
+  auto config = load_config(dir / "skippr.yml");
+  ASSERT_TRUE(config) << config.error().message;
+  Settings settings;
+  settings.data_dir = dir / "data";
+  auto statement = parse_statement("RESYNC STREAM trips IN PIPELINE p");
+  ASSERT_TRUE(statement);
+  auto done = execute_statement(*statement, &*config, settings);
+  ASSERT_FALSE(done);
+  EXPECT_EQ(done.error().kind, ErrorKind::kConfig);
+  EXPECT_THAT(done.error().message, HasSubstr("cannot re-sync one stream"));
+  EXPECT_THAT(done.error().message, HasSubstr("RESET PIPELINE p"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "data" / "pipelines" / "p" / "state.json"));
+}
+
+}  // namespace
+}  // namespace skippr
