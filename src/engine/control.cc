@@ -6,6 +6,7 @@
 #include <cctype>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "engine/pipeline_storage.h"
 #include "state/state_store.h"
@@ -232,6 +233,19 @@ Result<QueryResult> resync_stream(const std::string& name, const std::string& st
   return r;
 }
 
+// RESYNC TABLE's "<pipeline>.<stream>": the longest pipeline of the configuration it starts with, else up to the
+// first dot.
+std::pair<std::string, std::string> resync_target(const std::string& both, const Config* config) {
+  size_t cut = 0;
+  if (config) {
+    for (const auto& [name, pipeline] : config->pipelines) {
+      if (name.size() > cut && both.size() > name.size() + 1 && both.starts_with(name + ".")) cut = name.size();
+    }
+  }
+  if (cut == 0) cut = both.find('.');
+  return {both.substr(0, cut), both.substr(cut + 1)};
+}
+
 }  // namespace
 
 Result<Statement> parse_statement(std::string_view sql) {
@@ -250,6 +264,16 @@ Result<Statement> parse_statement(std::string_view sql) {
     return Statement{kind, std::move(name), ""};
   };
   if (starts_with_words(words, {"RESET", "PIPELINE"})) return named(StatementKind::kResetPipeline, 2);
+  if (starts_with_words(words, {"RESYNC", "TABLE"})) {
+    // RESYNC TABLE <pipeline>.<stream>: which dot ends the pipeline's name is settled against the configuration
+    // (resync_target), since both names may hold dots.
+    if (words.size() != 3 || unquote(words[2]).find('.') == std::string::npos) {
+      return fail(ErrorKind::kConfig,
+                  "write RESYNC TABLE <pipeline>.<stream> (or RESYNC STREAM <stream> IN PIPELINE "
+                  "<name>)");
+    }
+    return Statement{StatementKind::kResyncStream, "", unquote(words[2])};
+  }
   if (starts_with_words(words, {"RESYNC", "STREAM"})) {
     // RESYNC STREAM <stream> IN PIPELINE <name>
     if (words.size() != 6 || upper(words[3]) != "IN" || upper(words[4]) != "PIPELINE") {
@@ -291,8 +315,11 @@ Result<QueryResult> execute_statement(const Statement& s, const Config* config, 
       return set_enabled(s.pipeline, true, config, settings);
     case StatementKind::kDisablePipeline:
       return set_enabled(s.pipeline, false, config, settings);
-    case StatementKind::kResyncStream:
-      return resync_stream(s.pipeline, s.stream, config, settings);
+    case StatementKind::kResyncStream: {
+      if (!s.pipeline.empty()) return resync_stream(s.pipeline, s.stream, config, settings);
+      const auto [pipeline, stream] = resync_target(s.stream, config);
+      return resync_stream(pipeline, stream, config, settings);
+    }
   }
   return fail(ErrorKind::kInternal, "unknown statement");
 }

@@ -1,6 +1,6 @@
 // The control language of `skipprd query --sql`: RESET PIPELINE, SHOW PIPELINES, SHOW PIPELINE, SHOW STATS FOR,
-// ENABLE PIPELINE, DISABLE PIPELINE, RESYNC STREAM <stream> IN PIPELINE <name>. Case-insensitive, optional trailing
-// ';'.
+// ENABLE PIPELINE, DISABLE PIPELINE, RESYNC TABLE <pipeline>.<stream> and its unambiguous spelling RESYNC STREAM
+// <stream> IN PIPELINE <name>. Case-insensitive, optional trailing ';'.
 #pragma once
 
 #include <string>
@@ -23,8 +23,8 @@ enum class StatementKind {
 
 struct Statement {
   StatementKind kind;
-  std::string pipeline;  // empty for SHOW PIPELINES
-  std::string stream;    // RESYNC STREAM's
+  std::string pipeline;  // empty for SHOW PIPELINES, and for RESYNC TABLE until the configuration splits `stream`
+  std::string stream;    // RESYNC's (RESYNC TABLE: "<pipeline>.<stream>")
 };
 
 // kConfig naming what was expected when the text is not one of the statements.

@@ -173,9 +173,9 @@ TEST(LoadConfig, MissingRequiredKey) {
   const std::string message = load_error(dir, R"(data_sinks:
   warehouse:
     DuckDB:
-      path: db.duckdb
+      table: trips
 )");
-  EXPECT_THAT(message, HasSubstr("skippr.yml:3:5: data_sinks.warehouse.DuckDB: missing required key 'table'"));
+  EXPECT_THAT(message, HasSubstr("skippr.yml:3:5: data_sinks.warehouse.DuckDB: missing required key 'path'"));
 }
 
 TEST(LoadConfig, WrongType) {
@@ -273,7 +273,7 @@ TEST(LoadConfig, ReportsEveryProblemAtOnceInFileOrder) {
     Sample: { rows: many, sed: 3 }
 data_sinks:
   k:
-    DuckDB: { path: db.duckdb }
+    DuckDB: { table: trips }
 pipelines:
   p:
     data_source: s
@@ -284,7 +284,7 @@ pipelines:
   EXPECT_EQ(line_count(message), 5u) << message;
   EXPECT_THAT(message, HasSubstr("skippr.yml:3:21: data_sources.s.Sample.rows: must be an integer"));
   EXPECT_THAT(message, HasSubstr("skippr.yml:3:27: data_sources.s.Sample: unknown key 'sed'; did you mean 'seed'?"));
-  EXPECT_THAT(message, HasSubstr("skippr.yml:6:5: data_sinks.k.DuckDB: missing required key 'table'"));
+  EXPECT_THAT(message, HasSubstr("skippr.yml:6:5: data_sinks.k.DuckDB: missing required key 'path'"));
   EXPECT_THAT(message, HasSubstr("skippr.yml:11:17: pipelines.p.chaos_mode: must be true or false"));
   EXPECT_THAT(message, HasSubstr("skippr.yml:12:14: pipelines.p.landing: merge_by_key needs"));
   // A pipeline naming a connector that is merely broken is not also reported as naming a missing one.

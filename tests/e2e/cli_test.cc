@@ -24,9 +24,14 @@ const BadConfig kBadConfigs[] = {
      "    data_sink: data_sinks.warehouse\n",
      "skippr.yml:8:", "tabel"},
     {"missing required key",
+     "data_sources:\n  sample:\n    Sample: { rows: 10 }\ndata_sinks:\n  warehouse:\n    DuckDB: { table: trips }\n"
+     "pipelines:\n  bikehire:\n    data_source: data_sources.sample\n    data_sink: data_sinks.warehouse\n",
+     "skippr.yml:6:", "missing required key 'path'"},
+    // A table is only optional (it defaults to {stream}) when the source names several streams.
+    {"missing table for one stream",
      "data_sources:\n  sample:\n    Sample: { rows: 10 }\ndata_sinks:\n  warehouse:\n    DuckDB: { path: o.duckdb }\n"
      "pipelines:\n  bikehire:\n    data_source: data_sources.sample\n    data_sink: data_sinks.warehouse\n",
-     "skippr.yml:6:", "table"},
+     "skippr.yml:5:", "sink 'warehouse': table is missing; name the table to land in"},
     {"wrong type",
      "data_sources:\n  sample:\n    Sample: { rows: lots }\ndata_sinks:\n  warehouse:\n"
      "    DuckDB: { path: o.duckdb, table: t }\npipelines:\n  bikehire:\n    data_source: data_sources.sample\n"

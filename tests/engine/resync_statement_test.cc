@@ -21,6 +21,14 @@ TEST(ResyncStatement, ParsesTheStreamAndThePipelineInAnyLetterCase) {
   EXPECT_EQ(s->pipeline, "shop");
 }
 
+TEST(ResyncStatement, ResyncTableTakesThePipelineAndTheStreamJoinedByADot) {
+  auto s = parse_statement("RESYNC TABLE shop.public.orders");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->kind, StatementKind::kResyncStream);
+  EXPECT_EQ(s->stream, "shop.public.orders");  // split against the configuration's pipelines when executed
+  EXPECT_FALSE(parse_statement("RESYNC TABLE orders"));
+}
+
 TEST(ResyncStatement, AnIncompleteFormSaysHowToWriteIt) {
   for (const char* sql :
        {"RESYNC STREAM orders", "RESYNC STREAM orders OF PIPELINE shop", "RESYNC STREAM IN PIPELINE"}) {
@@ -62,13 +70,15 @@ pipelines:
   ASSERT_TRUE(config) << config.error().message;
   Settings settings;
   settings.data_dir = dir / "data";
-  auto statement = parse_statement("RESYNC STREAM trips IN PIPELINE p");
-  ASSERT_TRUE(statement);
-  auto done = execute_statement(*statement, &*config, settings);
-  ASSERT_FALSE(done);
-  EXPECT_EQ(done.error().kind, ErrorKind::kConfig);
-  EXPECT_THAT(done.error().message, HasSubstr("cannot re-sync one stream"));
-  EXPECT_THAT(done.error().message, HasSubstr("RESET PIPELINE p"));
+  for (const char* sql : {"RESYNC STREAM trips IN PIPELINE p", "RESYNC TABLE p.trips"}) {
+    auto statement = parse_statement(sql);
+    ASSERT_TRUE(statement);
+    auto done = execute_statement(*statement, &*config, settings);
+    ASSERT_FALSE(done) << sql;
+    EXPECT_EQ(done.error().kind, ErrorKind::kConfig);
+    EXPECT_THAT(done.error().message, HasSubstr("pipeline 'p' cannot re-sync one stream")) << sql;
+    EXPECT_THAT(done.error().message, HasSubstr("RESET PIPELINE p"));
+  }
   EXPECT_FALSE(std::filesystem::exists(dir / "data" / "pipelines" / "p" / "state.json"));
 }
 

@@ -353,7 +353,7 @@ void every_table_equals_its_source_under_kills(bool to_postgres) {
   } else {
     duckdb_write(duckdb_file, fmt::format(fmt::runtime(damage), "t07"));
   }
-  auto resync = fx.skipprd({"query", "--sql", "RESYNC STREAM t07 IN PIPELINE " + pipeline}, env);
+  auto resync = fx.skipprd({"query", "--sql", "RESYNC TABLE " + pipeline + ".t07"}, env);
   ASSERT_EQ(resync.exit_code, 0) << resync.err;
   auto joined = sync_under_chaos_until(fx, pipeline, env, 8000, std::chrono::steady_clock::now() + kWorkloadTime / 2);
   ASSERT_TRUE(joined.finished) << joined.failure;

@@ -2,12 +2,15 @@
 // setup mistakes refused before anything lands.
 #include "sinks/kit/stream_tables.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
 
 namespace skippr {
 namespace {
+
+using ::testing::HasSubstr;
 
 std::string same(std::string_view name) { return std::string(name); }
 std::string lower(std::string_view name) {
@@ -46,6 +49,16 @@ TEST(StreamTables, SetupMistakesAreConfigErrorsNamingTheSinkAndTheFix) {
   auto empty = StreamTables::make("sink 'w'", "table", "", false);
   ASSERT_FALSE(empty);
   EXPECT_NE(empty.error().message.find("table is empty"), std::string::npos);
+}
+
+TEST(StreamTables, WithoutATableSeveralStreamsLandInTablesOfTheirOwnNamesAndOneStreamIsRefused) {
+  auto tables = StreamTables::make("sink 'w'", "table", std::nullopt, /*source_streams=*/true);
+  ASSERT_TRUE(tables) << tables.error().message;
+  EXPECT_EQ(tables->table_for("public.orders"), "public_orders");
+  auto one = StreamTables::make("sink 'w'", "table", std::nullopt, /*source_streams=*/false);
+  ASSERT_FALSE(one);
+  EXPECT_EQ(one.error().kind, ErrorKind::kConfig);
+  EXPECT_THAT(one.error().message, HasSubstr("sink 'w': table is missing; name the table to land in"));
 }
 
 TEST(StreamTables, TwoStreamsThatFoldToOneTableAreRefusedNamingBoth) {

@@ -518,7 +518,7 @@ TEST(KafkaSource, TenTopicsLandInTenTablesExactlyOnceUnderKills) {
   auto config = [&] {
     return fmt::format(R"(data_sources:
   stream:
-    Kafka: {{ brokers: "{}", pattern: '^shop\..*', group_id: streams-test, stream_per_topic: true }}
+    Kafka: {{ brokers: "{}", topic_pattern: '^shop\..*', group_id: streams-test, stream_per_topic: true }}
 data_sinks:
   db:
     DuckDB: {{ path: out.duckdb, table: "k_{{stream}}" }}

@@ -533,9 +533,9 @@ ConnectorSpec duckdb_sink_spec() {
   spec.lands_streams = true;
   spec.params = {
       {"path", ParamType::kPath, true, nullptr, "the database file; created when absent"},
-      {"table", ParamType::kString, true, nullptr,
+      {"table", ParamType::kString, false, nullptr,
        "the target table; created from the first batch's schema. With a source of several streams, {stream} in it is "
-       "each stream's name: raw_{stream}, or {stream} for the name alone"},
+       "each stream's name: raw_{stream}, or {stream} for the name alone (the default then)"},
       {"max_memory_bytes", ParamType::kInt, false, kDefaultMaxMemoryBytes,
        "the most memory DuckDB may use while landing into a wide table (DuckDB needs ~0.6 MiB a column)"},
   };
@@ -544,7 +544,7 @@ ConnectorSpec duckdb_sink_spec() {
     const auto& path = ctx.params.value("path", std::string());
     if (path.empty()) return fail(ErrorKind::kConfig, fmt::format("sink '{}': DuckDB needs a path", ctx.name));
     auto tables = StreamTables::make(fmt::format("sink '{}'", ctx.name), "table",
-                                     ctx.params.value("table", std::string()), ctx.source_streams);
+                                     StreamTables::given(ctx.params, "table"), ctx.source_streams);
     if (!tables) return std::unexpected(tables.error());
     const int64_t max_memory = ctx.params.value("max_memory_bytes", static_cast<int64_t>(kDefaultMaxMemoryBytes));
     if (max_memory < static_cast<int64_t>(kAppendingSinkMemoryMiB << 20)) {

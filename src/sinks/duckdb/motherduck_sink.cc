@@ -74,7 +74,8 @@ ConnectorSpec motherduck_sink_spec() {
     }
     DuckDbTarget target{"md:" + database, extension_settings(extension_directory), {token}, false};
     target.settings.emplace_back("motherduck_token", token);
-    auto tables = StreamTables::make(fmt::format("sink '{}'", ctx.name), "table", table, ctx.source_streams);
+    auto tables =
+        StreamTables::make(fmt::format("sink '{}'", ctx.name), "table", std::optional(table), ctx.source_streams);
     if (!tables) return std::unexpected(tables.error());
     return make_duckdb_sink(std::move(target), std::move(*tables), ctx);
   };

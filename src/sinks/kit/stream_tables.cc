@@ -17,11 +17,24 @@ std::string plain_identifier(std::string_view stream) {
 
 }  // namespace
 
-Result<StreamTables> StreamTables::make(std::string_view sink, std::string_view param, std::string table,
-                                        bool source_streams) {
+std::optional<std::string> StreamTables::given(const nlohmann::json& params, std::string_view param) {
+  const auto found = params.find(param);
+  if (found == params.end() || !found->is_string()) return std::nullopt;
+  return found->get<std::string>();
+}
+
+Result<StreamTables> StreamTables::make(std::string_view sink, std::string_view param,
+                                        std::optional<std::string> given_table, bool source_streams) {
   StreamTables out;
   out.sink_ = std::string(sink);
   out.per_stream_ = source_streams;
+  if (!given_table && !source_streams) {
+    return fail(ErrorKind::kConfig,
+                fmt::format("{}: {} is missing; name the table to land in ({} is only the default for a source of "
+                            "several streams)",
+                            sink, param, kStreamPlaceholder));
+  }
+  std::string table = given_table.value_or(std::string(kStreamPlaceholder));
   const bool has_placeholder = table.find(kStreamPlaceholder) != std::string::npos;
   if (table.empty()) {
     return fail(ErrorKind::kConfig, fmt::format("{}: {} is empty; name the table to land in", sink, param));

@@ -7,6 +7,8 @@
 
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -18,11 +20,15 @@ inline constexpr std::string_view kStreamPlaceholder = "{stream}";
 
 class StreamTables {
  public:
-  // `sink` names the sink for messages ("sink 'warehouse'"), `param` the parameter ("table"); `table` is its value;
-  // `source_streams` is ConnectorContext::source_streams. kConfig for a table without {stream} when
-  // the source names several streams (they would share it), and for {stream} when it names one.
-  static Result<StreamTables> make(std::string_view sink, std::string_view param, std::string table,
+  // `sink` names the sink for messages ("sink 'warehouse'"), `param` the parameter ("table"); `table` is its value,
+  // nullopt when not given: then "{stream}" when the source names several streams, else kConfig (a one-stream
+  // source needs the table named). `source_streams` is ConnectorContext::source_streams. kConfig for a table
+  // without {stream} when the source names several streams (they would share it), and for {stream} when it names
+  // one.
+  static Result<StreamTables> make(std::string_view sink, std::string_view param, std::optional<std::string> table,
                                    bool source_streams);
+  // A connector's `param` as make() takes it: nullopt when absent.
+  static std::optional<std::string> given(const nlohmann::json& params, std::string_view param);
 
   bool per_stream() const { return per_stream_; }
   // The table `stream` lands in (the table as written for the unnamed stream of a one-stream source).

@@ -602,20 +602,21 @@ ConnectorSpec postgres_sink_spec() {
   spec.params = pg_connection_params();
   spec.params.push_back({"schema", ParamType::kString, false, "public", "the target's schema; created when absent"});
   spec.params.push_back(
-      {"table", ParamType::kString, true, nullptr,
+      {"table", ParamType::kString, false, nullptr,
        "the target table; created from the first batch's schema. With a source of several streams, {stream} in it is "
-       "each stream's name: raw_{stream}, or {stream} for the name alone"});
+       "each stream's name: raw_{stream}, or {stream} for the name alone (the default then)"});
   spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
     SKIPPR_TRY(check_pg_connection_params(ctx.params, fmt::format("sink '{}'", ctx.name)));
     if (ctx.landing == Landing::kMergeByKey && ctx.primary_key.empty() && !ctx.source_keys) {
       return fail(ErrorKind::kConfig,
                   fmt::format("sink '{}': merge_by_key needs the pipeline's primary_key; add it", ctx.name));
     }
-    const std::string table = ctx.params.value("table", std::string());
+    auto tables = StreamTables::make(fmt::format("sink '{}'", ctx.name), "table",
+                                     StreamTables::given(ctx.params, "table"), ctx.source_streams);
+    if (!tables) return std::unexpected(tables.error());
+    const std::string table = StreamTables::given(ctx.params, "table").value_or(std::string(kStreamPlaceholder));
     const std::string schema = ctx.params.value("schema", std::string("public"));
     if (schema.empty()) return fail(ErrorKind::kConfig, fmt::format("sink '{}': schema is empty", ctx.name));
-    auto tables = StreamTables::make(fmt::format("sink '{}'", ctx.name), "table", table, ctx.source_streams);
-    if (!tables) return std::unexpected(tables.error());
     for (const auto& [what, name] : {std::pair{"table", table}, std::pair{"schema", schema}}) {
       if (name.size() > kPgMaxNameBytes) {
         return fail(ErrorKind::kConfig, fmt::format("sink '{}': the {} name is {} bytes; PostgreSQL names hold at "

@@ -515,7 +515,13 @@ Result<Options> read_options(const ConnectorContext& ctx) {
   const auto& p = ctx.params;
   Options o;
   o.topics = p.value("topics", std::vector<std::string>{});
-  const std::string pattern = p.value("pattern", std::string());
+  // topic_pattern is the name the streams guide uses; pattern the older one. One of them.
+  if (p.contains("pattern") && p.contains("topic_pattern")) {
+    return fail(ErrorKind::kConfig, fmt::format("Kafka source '{}': give pattern or topic_pattern, not both (they "
+                                                "are one setting)",
+                                                ctx.name));
+  }
+  const std::string pattern = p.value(p.contains("topic_pattern") ? "topic_pattern" : "pattern", std::string());
   if (!pattern.empty()) o.topics.push_back(pattern.front() == '^' ? pattern : "^" + pattern);
   if (o.topics.empty()) {
     return fail(ErrorKind::kConfig,
@@ -568,6 +574,7 @@ ConnectorSpec kafka_source_spec() {
       {"brokers", ParamType::kString, true, nullptr, "bootstrap servers, host:port[,host:port]"},
       {"topics", ParamType::kStringList, false, nullptr, "topics to read"},
       {"pattern", ParamType::kString, false, nullptr, "or a regex of topic names, e.g. '^events\\..*'"},
+      {"topic_pattern", ParamType::kString, false, nullptr, "the same as pattern, by the name the streams guide uses"},
       {"group_id", ParamType::kString, true, nullptr,
        "the consumer group the committed offsets are reported to (for lag monitoring); partitions are assigned by "
        "skipprd itself, from the WAL's offsets"},
