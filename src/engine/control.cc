@@ -123,6 +123,8 @@ Result<QueryResult> show_stats(const std::string& name, const Config* config, co
   add("last_run_finished", s.last_run_finished.empty() ? "never" : s.last_run_finished);
   add("last_exit_code", s.last_exit_code);
   add("last_rows_per_second", fmt::format("{:.0f}", s.last_rows_per_second));
+  // A pipeline of several streams: the rows landed of each.
+  for (const auto& [stream, rows] : s.stream_rows_landed) add(fmt::format("rows_landed[{}]", stream), rows);
   return r;
 }
 

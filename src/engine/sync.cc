@@ -618,7 +618,7 @@ class SyncRun {
       }
       if (landed) {
         if (failing_since) spdlog::info("sink is available again; {} landed", group_ids(items));
-        return mark_landed(group, per_batch(group, *landed));
+        return mark_landed(group, per_batch(group, *landed), &*landed);
       }
       const Error& e = landed.error();
       // A failed group is landed again one batch at a time, whatever the failure: a destination's error does not
@@ -692,20 +692,31 @@ class SyncRun {
     return options_.once && seconds_since(failing_since) >= settings_.sink_retry_seconds;
   }
 
-  // The whole group is in the destination: one LANDED mark (the watermark) covers every batch of it.
-  bool mark_landed(std::span<const CommittedBatch> group, const std::vector<BatchLanded>& landed) {
+  // The whole group is in the destination: one LANDED mark (the watermark) covers every batch of it. `per_part`: the
+  // sink's outcome of each part, in order (nullptr when the sink was not called), for the rows landed per stream.
+  bool mark_landed(std::span<const CommittedBatch> group, const std::vector<BatchLanded>& landed,
+                   const std::vector<BatchLanded>* per_part = nullptr) {
     failpoint::hit(failpoint::kSinkAfterCommit);
     if (group.size() > 1) failpoint::hit(failpoint::kSinkAfterGroupCommit);
     if (auto st = wal_->mark_landed(group.back().seq); !st) {
       record_error(st.error());
       return false;
     }
+    size_t next_part = 0;
     for (size_t i = 0; i < group.size(); ++i) {
       const CommittedBatch& b = group[i];
       const bool already = landed[i].outcome == WriteOutcome::kAlreadyApplied;
       const uint64_t rows = total_rows(b.parts);
       const uint64_t rejected = already ? 0 : std::min<uint64_t>(landed[i].rows_rejected, rows);
       add([&](RunTotals& t) {
+        for (const Batch& part : b.parts) {
+          const BatchLanded* outcome = per_part ? &(*per_part)[next_part++] : nullptr;
+          if (part.stream.empty() || (outcome ? outcome->outcome : landed[i].outcome) != WriteOutcome::kApplied) {
+            continue;
+          }
+          const uint64_t part_rejected = outcome ? std::min<uint64_t>(outcome->rows_rejected, part.rows) : 0;
+          t.stream_rows_landed[part.stream] += part.rows - part_rejected;
+        }
         t.rows_landed += rows - rejected;
         t.rows_rejected += rejected;
         t.batches_landed += 1;

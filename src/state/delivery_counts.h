@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <span>
+#include <string>
 #include <utility>
 
 namespace skippr {
@@ -18,6 +20,8 @@ struct DeliveryCounts {
   uint64_t already_applied = 0;   // retries the sink recognised as done
   uint64_t dead_letters = 0;      // records written to the dead-letter file (committed with their batch)
   uint64_t rows_rejected = 0;  // landed in the destination's rejects table, not the target (rows_landed excludes them)
+  // Of rows_landed, per named stream (a source of several streams); empty for a one-stream pipeline.
+  std::map<std::string, uint64_t> stream_rows_landed;
 
   using Member = uint64_t DeliveryCounts::*;
   // Every counter with its name, in display order.
@@ -25,6 +29,7 @@ struct DeliveryCounts {
 
   DeliveryCounts& operator+=(const DeliveryCounts& other) {
     for (const auto& [name, member] : fields()) this->*member += other.*member;
+    for (const auto& [stream, rows] : other.stream_rows_landed) stream_rows_landed[stream] += rows;
     return *this;
   }
 };

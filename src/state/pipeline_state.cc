@@ -99,6 +99,11 @@ PipelineStats stats_from_json(std::string_view text) {
   s.last_run_finished = j.value("last_run_finished", std::string());
   s.last_exit_code = j.value("last_exit_code", -1);
   s.last_rows_per_second = j.value("last_rows_per_second", 0.0);
+  if (j.contains("streams") && j["streams"].is_object()) {
+    for (const auto& [stream, rows] : j["streams"].items()) {
+      if (rows.is_number_unsigned()) s.stream_rows_landed[stream] = rows.get<uint64_t>();
+    }
+  }
   return s;
 }
 
@@ -109,6 +114,7 @@ std::string stats_to_json(const PipelineStats& s) {
             {"last_run_finished", s.last_run_finished},
             {"last_exit_code", s.last_exit_code},
             {"last_rows_per_second", s.last_rows_per_second}});
+  if (!s.stream_rows_landed.empty()) j["streams"] = s.stream_rows_landed;
   return j.dump(2) + "\n";
 }
 

@@ -2,10 +2,12 @@
 // with `table: raw_{stream}` lands each in a table of its own, all of a batch's streams in one transaction. Under
 // kill -9 (and DATA_DIR lost between kills) every table must end equal to an unkilled run's, each row once.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <fmt/format.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "support/chaos_loop.h"
 #include "support/pipeline_fixture.h"
@@ -79,6 +81,19 @@ TEST(FileStreams, EachFolderLandsInItsOwnTableInOneTransactionPerBatch) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(duckdb_value(db, "SELECT count(*) FROM raw_users"), "1201");
   EXPECT_EQ(duckdb_value(db, "SELECT count(*) FROM raw_orders"), "1200");
+  // SHOW STATS counts each stream's rows over both runs.
+  auto stats = fixture.skipprd({"query", "--sql", "SHOW STATS FOR many", "--output", "json"});
+  ASSERT_EQ(stats.exit_code, 0) << stats.err;
+  std::map<std::string, std::string> landed;
+  std::istringstream lines(stats.out);
+  for (std::string line; std::getline(lines, line);) {
+    const auto row = nlohmann::json::parse(line);
+    landed[row["stat"].get<std::string>()] = row["value"].get<std::string>();
+  }
+  EXPECT_EQ(landed["rows_landed"], "6001");
+  for (const auto& [stream, count] : rows) {
+    EXPECT_EQ(landed["rows_landed[" + stream + "]"], std::to_string(count + (stream == "users" ? 1 : 0))) << stream;
+  }
 }
 
 TEST(FileStreams, EveryTableEqualsAnUnkilledRunUnderKill9AndLostDataDirs) {
