@@ -179,17 +179,25 @@ Result<QueryResult> reset_pipeline(const std::string& name, const Config* config
   return r;
 }
 
+// A run in another process (sync, or serve) would neither see a change of the pipeline's state nor keep it: its
+// own state saves rewrite it. kLocked saying to do it there (`there`; under serve: `under_serve`), or once it stopped.
+Status check_not_running_elsewhere(PipelineStorage& storage, const std::string& name, const std::string& there,
+                                   const std::string& under_serve) {
+  if (auto holder = storage.state().holder()) {
+    return fail(ErrorKind::kLocked,
+                fmt::format("pipeline '{}' is running in another process ({}); {} (under serve: {}) "
+                            "or stop that process first",
+                            name, *holder, there, under_serve));
+  }
+  return ok();
+}
+
 Result<QueryResult> set_enabled(const std::string& name, bool enabled, const Config* config, const Settings& settings) {
   auto storage = known_storage(name, config, settings);
   if (!storage) return std::unexpected(storage.error());
-  // A run in another process (sync, or serve) would neither see the change nor keep it: its state saves rewrite
-  // the flag. Changed there, or once it stopped.
-  if (auto holder = (*storage)->state().holder()) {
-    return fail(ErrorKind::kLocked,
-                fmt::format("pipeline '{}' is running in another process ({}); {} it there (under serve: the page's "
-                            "button or POST /api/pipelines/{}/{}) or stop that process first",
-                            name, *holder, enabled ? "enable" : "disable", name, enabled ? "enable" : "disable"));
-  }
+  const char* action = enabled ? "enable" : "disable";
+  SKIPPR_TRY(check_not_running_elsewhere(**storage, name, fmt::format("{} it there", action),
+                                         fmt::format("the page's button or POST /api/pipelines/{}/{}", name, action)));
   SKIPPR_TRY((*storage)->state().set_enabled(enabled));
   QueryResult r;
   r.message = fmt::format("pipeline '{}' {}", name, enabled ? "enabled" : "disabled");
@@ -215,12 +223,8 @@ Result<QueryResult> resync_stream(const std::string& name, const std::string& st
   }
   auto storage = known_storage(name, config, settings);
   if (!storage) return std::unexpected(storage.error());
-  if (auto holder = (*storage)->state().holder()) {
-    return fail(ErrorKind::kLocked,
-                fmt::format("pipeline '{}' is running in another process ({}); re-sync it there (under serve: POST "
-                            "/api/pipelines/{}/resync/{}) or stop that process first",
-                            name, *holder, name, stream));
-  }
+  SKIPPR_TRY(check_not_running_elsewhere(**storage, name, "re-sync it there",
+                                         fmt::format("POST /api/pipelines/{}/resync/{}", name, stream)));
   auto lease = (*storage)->state().acquire();
   if (!lease) return std::unexpected(lease.error());
   auto state = (*storage)->state().load();

@@ -129,6 +129,21 @@ std::string kill_inside_landing(const PipelineFixture& fixture, const std::strin
   return "";
 }
 
+ChaosRuns catch_up_under_chaos(const PipelineFixture& fixture, const std::string& pipeline,
+                               std::map<std::string, std::string> env, int seed_base) {
+  auto calm_env = env;
+  env["SKIPPR_CHAOS_MAX_SECONDS"] = "4.0";
+  ChaosRuns runs = sync_until_done_under_chaos(fixture, pipeline, std::move(env), seed_base);
+  if (!runs.finished) return runs;
+  auto calm = fixture.skipprd({"sync", "--pipeline", pipeline, "--once"}, calm_env);
+  runs.runs += 1;
+  if (calm.exit_code != 0) {
+    runs.finished = false;
+    runs.failure = fmt::format("the run without chaos after catching up exited {}: {}", calm.exit_code, calm.err);
+  }
+  return runs;
+}
+
 ChaosRuns sync_until_done_under_chaos(const PipelineFixture& fixture, const std::string& pipeline,
                                       std::map<std::string, std::string> env, int seed_base,
                                       const ChaosOptions& options) {

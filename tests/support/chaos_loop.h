@@ -49,6 +49,12 @@ ChaosRuns sync_until_done_under_chaos(const PipelineFixture& fixture, const std:
                                       std::map<std::string, std::string> env, int seed_base,
                                       const ChaosOptions& options = {});
 
+// After a source's workload stopped: runs under chaos until one finishes, each given up to 4 s before the timer
+// strikes (so one can reach the end on a busy machine too), then one run without chaos (a run that caught up while
+// the workload ran is not enough). `finished` only when both did; `failure` says which did not.
+ChaosRuns catch_up_under_chaos(const PipelineFixture& fixture, const std::string& pipeline,
+                               std::map<std::string, std::string> env, int seed_base);
+
 // `env` with chaos mode armed to kill at the `pass`-th pass through failpoint `point`, the timer ruled out: to replay
 // one crash on purpose.
 std::map<std::string, std::string> armed_at(std::map<std::string, std::string> env, const std::string& point,
