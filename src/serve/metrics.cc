@@ -26,6 +26,8 @@ constexpr Family kOwnFamilies[] = {
     {"skippr_source_lag_seconds", "gauge",
      "From the source's commit of the last landed batch's oldest record to its landing (sources that tell it)."},
     {"skippr_sink_attempts_total", "counter", "Batches handed to the sink, by how the call ended."},
+    {"skippr_stream_rows_landed_total", "counter",
+     "The run's rows landed of each stream (a pipeline whose source names several)."},
     {"skippr_wal_commit_seconds", "histogram", "Time to commit a batch to the WAL (write and fsync)."},
     {"skippr_landing_seconds", "histogram", "Time of a successful sink call landing one group of batches."},
 };
@@ -158,6 +160,12 @@ void PipelineMetrics::landed(std::optional<double> source_lag_seconds) {
 }
 
 void PipelineMetrics::render(std::string& out, const std::string& family, const RunTotals& totals) const {
+  if (family == "skippr_stream_rows_landed_total") {
+    for (const auto& [stream, rows] : totals.stream_rows_landed) {
+      out += fmt::format("{}{{{},{}}} {}\n", family, labels_, prometheus_label("stream", stream), rows);
+    }
+    return;
+  }
   if (family.ends_with("_total") && family != "skippr_sink_attempts_total") {
     for (const auto& [field, member] : DeliveryCounts::fields()) {
       if (counter_name(field) == family) out += fmt::format("{}{{{}}} {}\n", family, labels_, totals.*member);
