@@ -79,6 +79,7 @@ class JsonReporter final : public Reporter {
     if (!t.replace_landing.empty()) {
       j["replaced"] = {{"landing", t.replace_landing}, {"syncs", t.syncs_replaced}, {"rows", t.rows_in_replaced_syncs}};
     }
+    if (!t.stream_rows_landed.empty()) j["stream_rows_landed"] = t.stream_rows_landed;  // several streams
     emit(std::move(j));
   }
   void error(const std::string& message) override { emit({{"event", "error"}, {"message", message}}); }

@@ -77,8 +77,16 @@ TEST(FileStreams, EachFolderLandsInItsOwnTableInOneTransactionPerBatch) {
     more << R"({"id":100000,"stream_no":1,"label":"late"})"
          << "\n";
   }
-  run = fixture.skipprd({"sync", "--pipeline", "many", "--once"});
+  run = fixture.skipprd({"sync", "--pipeline", "many", "--once", "--output", "json"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
+  // This run's rows of each stream, in its sync_complete event.
+  nlohmann::json complete;
+  std::istringstream events(run.out);
+  for (std::string line; std::getline(events, line);) {
+    auto event = nlohmann::json::parse(line, nullptr, false);
+    if (event.is_object() && event.value("event", "") == "sync_complete") complete = event;
+  }
+  EXPECT_EQ(complete["stream_rows_landed"], (nlohmann::json{{"users", 1}})) << run.out;
   EXPECT_EQ(duckdb_value(db, "SELECT count(*) FROM raw_users"), "1201");
   EXPECT_EQ(duckdb_value(db, "SELECT count(*) FROM raw_orders"), "1200");
   // SHOW STATS counts each stream's rows over both runs.
