@@ -131,6 +131,14 @@ std::string counts_text(const PipelineStatus& p) {
   if (p.all_runs.dead_letters > 0) {
     out += fmt::format("<br><small class=\"dead-letters\">{} dead letters</small>", p.all_runs.dead_letters);
   }
+  if (!p.all_runs.stream_rows_landed.empty()) {  // a source of several streams: each one's rows, folded away
+    out +=
+        fmt::format("<details class=\"streams\"><summary>{} streams</summary>", p.all_runs.stream_rows_landed.size());
+    for (const auto& [stream, rows] : p.all_runs.stream_rows_landed) {
+      out += fmt::format("<small>{} {}</small><br>", html_escape(stream), rows);
+    }
+    out += "</details>";
+  }
   return out;
 }
 
@@ -190,6 +198,7 @@ std::string status_json(const std::vector<PipelineStatus>& pipelines) {
     }
     nlohmann::json all_runs = nlohmann::json::object();
     for (const auto& [name, member] : DeliveryCounts::fields()) all_runs[name] = p.all_runs.*member;
+    if (!p.all_runs.stream_rows_landed.empty()) all_runs["stream_rows_landed"] = p.all_runs.stream_rows_landed;
     out.push_back({{"pipeline", p.name},
                    {"source", p.source},
                    {"sink", p.sink},

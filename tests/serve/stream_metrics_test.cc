@@ -1,8 +1,12 @@
-// /metrics of a pipeline of several streams: one series of rows landed per stream, its name an escaped label.
+// A pipeline of several streams in /metrics (one series of rows landed per stream, its name an escaped label), on the
+// status page (each stream's rows, folded under the total) and in /api/status.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "serve/metrics.h"
+#include "serve/status_page.h"
 
 namespace skippr {
 namespace {
@@ -22,6 +26,23 @@ TEST(StreamMetrics, EachStreamHasASeriesOfItsRowsLanded) {
   EXPECT_THAT(text, HasSubstr("skippr_stream_rows_landed_total{pipeline=\"many\",stream=\"public.orders\"} 5\n"));
   EXPECT_THAT(text, HasSubstr("skippr_stream_rows_landed_total{pipeline=\"many\",stream=\"odd\\\"name\"} 2\n"));
   EXPECT_THAT(text, Not(HasSubstr("skippr_stream_rows_landed_total{pipeline=\"one\"")));  // one stream: no series
+}
+
+TEST(StreamMetrics, TheStatusPageAndApiListEachStreamsRowsOverEveryRun) {
+  PipelineStatus many;
+  many.name = "many";
+  many.all_runs.rows_landed = 7;
+  many.all_runs.stream_rows_landed = {{"orders", 5}, {"<script>", 2}};
+  PipelineStatus one;
+  one.name = "one";
+  const std::string html = status_page_html({many, one}, false);
+  EXPECT_THAT(html, HasSubstr("<details class=\"streams\"><summary>2 streams</summary>"));
+  EXPECT_THAT(html, HasSubstr("<small>orders 5</small>"));
+  EXPECT_THAT(html, HasSubstr("<small>&lt;script&gt; 2</small>"));
+  EXPECT_EQ(html.find("<details"), html.rfind("<details")) << "only the pipeline of several streams lists them";
+  const auto api = nlohmann::json::parse(status_json({many, one}));
+  EXPECT_EQ(api[0]["all_runs"]["stream_rows_landed"], (nlohmann::json{{"orders", 5}, {"<script>", 2}}));
+  EXPECT_FALSE(api[1]["all_runs"].contains("stream_rows_landed"));
 }
 
 }  // namespace
