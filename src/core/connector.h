@@ -23,7 +23,8 @@ namespace skippr {
 // How much a poll may return at most.
 struct Budget {
   size_t max_rows = 65536;
-  size_t max_bytes = 10 << 20;
+  size_t max_bytes = 10 << 20;    // what the batch being built has room for (it shrinks as the batch fills)
+  size_t batch_bytes = 10 << 20;  // the whole batch's threshold (BUFFER_THRESHOLD_BYTES)
 };
 
 // A record the source could not read: it goes to the pipeline's dead-letter file, committed with the batch it was

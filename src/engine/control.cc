@@ -209,6 +209,11 @@ Result<QueryResult> set_enabled(const std::string& name, bool enabled, const Con
 // answers it and commits that it did with its position.
 Result<QueryResult> resync_stream(const std::string& name, const std::string& stream, const Config* config,
                                   const Settings& settings) {
+  if (!is_valid_pipeline_name(name) || stream.empty()) {
+    return fail(ErrorKind::kConfig, fmt::format("'{}' names no pipeline and stream: write RESYNC TABLE "
+                                                "<pipeline>.<stream>",
+                                                name + "." + stream));
+  }
   if (config) {
     auto pipeline = config->pipeline(name);
     if (!pipeline) return std::unexpected(pipeline.error());

@@ -380,6 +380,7 @@ class SyncRun {
       Budget budget;
       const size_t have = pending.byte_size();
       budget.max_bytes = settings_.buffer_threshold_bytes > have ? settings_.buffer_threshold_bytes - have : 1;
+      budget.batch_bytes = settings_.buffer_threshold_bytes;
       auto polled = source_->poll(budget);
       if (!polled) {
         record_error(polled.error());

@@ -408,6 +408,24 @@ TEST(PostgresCdc, RestartsBetweenPollsAndInsideATransactionNeitherLoseNorDoubleE
   EXPECT_TRUE(last.rows.empty());
 }
 
+// A column added to the table while changes stream arrives as a new column of the same poll's batch: NULL for the
+// changes before it, the value after.
+TEST(PostgresCdc, AColumnAddedMidStreamJoinsThePollsBatch) {
+  const ItemsDatabase items("cdc");
+  auto& pg = items.pg;
+  const std::string& db = items.db;
+  Reader r = open_reader(pg.uri(db), "cdc_only", "slot_col");
+  r.until_drained();
+  pg.execute(db,
+             "BEGIN; INSERT INTO shop.items (id, name) VALUES (1, 'before'); ALTER TABLE shop.items ADD COLUMN extra "
+             "text; INSERT INTO shop.items (id, name, extra) VALUES (2, 'after', 'x'); COMMIT");
+  for (int i = 0; i < 50 && r.rows.size() < 2; ++i) r.until_drained();
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[0].at("name"), "before");
+  EXPECT_EQ(r.rows[0].at("extra"), std::nullopt);
+  EXPECT_EQ(r.rows[1].at("extra"), "x");
+}
+
 // A transaction is never split over two polls (so over two WAL batches) while it fits four budgets: a destination
 // shows all of it or none.
 TEST(PostgresCdc, APollReadsOnToTheCommitOfATransactionLargerThanItsBudget) {

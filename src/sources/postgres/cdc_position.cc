@@ -64,6 +64,7 @@ Result<CdcPosition> CdcPosition::parse(const Position& position) {
     for (const auto& [stream, part] : j["tables"].items()) {
       CdcTableProgress table;
       if (!part.is_object()) return bad();
+      if (part.contains("done") && !part["done"].is_boolean()) return bad();
       table.done = part.value("done", true);
       if (!table.done && (!part.contains("after") || !strings(part["after"], table.after))) return bad();
       if (part.contains("since")) {

@@ -483,6 +483,15 @@ Status CdcSource::drop_stream(const Error& error) {
   return replication_->execute(kSessionSettings);
 }
 
+// A stream that breaks inside a transaction: its changes read so far are dropped and the position goes back to where
+// the transaction began, so the poll ends on a transaction boundary and the transaction comes again whole.
+void CdcSource::forget_open_transaction() {
+  if (!in_tx_) return;
+  pending_.resize(tx_start_.pending_rows);
+  pending_bytes_ = tx_start_.pending_bytes;
+  pos_ = tx_start_.position;
+}
+
 Result<Poll> CdcSource::poll_stream(const Budget& budget) {
   if (!stream_) SKIPPR_TRY(start_stream());
   Poll result;
@@ -495,8 +504,10 @@ Result<Poll> CdcSource::poll_stream(const Budget& budget) {
   // destination shows all of it or none): past the budget or the deadline, the transaction being read is read on
   // to its commit. Only a transaction beyond kMaxTransactionBudgets budgets, or one still open kMaxPollOvertime past
   // the deadline, is split (with a warning), so memory stays bounded by the budget.
+  // Four whole batches, not four of what the batch being built still has room for (that shrinks to a byte as it
+  // fills, and would split ordinary transactions right after a restart, when the backlog fills every batch).
   const size_t max_tx_rows = budget.max_rows * kMaxTransactionBudgets;
-  const size_t max_tx_bytes = budget.max_bytes * kMaxTransactionBudgets;
+  const size_t max_tx_bytes = std::max(budget.max_bytes, budget.batch_bytes) * kMaxTransactionBudgets;
   bool stream_broke = false;
   while (true) {
     const auto now = Clock::now();
@@ -526,7 +537,8 @@ Result<Poll> CdcSource::poll_stream(const Budget& budget) {
     } else {
       frame = std::unexpected(sent.error());
     }
-    if (!frame) {  // the rows so far stand with their position; the next poll restarts the stream after it
+    if (!frame) {  // the whole transactions so far stand with their position; the next poll restarts after it
+      forget_open_transaction();
       SKIPPR_TRY(drop_stream(frame.error()));
       stream_broke = true;
       break;
@@ -539,6 +551,7 @@ Result<Poll> CdcSource::poll_stream(const Budget& budget) {
     if ((*frame)->kind == ReplicationFrame::Kind::kKeepalive) {
       if ((*frame)->reply_requested) {
         if (auto st = send_status(false); !st) {
+          forget_open_transaction();
           SKIPPR_TRY(drop_stream(st.error()));
           stream_broke = true;
           break;
@@ -611,12 +624,13 @@ std::optional<size_t> CdcSource::table_of(uint32_t relid) const {
   return found->second;
 }
 
-// Each change of the stream is one event of its transaction, whichever table it is of (a key-changing update of a
-// table read is two: the delete of the old key and the new row): the position says how many of a transaction's
-// events are delivered, and the order token of a change is its event's.
+// Each change of the stream is one event of its transaction, whichever table it is of (an update with an old tuple
+// is two, see below): the position says how many of a transaction's events are delivered, and the order token of a
+// change is its event's.
 Status CdcSource::handle(const PgoMessage& message) {
   if (const auto* begin = std::get_if<PgoBegin>(&message)) {
     in_tx_ = true;
+    tx_start_ = {pending_.size(), pending_bytes_, pos_};
     tx_commit_lsn_ = begin->final_lsn;
     tx_commit_time_ = begin->commit_time + kPgEpochUnixMicros;
     tx_index_ = 0;
@@ -655,16 +669,20 @@ Status CdcSource::handle(const PgoMessage& message) {
     return emit(*t, "insert", *token, insert->row, nullptr, false);
   }
   if (const auto* update = std::get_if<PgoUpdate>(&message)) {
+    // An update with an old tuple (an old key: the replica identity changed; or REPLICA IDENTITY FULL's whole old
+    // row) is two events, the first for the delete of an old key; one without is one. That depends on the message
+    // alone, not on which tables are read or re-synced, so a position inside a transaction means the same events
+    // to every run.
+    const PgoTuple* old_row = update->old_kind ? &update->old_row : nullptr;
+    const auto delete_token = old_row ? event() : std::nullopt;
     const auto t = table_of(update->relid);
     if (!t) {
       (void)event();
       return ok();
     }
     const CdcTable& table = tables_[*t];
-    const PgoTuple* old_row = update->old_kind ? &update->old_row : nullptr;
     if (old_row) {
-      // The key changed when an old key differs from the new row's: delete the old key, then upsert the new one
-      // (two events).
+      // The key changed when an old key differs from the new row's: delete the old key, then upsert the new one.
       bool key_changed = false;
       for (size_t j = 0; j < table.relation_to_column.size() && j < old_row->size(); ++j) {
         const int c = table.relation_to_column[j];
@@ -675,9 +693,7 @@ Status CdcSource::handle(const PgoMessage& message) {
           key_changed = true;
         }
       }
-      if (key_changed) {
-        if (const auto token = event()) SKIPPR_TRY(emit(*t, "delete", *token, *old_row, nullptr, true));
-      }
+      if (key_changed && delete_token) SKIPPR_TRY(emit(*t, "delete", *delete_token, *old_row, nullptr, true));
     }
     // Only a whole old row (REPLICA IDENTITY FULL) holds the unchanged values; an old key ('K') has NULL elsewhere.
     const auto token = event();

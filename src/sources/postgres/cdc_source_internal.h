@@ -134,6 +134,7 @@ class CdcSource final : public Source {
   std::optional<uint64_t> server_wal_end();
   Status start_stream();
   Status drop_stream(const Error& error);
+  void forget_open_transaction();
   Status handle(const PgoMessage& message);
   Status on_relation(const PgoRelation& relation);
   Status on_truncate(size_t t, const std::string& token);
@@ -180,6 +181,12 @@ class CdcSource final : public Source {
   uint64_t tx_commit_lsn_ = 0;
   int64_t tx_commit_time_ = 0;  // of the transaction being read, UTC microseconds since the Unix epoch
   uint64_t tx_index_ = 0;       // events of the transaction read so far
+  // Where the transaction being read began: the pending rows and bytes before it, and the position.
+  struct TransactionStart {
+    size_t pending_rows = 0;
+    size_t pending_bytes = 0;
+    CdcPosition position;
+  } tx_start_;
   size_t pending_bytes_ = 0;
   std::vector<PendingRow> pending_;  // the poll's changes, appended to its parts once unchanged TOAST is fetched
 

@@ -120,6 +120,11 @@ Status CdcSource::fetch_chunk(size_t t, const std::vector<size_t>& rows, const s
 
 Status CdcSource::append_pending(Batch& batch, const PendingRow& row, std::vector<DeadLetter>& dead) const {
   const CdcTable& table = tables_[row.table];
+  // A column added to the table since the part began (ALTER TABLE ADD COLUMN in the stream): NULL for the rows
+  // before (additive evolution).
+  for (const auto& c : table.columns) {
+    if (batch.schema.index_of(c.name) < 0) batch.add_column({c.name, c.type});
+  }
   for (size_t c = 0; c < table.columns.size(); ++c) {
     Column& column = batch.columns[static_cast<size_t>(batch.schema.index_of(table.columns[c].name))];
     const PendingValue* value = c < row.values.size() ? &row.values[c] : nullptr;
