@@ -83,5 +83,56 @@ TEST(StreamTables, TwoStreamsThatFoldToOneTableAreRefusedNamingBoth) {
   EXPECT_TRUE(exact->claim("orders", "orders", same));
 }
 
+// A lost DATA_DIR resumes from the newest batch in the ledger of the tables the pattern names, not of every table a
+// pipeline of that name ever landed in.
+TEST(StreamTables, TheLedgerPatternMatchesEveryStreamsTableAndEscapesTheRest) {
+  auto tables = StreamTables::make("sink 'w'", "table", "raw_{stream}", /*source_streams=*/true);
+  ASSERT_TRUE(tables);
+  EXPECT_EQ(tables->target_like([](std::string_view t) { return "\"s\"." + std::string(t); }), "\"s\".raw\\_%");
+  auto percent = StreamTables::make("sink 'w'", "table", "a%b\\{stream}", true);
+  ASSERT_TRUE(percent);
+  EXPECT_EQ(percent->target_like(same), "a\\%b\\\\%");
+}
+
+// Object stores and folders: a folder per stream under the prefix, added when the user wrote no {stream}.
+TEST(StreamFolders, SeveralStreamsGetAFolderOfTheirOwnUnderThePrefix) {
+  auto added = stream_prefix("sink 's3'", "prefix", "raw/", /*source_streams=*/true);
+  ASSERT_TRUE(added) << added.error().message;
+  EXPECT_EQ(*added, "raw/{stream}/");
+  EXPECT_EQ(stream_prefix_for(*added, "public.orders"), "raw/public.orders/");
+  auto no_slash = stream_prefix("sink 'f'", "path", "/srv/out", true);
+  ASSERT_TRUE(no_slash);
+  EXPECT_EQ(*no_slash, "/srv/out/{stream}/");
+  auto root = stream_prefix("sink 's3'", "prefix", "", true);
+  ASSERT_TRUE(root);
+  EXPECT_EQ(*root, "{stream}/");
+  auto written = stream_prefix("sink 's3'", "prefix", "lake/{stream}/v1/", true);
+  ASSERT_TRUE(written);
+  EXPECT_EQ(stream_prefix_for(*written, "events"), "lake/events/v1/");
+  EXPECT_EQ(stream_prefix_base(*written), "lake");
+  EXPECT_EQ(stream_prefix_base("/{stream}/"), "/");
+  EXPECT_EQ(stream_prefix_base("{stream}/"), "");
+  EXPECT_EQ(stream_prefix_base("raw/"), "raw");
+}
+
+TEST(StreamFolders, NoStreamNameMakesFoldersOfItsOwnOrClimbsOut) {
+  EXPECT_EQ(stream_prefix_for("raw/{stream}/", "a/b"), "raw/a%2Fb/");
+  EXPECT_EQ(stream_prefix_for("raw/{stream}/", ".."), "raw/%2E%2E/");
+  EXPECT_EQ(stream_prefix_for("raw/{stream}/", "."), "raw/%2E/");
+  EXPECT_EQ(stream_prefix_for("raw/{stream}/", "Orders 2026=x"), "raw/Orders%202026%3Dx/");
+  EXPECT_EQ(stream_prefix_for("raw/{stream}/", "a.b-c_d"), "raw/a.b-c_d/");
+}
+
+TEST(StreamFolders, OneStreamKeepsThePrefixAndRefusesThePlaceholder) {
+  auto kept = stream_prefix("sink 's3'", "prefix", "raw/", /*source_streams=*/false);
+  ASSERT_TRUE(kept);
+  EXPECT_EQ(*kept, "raw/");
+  EXPECT_EQ(stream_prefix_for(*kept, ""), "raw/");
+  auto refused = stream_prefix("S3 sink 'lake'", "prefix", "raw/{stream}/", false);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, ErrorKind::kConfig);
+  EXPECT_THAT(refused.error().message, HasSubstr("S3 sink 'lake': prefix 'raw/{stream}/' holds {stream}"));
+}
+
 }  // namespace
 }  // namespace skippr

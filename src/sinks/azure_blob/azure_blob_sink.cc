@@ -7,6 +7,7 @@
 #include "clients/azure/azure_params.h"
 #include "clients/azure/blob_client.h"
 #include "sinks/kit/object_sink.h"
+#include "sinks/kit/stream_tables.h"
 
 namespace skippr {
 namespace {
@@ -74,6 +75,7 @@ ConnectorSpec azure_blob_sink_spec() {
   };
   for (auto& param : azure_credential_params()) spec.params.push_back(std::move(param));
   for (auto& param : object_sink_params()) spec.params.push_back(std::move(param));
+  lands_streams_in_folders(spec, "prefix");
   spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
     const auto& p = ctx.params;
     auto object = read_object_sink_options(ctx, "AzureBlob", p.value("prefix", std::string()));

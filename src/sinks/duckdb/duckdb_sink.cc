@@ -238,8 +238,11 @@ Result<bool> DuckDbSink::ledger_has(const BatchToLand& item) {
 Result<std::optional<LedgerTip>> DuckDbSink::ledger_tip() {
   SKIPPR_TRY(open());
   point_at(tables_.table_for(""));
-  auto rows = conn_->query(tables_.per_stream() ? ledger_tip_any_table_sql(duckdb_ledger(), pipeline_)
-                                                : ledger_tip_sql(duckdb_ledger(), ledger_target(), pipeline_));
+  auto rows = conn_->query(
+      tables_.per_stream()
+          ? ledger_tip_any_table_sql(
+                duckdb_ledger(), tables_.target_like([](std::string_view t) { return ascii_lowercase(t); }), pipeline_)
+          : ledger_tip_sql(duckdb_ledger(), ledger_target(), pipeline_));
   if (!rows) return fail(rows.error().kind, fmt::format("reading the ledger of {}: {}", where(), rows.error().message));
   return ledger_tip_of(rows->rows);
 }

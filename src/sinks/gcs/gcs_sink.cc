@@ -6,6 +6,7 @@
 
 #include "clients/gcs/gcs_client.h"
 #include "sinks/kit/object_sink.h"
+#include "sinks/kit/stream_tables.h"
 
 namespace skippr {
 namespace {
@@ -79,6 +80,7 @@ ConnectorSpec gcs_sink_spec() {
        "the size of each chunk of a resumable upload (a multiple of 256 KiB)"},
   };
   for (auto& param : object_sink_params()) spec.params.push_back(std::move(param));
+  lands_streams_in_folders(spec, "prefix");
   spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
     const auto& p = ctx.params;
     auto object = read_object_sink_options(ctx, "GCS", p.value("prefix", std::string()));

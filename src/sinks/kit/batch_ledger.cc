@@ -118,8 +118,9 @@ std::string ledger_tip_sql(const LedgerDialect& d, std::string_view target, std:
       d, fmt::format("target_table = {} AND pipeline = {}", d.quote_literal(target), d.quote_literal(pipeline)));
 }
 
-std::string ledger_tip_any_table_sql(const LedgerDialect& d, std::string_view pipeline) {
-  return tip_sql(d, fmt::format("pipeline = {}", d.quote_literal(pipeline)));
+std::string ledger_tip_any_table_sql(const LedgerDialect& d, std::string_view target_like, std::string_view pipeline) {
+  return tip_sql(d, fmt::format("target_table LIKE {} ESCAPE '\\' AND pipeline = {}", d.quote_literal(target_like),
+                                d.quote_literal(pipeline)));
 }
 
 }  // namespace skippr

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "sinks/kit/object_partitions.h"
+#include "sinks/kit/stream_tables.h"
 
 namespace skippr {
 
@@ -22,9 +23,10 @@ Result<WriteOutcome> ObjectSink::write(const Batch& batch, const BatchId& id, co
   SKIPPR_TRY(before_objects(batch));
   bool created = false;
   std::vector<std::string> folders;
+  const std::string prefix = stream_prefix_for(options_.prefix, batch.stream);
   for (const auto& [folder, rows] : hive_partitions(batch, options_.partition_by)) {
     folders.push_back(folder);
-    const std::string name = options_.prefix + folder + batch_object_name(id, options_.encoding);
+    const std::string name = prefix + folder + batch_object_name(id, options_.encoding);
     auto bytes = rows ? encoder_.encode(rows_of(batch, *rows)) : encoder_.encode(batch);
     if (!bytes) return std::unexpected(bytes.error());
     auto put = put_if_absent(name, *bytes, options_.encoding.content_type());
@@ -65,7 +67,9 @@ Result<ObjectSinkOptions> read_object_sink_options(const ConnectorContext& ctx, 
   }
   while (!prefix.empty() && prefix.front() == '/') prefix.erase(0, 1);
   if (!prefix.empty() && prefix.back() != '/') prefix += '/';
-  o.prefix = std::move(prefix);
+  auto streamed = stream_prefix(o.what, "prefix", std::move(prefix), ctx.source_streams);
+  if (!streamed) return std::unexpected(streamed.error());
+  o.prefix = std::move(*streamed);
   auto encoding = read_object_encoding(ctx.params, o.what);
   if (!encoding) return std::unexpected(encoding.error());
   o.encoding = std::move(*encoding);

@@ -17,7 +17,7 @@ namespace skippr {
 
 struct ObjectSinkOptions {
   std::string what;    // "S3 sink 'lake'": the start of every message
-  std::string prefix;  // "" or ending in '/': before every object name
+  std::string prefix;  // "" or ending in '/': before every object name; with {stream} for a source of several
   ObjectEncoding encoding;
   std::vector<std::string> partition_by;
   std::filesystem::path scratch_dir;  // Parquet's scratch file
@@ -63,7 +63,8 @@ Status check_bucket_name(std::string_view what, const std::string& bucket);
 // partition_by and the format parameters, as every object sink declares them.
 std::vector<ParamSpec> object_sink_params();
 // The shared options of sink `ctx` of type `type`: kConfig naming it for a landing other than append or a bad
-// format. `prefix` is normalized (no leading '/', a trailing one).
+// format. `prefix` is normalized (no leading '/', a trailing one) and, for a source of several streams, holds {stream}
+// (sinks/kit/stream_tables.h: "{stream}/" added when the user wrote none).
 Result<ObjectSinkOptions> read_object_sink_options(const ConnectorContext& ctx, std::string_view type,
                                                    std::string prefix);
 

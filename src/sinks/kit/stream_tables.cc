@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "core/connector.h"
+
 namespace skippr {
 
 namespace {
@@ -12,6 +14,33 @@ std::string plain_identifier(std::string_view stream) {
     const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     if (!plain) c = '_';
   }
+  return out;
+}
+
+std::string folder_name(std::string_view stream) {
+  const bool only_dots = stream.find_first_not_of('.') == std::string_view::npos;
+  std::string out;
+  for (const char c : stream) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                       c == '-' || (c == '.' && !only_dots);
+    if (plain) {
+      out += c;
+    } else {
+      out += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    }
+  }
+  return out;
+}
+
+std::string replace_placeholder(std::string_view templ, std::string_view name) {
+  std::string out;
+  size_t from = 0;
+  for (size_t at; (at = templ.find(kStreamPlaceholder, from)) != std::string_view::npos;
+       from = at + kStreamPlaceholder.size()) {
+    out.append(templ, from, at - from);
+    out += name;
+  }
+  out.append(templ, from);
   return out;
 }
 
@@ -56,15 +85,21 @@ Result<StreamTables> StreamTables::make(std::string_view sink, std::string_view 
 
 std::string StreamTables::table_for(std::string_view stream) const {
   if (!per_stream_) return template_;
+  return replace_placeholder(template_, plain_identifier(stream));
+}
+
+std::string StreamTables::target_like(const std::function<std::string(std::string_view)>& target) const {
+  const std::string named = target(template_);
   std::string out;
-  const std::string name = plain_identifier(stream);
-  size_t from = 0;
-  for (size_t at; (at = template_.find(kStreamPlaceholder, from)) != std::string::npos;
-       from = at + kStreamPlaceholder.size()) {
-    out.append(template_, from, at - from);
-    out += name;
+  for (size_t i = 0; i < named.size();) {
+    if (named.compare(i, kStreamPlaceholder.size(), kStreamPlaceholder) == 0) {
+      out += '%';  // a stream's plain name: letters, digits and _ (table_for)
+      i += kStreamPlaceholder.size();
+      continue;
+    }
+    if (named[i] == '\\' || named[i] == '%' || named[i] == '_') out += '\\';
+    out += named[i++];
   }
-  out.append(template_, from);
   return out;
 }
 
@@ -78,6 +113,45 @@ Status StreamTables::claim(std::string_view stream, const std::string& table,
                           "Give them tables of their own (a table pattern that keeps them apart), or leave one out "
                           "of the source",
                           sink_, it->second, stream, table, stream));
+}
+
+Result<std::string> stream_prefix(std::string_view sink, std::string_view param, std::string prefix,
+                                  bool source_streams) {
+  const bool has_placeholder = prefix.find(kStreamPlaceholder) != std::string::npos;
+  if (!source_streams && has_placeholder) {
+    return fail(ErrorKind::kConfig, fmt::format("{}: {} '{}' holds {}, and the pipeline's source names one stream; "
+                                                "take it out, or give the source several streams",
+                                                sink, param, prefix, kStreamPlaceholder));
+  }
+  if (source_streams && !has_placeholder) {
+    if (!prefix.empty() && prefix.back() != '/') prefix += '/';
+    prefix += kStreamPlaceholder;
+    prefix += '/';
+  }
+  return prefix;
+}
+
+std::string stream_prefix_for(std::string_view prefix, std::string_view stream) {
+  if (prefix.find(kStreamPlaceholder) == std::string_view::npos) return std::string(prefix);
+  return replace_placeholder(prefix, folder_name(stream));
+}
+
+std::string stream_prefix_base(std::string_view prefix) {
+  std::string_view base = prefix.substr(0, prefix.find(kStreamPlaceholder));
+  if (base.size() < prefix.size()) {  // up to the folder the placeholder is in
+    const size_t slash = base.rfind('/');
+    base = slash == std::string_view::npos ? std::string_view() : base.substr(0, slash == 0 ? 1 : slash);
+  }
+  while (base.size() > 1 && base.back() == '/') base.remove_suffix(1);
+  return std::string(base);
+}
+
+void lands_streams_in_folders(ConnectorSpec& spec, std::string_view param) {
+  spec.lands_streams = true;
+  for (auto& p : spec.params) {
+    if (p.name == param)
+      p.doc += fmt::format(" (may hold {0}; a source of several streams gets a last folder {0})", kStreamPlaceholder);
+  }
 }
 
 }  // namespace skippr

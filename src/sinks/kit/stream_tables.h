@@ -16,6 +16,8 @@
 
 namespace skippr {
 
+struct ConnectorSpec;
+
 inline constexpr std::string_view kStreamPlaceholder = "{stream}";
 
 class StreamTables {
@@ -33,6 +35,9 @@ class StreamTables {
   bool per_stream() const { return per_stream_; }
   // The table `stream` lands in (the table as written for the unnamed stream of a one-stream source).
   std::string table_for(std::string_view stream) const;
+  // A LIKE pattern ('\\' escapes) that every stream's `target` matches and little else: `target(table)` is how the
+  // sink names a table in its ledger, applied to the pattern with {stream} standing where each name goes.
+  std::string target_like(const std::function<std::string(std::string_view)>& target) const;
   // Checks that no other stream landed in `table` (in the spelling `fold` gives it: the destination's rule for
   // which names are the same table); kConfig naming both streams when one did.
   Status claim(std::string_view stream, const std::string& table,
@@ -44,5 +49,22 @@ class StreamTables {
   bool per_stream_ = false;
   std::map<std::string, std::string, std::less<>> streams_by_table_;  // folded table -> the stream that lands there
 };
+
+// Object stores and folders (S3, GCS, AzureBlob, SFTP, File): a key prefix or folder may hold {stream} in the same
+// way. A source of several streams and a prefix without it: "{stream}/" is added at its end, so each stream has a
+// folder of its own (raw/ becomes raw/public.orders/...). kConfig when it holds {stream} and the source names one.
+// `prefix` is "" or ends in '/' (a folder: no trailing '/' needed); the result keeps that form.
+Result<std::string> stream_prefix(std::string_view sink, std::string_view param, std::string prefix,
+                                  bool source_streams);
+// `prefix` with each {stream} replaced by the stream's folder name: the name with every byte other than a letter, a
+// digit, '.', '_' or '-' written %XX (as Hive escapes partition values), so no name makes folders of its own or
+// climbs out of the prefix ("." and ".." are escaped whole).
+std::string stream_prefix_for(std::string_view prefix, std::string_view stream);
+// The part of `prefix` before its first {stream}, up to and without the last '/' before it: the folder every stream's
+// folder is under ("" when {stream} is in the first segment); `prefix` itself without a trailing '/' when it holds no
+// {stream}.
+std::string stream_prefix_base(std::string_view prefix);
+// Declares that `spec` lands streams in folders of its prefix (or folder) parameter `param`, and says so in its doc.
+void lands_streams_in_folders(ConnectorSpec& spec, std::string_view param);
 
 }  // namespace skippr

@@ -193,8 +193,12 @@ Status PostgresSink::use_table_of(const Batch& batch) {
 
 Result<std::optional<LedgerTip>> PostgresSink::ledger_tip() {
   SKIPPR_TRY(open());
-  auto rows = conn_->query(tables_.per_stream() ? ledger_tip_any_table_sql(ledger(), pipeline_)
-                                                : ledger_tip_sql(ledger(), target(), pipeline_),
+  auto rows = conn_->query(tables_.per_stream()
+                               ? ledger_tip_any_table_sql(ledger(), tables_.target_like([this](std::string_view t) {
+                                   return pg_qualified(schema_, t);
+                                 }),
+                                                          pipeline_)
+                               : ledger_tip_sql(ledger(), target(), pipeline_),
                            {});
   if (!rows) return fail(rows.error().kind, fmt::format("reading the ledger of {}: {}", where(), rows.error().message));
   return ledger_tip_of(rows->rows);

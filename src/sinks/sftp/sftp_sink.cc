@@ -10,6 +10,7 @@
 #include "clients/sftp/sftp_params.h"
 #include "core/failpoint.h"
 #include "sinks/kit/object_sink.h"
+#include "sinks/kit/stream_tables.h"
 
 namespace skippr {
 namespace {
@@ -17,7 +18,7 @@ namespace {
 struct SftpSinkOptions {
   std::string name;          // the sink's name in skippr.yml
   ObjectSinkOptions object;  // its prefix is the remote base folder, with a trailing '/'
-  std::string folder;        // the remote base folder, without it
+  std::string folder;        // the remote base folder, without it (above the stream folders of several streams)
   bool create_dirs = true;
   SftpOptions sftp;
 };
@@ -94,6 +95,7 @@ ConnectorSpec sftp_sink_spec() {
   spec.params.push_back(
       {"create_dirs", ParamType::kBool, false, true, "make the partition_by folders under path as needed"});
   for (auto& param : object_sink_params()) spec.params.push_back(std::move(param));
+  lands_streams_in_folders(spec, "path");
   spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
     const auto& p = ctx.params;
     auto object = read_object_sink_options(ctx, "SFTP", "");
@@ -102,10 +104,13 @@ ConnectorSpec sftp_sink_spec() {
     o.name = ctx.name;
     o.object = std::move(*object);
     const std::string& what = o.object.what;
-    o.folder = p.value("path", std::string());
-    while (o.folder.size() > 1 && o.folder.back() == '/') o.folder.pop_back();
-    if (o.folder.empty()) return fail(ErrorKind::kConfig, fmt::format("{}: path must name a remote folder", what));
-    o.object.prefix = o.folder == "/" ? "/" : o.folder + "/";
+    std::string path = p.value("path", std::string());
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    if (path.empty()) return fail(ErrorKind::kConfig, fmt::format("{}: path must name a remote folder", what));
+    auto prefix = stream_prefix(what, "path", path == "/" ? path : path + "/", ctx.source_streams);
+    if (!prefix) return std::unexpected(prefix.error());
+    o.object.prefix = std::move(*prefix);
+    o.folder = stream_prefix_base(o.object.prefix);  // each stream's folder is made under it
     o.create_dirs = p.value("create_dirs", true);
     auto sftp = read_sftp_options(p, what);
     if (!sftp) return std::unexpected(sftp.error());
