@@ -20,6 +20,7 @@
 #include "support/fault_proxy.h"
 #include "support/pipeline_fixture.h"
 #include "support/process.h"
+#include "support/sink_suite.h"
 
 namespace skippr::test {
 namespace {
@@ -149,78 +150,6 @@ TEST(BigQuerySink, ThrottlingA404AfterAConflictAndTransientJobErrorsAreWaitedOut
     EXPECT_EQ(rows, ledger_of("calm_t").first);
     expect_no_stage_left(table);
   }
-}
-
-// merge_by_key on the Sample's trip_id: a RESET reads every row again under a new lineage, and the table still holds
-// each trip once, now with the newer order token.
-TEST(BigQuerySink, MergeByKeyUpsertsWhatARereadBrings) {
-  PipelineFixture f(sample_to_sink_config(bigquery_sink(SharedBigQuery().endpoint(), "merged"), 8000, 6) +
-                    "    landing: merge_by_key\n    primary_key: trip_id\n");
-  const std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "128KiB"}};
-  auto first_run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
-  ASSERT_EQ(first_run.exit_code, 0) << first_run.err;
-  const std::string first = digest("merged");
-  EXPECT_TRUE(first.starts_with("8000 8000 ")) << first;
-  const std::string first_max =
-      SharedBigQuery().query("SELECT max(\"_skippr_order\")::VARCHAR FROM \"analytics\".\"merged\"")[0][0];
-  ASSERT_EQ(f.skipprd({"query", "--sql", "RESET PIPELINE bikehire"}).exit_code, 0);
-  auto again = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
-  ASSERT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_EQ(digest("merged"), first);
-  const std::string second_min =
-      SharedBigQuery().query("SELECT min(\"_skippr_order\")::VARCHAR FROM \"analytics\".\"merged\"")[0][0];
-  EXPECT_GT(std::stod(second_min), std::stod(first_max)) << "a row kept the older lineage's token";
-  const auto [rows, ids] = ledger_of("merged");
-  EXPECT_EQ(rows, ids);
-  expect_no_stage_left("merged");
-}
-
-// A table made beforehand with an INT64 duration_s: the Sample's whole durations land, the others go to
-// <table>__skippr_rejected with their reason, in the batch's transaction; together they are every row once.
-TEST(BigQuerySink, ValuesTheColumnCannotHoldGoToTheRejectsTable) {
-  SharedBigQuery().query("CREATE TABLE \"analytics\".\"narrow\" (\"trip_id\" BIGINT, \"duration_s\" BIGINT)");
-  PipelineFixture f(sample_to_sink_config(bigquery_sink(SharedBigQuery().endpoint(), "narrow"), 5000, 4));
-  auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"BUFFER_THRESHOLD_BYTES", "128KiB"}});
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  const auto landed = SharedBigQuery().query("SELECT count(*) FROM \"analytics\".\"narrow\"")[0][0];
-  const auto rejected = SharedBigQuery().query(
-      "SELECT count(*), count(DISTINCT batch_id || '/' || \"row\"), min(reason) FROM "
-      "\"analytics\".\"narrow__skippr_rejected\"")[0];
-  EXPECT_GT(std::stoi(landed), 0);
-  EXPECT_GT(std::stoi(rejected[0]), 0);
-  EXPECT_EQ(rejected[0], rejected[1]) << "a rejected row was written twice";
-  EXPECT_EQ(std::stoi(landed) + std::stoi(rejected[0]), 5000);
-  EXPECT_NE(rejected[2].find("duration_s"), std::string::npos) << rejected[2];
-  expect_no_stage_left("narrow");
-}
-
-TEST(BigQuerySink, KillLoopEqualsAnUnkilledRun) {
-  constexpr uint64_t kRows = 100000;
-  std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "128KiB"}, {"WAL_BYTES_PER_FILE", "1000000"}};
-  PipelineFixture unkilled(sample_to_sink_config(bigquery_sink(SharedBigQuery().endpoint(), "unkilled"), kRows, 9));
-  ASSERT_EQ(unkilled.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 300).exit_code, 0);
-  PipelineFixture f(sample_to_sink_config(bigquery_sink(SharedBigQuery().endpoint(), "killed"), kRows, 9));
-  env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.2";
-  env["SKIPPR_CHAOS_MAX_SECONDS"] = "1.5";
-  const ChaosRuns runs =
-      sync_until_done_under_chaos(f, "bikehire", env, 4700, {.lose_data_dir_every = 4, .min_kills = 15});
-  ASSERT_TRUE(runs.finished) << runs.failure;
-  EXPECT_GE(runs.kills, 15) << runs.summary();
-  const std::string want = digest("unkilled");
-  EXPECT_TRUE(want.starts_with(fmt::format("{} {} ", kRows, kRows))) << want;
-  EXPECT_EQ(digest("killed"), want);
-  const auto [rows, ids] = ledger_of("killed");
-  EXPECT_EQ(rows, ids) << "a batch is in the ledger twice";
-  // A load job of a killed run may finish after the run that followed it swept the stages (jobs outlive their
-  // client); a run that starts without DATA_DIR sweeps every stage of the lineages it took the table over from.
-  while (!SharedBigQuery().running_jobs().empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  std::filesystem::remove_all(f.path("data"));
-  auto sweep = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
-  ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
-  EXPECT_EQ(digest("killed"), want);
-  expect_no_stage_left("killed");
-  std::printf("[ metrics  ] rows=%llu ledger=%s %s\n", static_cast<unsigned long long>(kRows), rows.c_str(),
-              runs.summary().c_str());
 }
 
 // Statements made slow on the shared emulator for as long as this lives.
@@ -373,5 +302,46 @@ TEST(BigQueryApi, JobIdsAndTheEmulatorsDialect) {
             "SELECT 1 FROM \"d\".\"_skippr_batches\"");
 }
 
+// The sink suite (tests/support/sink_suite.h) on BigQuery: tables of the dataset "analytics", staging tables swept
+// after every landing, and a kill loop whose killed load jobs outlive their runs.
+const SinkUnderTest& bigquery_under_test() {
+  static const SinkUnderTest sut = [] {
+    SinkUnderTest s;
+    s.name = "BigQuery";
+    s.sink = [](const std::string& table) { return bigquery_sink(SharedBigQuery().endpoint(), table); };
+    s.rows = [](const PipelineFixture&, const std::string& table, const std::vector<std::string>& columns) {
+      return joined_rows(
+          SharedBigQuery().query(fmt::format("SELECT {} FROM \"analytics\".\"{}\"", select_list(columns), table)));
+    };
+    s.merges = true;
+    s.ledger = [](const PipelineFixture&, const std::string& table) {
+      const auto [rows, ids] = ledger_of(table);
+      return std::pair<uint64_t, uint64_t>(std::stoull(rows), std::stoull(ids));
+    };
+    s.make_narrow_table = [](const PipelineFixture&, const std::string& table) {
+      SharedBigQuery().query(
+          fmt::format("CREATE TABLE \"analytics\".\"{}\" (\"trip_id\" BIGINT, \"duration_s\" BIGINT)", table));
+    };
+    s.after_landing = [](const PipelineFixture&, const std::string& table) { expect_no_stage_left(table); };
+    // A load job of a killed run may finish after the run that followed it swept the stages (jobs outlive their
+    // client); a run that starts without DATA_DIR sweeps every stage of the lineages it took the table over from.
+    s.after_kill_loop = [](const PipelineFixture& f, const std::string& table,
+                           const std::map<std::string, std::string>& env) {
+      const auto want = digest(table);
+      while (!SharedBigQuery().running_jobs().empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::filesystem::remove_all(f.path("data"));
+      auto sweep = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
+      ASSERT_EQ(sweep.exit_code, 0) << sweep.err;
+      EXPECT_EQ(digest(table), want);
+      expect_no_stage_left(table);
+    };
+    return s;
+  }();
+  return sut;
+}
+
 }  // namespace
+
+INSTANTIATE_SINK_SUITE(BigQuery, bigquery_under_test());
+
 }  // namespace skippr::test

@@ -23,6 +23,7 @@
 #include "support/duckdb_probe.h"
 #include "support/fault_proxy.h"
 #include "support/pipeline_fixture.h"
+#include "support/sink_suite.h"
 
 namespace skippr::test {
 namespace {
@@ -300,50 +301,6 @@ TEST(DatabricksSink, ACopyIntoStillRunningAfterItsProcessWasKilledLandsOnceAfter
   expect_one_name_per_batch_and_one_load("orders_killed");
 }
 
-// merge_by_key on the Sample's trip_id: a RESET reads every row again under a new lineage, and the table still holds
-// each trip once, now with the newer order token.
-TEST(DatabricksSink, MergeByKeyUpsertsWhatARereadBrings) {
-  PipelineFixture f(sample_to_sink_config(databricks_sink(SharedDatabricks().endpoint(), "merged"), 8000, 6) +
-                    "    landing: merge_by_key\n    primary_key: trip_id\n");
-  const std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "128KiB"}};
-  ASSERT_EQ(f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env).exit_code, 0);
-  const std::string first = digest("merged");
-  EXPECT_TRUE(first.starts_with("8000 8000 ")) << first;
-  const std::string first_max = SharedDatabricks().query(
-      fmt::format("SELECT max(\"_skippr_order\")::VARCHAR FROM {}", table_sql("merged")))[0][0];
-  ASSERT_EQ(f.skipprd({"query", "--sql", "RESET PIPELINE bikehire"}).exit_code, 0);
-  auto again = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
-  ASSERT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_EQ(digest("merged"), first);
-  const auto tokens =
-      SharedDatabricks().query(fmt::format("SELECT min(\"_skippr_order\")::VARCHAR FROM {}", table_sql("merged")));
-  EXPECT_GT(std::stod(tokens[0][0]), std::stod(first_max)) << "a row kept the older lineage's token";
-  const auto [rows, ids] = ledger_of("merged");
-  EXPECT_EQ(rows, ids);
-  for (const auto& file : SharedDatabricks().volume_files()) {
-    EXPECT_FALSE(file.starts_with(folder_of("merged"))) << file << " was left in the volume";
-  }
-}
-
-// A table made beforehand with an integer duration_s: the Sample's whole durations land, the others go to
-// <table>__skippr_rejected with their reason, loaded by COPY INTO too (once); together they are every row once.
-TEST(DatabricksSink, ValuesTheColumnCannotHoldGoToTheRejectsTable) {
-  SharedDatabricks().query(
-      fmt::format("CREATE TABLE {} (\"trip_id\" BIGINT, \"duration_s\" BIGINT)", table_sql("narrow")));
-  PipelineFixture f(sample_to_sink_config(databricks_sink(SharedDatabricks().endpoint(), "narrow"), 5000, 4));
-  auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"BUFFER_THRESHOLD_BYTES", "128KiB"}});
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  const auto landed = SharedDatabricks().query(fmt::format("SELECT count(*) FROM {}", table_sql("narrow")))[0][0];
-  const auto rejected = SharedDatabricks().query(
-      fmt::format("SELECT count(*), count(DISTINCT batch_id || '/' || \"row\"), min(reason) FROM {}",
-                  table_sql("narrow__skippr_rejected")))[0];
-  EXPECT_GT(std::stoi(landed), 0);
-  EXPECT_GT(std::stoi(rejected[0]), 0);
-  EXPECT_EQ(rejected[0], rejected[1]) << "a rejected row was written twice";
-  EXPECT_EQ(std::stoi(landed) + std::stoi(rejected[0]), 5000);
-  EXPECT_NE(rejected[2].find("duration_s"), std::string::npos) << rejected[2];
-}
-
 // Killed after a batch's rows landed but before its rejected rows did; then the column is widened, so the batch read
 // again would reject nothing. The retry finishes the landing file as written: the rejected rows land in the rejects
 // table, and rows plus rejects are every row once.
@@ -386,31 +343,6 @@ TEST(DatabricksSink, ALandingFileWithoutTheTokensSignatureIsNotRun) {
   EXPECT_EQ(SharedDatabricks().query(fmt::format("SELECT count(*) FROM {}", table_sql("victim")))[0][0], "0");
   for (const auto& seen : SharedDatabricks().statements())
     EXPECT_EQ(seen.statement.find("DROP TABLE"), std::string::npos);
-}
-
-TEST(DatabricksSink, KillLoopEqualsAnUnkilledRun) {
-  constexpr uint64_t kRows = 100000;
-  std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "256KiB"}, {"WAL_BYTES_PER_FILE", "1000000"}};
-  PipelineFixture unkilled(sample_to_sink_config(databricks_sink(SharedDatabricks().endpoint(), "unkilled"), kRows, 9));
-  ASSERT_EQ(unkilled.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 300).exit_code, 0);
-  PipelineFixture f(sample_to_sink_config(databricks_sink(SharedDatabricks().endpoint(), "killed"), kRows, 9));
-  // First kills inside the landing, where it has no transaction to lean on: between the rows and the ledger row,
-  // and after the ledger row before the files are removed; DATA_DIR lost after every third.
-  ASSERT_EQ(kill_inside_landing(f, "bikehire", env, 8), "");
-  env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.05";
-  env["SKIPPR_CHAOS_MAX_SECONDS"] = "0.8";
-  const ChaosRuns runs =
-      sync_until_done_under_chaos(f, "bikehire", env, 4200, {.lose_data_dir_every = 4, .min_kills = 15});
-  ASSERT_TRUE(runs.finished) << runs.failure;
-  EXPECT_GE(runs.kills, 15) << runs.summary();
-  const std::string want = digest("unkilled");
-  EXPECT_TRUE(want.starts_with(fmt::format("{} {} ", kRows, kRows))) << want;
-  EXPECT_EQ(digest("killed"), want);
-  const auto [rows, ids] = ledger_of("killed");
-  EXPECT_EQ(rows, ids) << "a batch is in the ledger twice";
-  expect_one_name_per_batch_and_one_load("killed");
-  std::printf("[ metrics  ] rows=%llu ledger=%s, 8 kills inside the landing, then %s\n",
-              static_cast<unsigned long long>(kRows), rows.c_str(), runs.summary().c_str());
 }
 
 TEST(DatabricksSink, SetupMistakesStopWithExitTwoAndNoSecret) {
@@ -568,5 +500,46 @@ TEST(DatabricksApi, TheTypeRules) {
   EXPECT_EQ(dbx_convert("`v`", "decimal(38,0)"), "CAST(`v` AS DECIMAL(38,0))");
 }
 
+// The sink suite (tests/support/sink_suite.h) on Databricks: tables of lakehouse.analytics, nothing left in the
+// volume after a landing, kills inside the landing first (it has no transaction around its statements), and every
+// batch's file uploaded under one name and loaded once.
+const SinkUnderTest& databricks_under_test() {
+  static const SinkUnderTest sut = [] {
+    SinkUnderTest s;
+    s.name = "Databricks";
+    s.sink = [](const std::string& table) { return databricks_sink(SharedDatabricks().endpoint(), table); };
+    s.rows = [](const PipelineFixture&, const std::string& table, const std::vector<std::string>& columns) {
+      return joined_rows(
+          SharedDatabricks().query(fmt::format("SELECT {} FROM {}", select_list(columns), table_sql(table))));
+    };
+    s.merges = true;
+    s.ledger = [](const PipelineFixture&, const std::string& table) {
+      const auto [rows, ids] = ledger_of(table);
+      return std::pair<uint64_t, uint64_t>(std::stoull(rows), std::stoull(ids));
+    };
+    s.make_narrow_table = [](const PipelineFixture&, const std::string& table) {
+      SharedDatabricks().query(
+          fmt::format("CREATE TABLE {} (\"trip_id\" BIGINT, \"duration_s\" BIGINT)", table_sql(table)));
+    };
+    s.after_landing = [](const PipelineFixture&, const std::string& table) {
+      for (const auto& file : SharedDatabricks().volume_files()) {
+        EXPECT_FALSE(file.starts_with(folder_of(table))) << file << " was left in the volume";
+      }
+    };
+    s.after_kill_loop = [](const PipelineFixture&, const std::string& table,
+                           const std::map<std::string, std::string>&) {
+      expect_one_name_per_batch_and_one_load(table);
+    };
+    s.kills_inside_landing = 8;
+    s.chaos_min_seconds = 0.05;
+    s.chaos_max_seconds = 0.8;
+    return s;
+  }();
+  return sut;
+}
+
 }  // namespace
+
+INSTANTIATE_SINK_SUITE(Databricks, databricks_under_test());
+
 }  // namespace skippr::test

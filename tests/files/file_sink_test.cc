@@ -48,7 +48,7 @@ size_t files_in(const std::filesystem::path& folder) {
   return n;
 }
 
-TEST(FileSink, EveryFormatReadsBackInDuckDbAndARetryRewritesTheSameFile) {
+TEST(FileSink, EveryFormatReadsBackInDuckDbAndARetryFindsTheFileAndLeavesIt) {
   TempDir dir;
   const Batch batch = tricky_batch();
   const BatchId id{"p", 1, 7};
@@ -67,9 +67,17 @@ TEST(FileSink, EveryFormatReadsBackInDuckDbAndARetryRewritesTheSameFile) {
   for (const auto& c : cases) {
     const auto folder = dir / c.format;
     auto sink = make_file_sink(folder, c.format, c.compression);
-    ASSERT_TRUE(sink->write(batch, id));
-    ASSERT_TRUE(sink->write(batch, id)) << "a retry";
-    ASSERT_EQ(files_in(folder), 1u) << c.format << ": a retry must rewrite the same file";
+    auto first = sink->write(batch, id);
+    ASSERT_TRUE(first);
+    EXPECT_EQ(*first, WriteOutcome::kApplied);
+    Batch other;  // what a retry would write if it wrote: the file read below must still be the first batch's
+    other.add_column({"id", Type::kInt64});
+    other.columns[0].append_int(99);
+    other.rows = 1;
+    auto retry = sink->write(other, id);
+    ASSERT_TRUE(retry) << "a retry";
+    EXPECT_EQ(*retry, WriteOutcome::kAlreadyApplied) << c.format << ": a retry finds the batch's file";
+    ASSERT_EQ(files_in(folder), 1u) << c.format << ": a retry must not write another file";
     const auto file = std::filesystem::directory_iterator(folder)->path();
     EXPECT_EQ(file.filename().string().substr(0, 29), "p-000001-00000000000000000007") << file;
     const std::string relation = fmt::format(fmt::runtime(c.reader), file.string());

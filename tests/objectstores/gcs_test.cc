@@ -105,17 +105,6 @@ ChaosOutcome run_with_and_without_kills(const std::string& bucket, uint64_t rows
   return out;
 }
 
-TEST(GcsSink, EveryRowLandsOnceUnderKillsWithTheContentOfAnUnkilledRun) {
-  auto& gcs = SharedGcs();
-  constexpr uint64_t kRows = 300000;
-  const auto out = run_with_and_without_kills(gcs.create_bucket("chaos"), kRows, "", "parquet", 2100);
-  EXPECT_EQ(out.unkilled.substr(0, out.unkilled.find(' ', out.unkilled.find(' ') + 1)),
-            fmt::format("{} {}", kRows, kRows));
-  EXPECT_EQ(out.killed, out.unkilled);
-  std::printf("[ metrics  ] rows=%llu objects=%zu chaos_seconds=%.1f %s\n", static_cast<unsigned long long>(kRows),
-              out.objects, out.seconds, out.runs.summary().c_str());
-}
-
 // Every batch (~1 MiB of JSON lines) is a resumable upload of 256 KiB chunks, so kills land between the session's
 // start, its chunks and the last one; none of that is ever visible as an object.
 TEST(GcsSink, ResumableUploadsUnderKillsLandEveryRowOnce) {

@@ -34,39 +34,6 @@ pipelines:
                      rows, bucket, prefix, more);
 }
 
-// count, distinct ids and an order-independent hash of every column of the Parquet objects in `dir`.
-TEST(S3Sink, EveryRowLandsOnceUnderKillsWithTheContentOfAnUnkilledRun) {
-  auto& moto = SharedMoto();
-  const std::string bucket = moto.create_bucket("chaos");
-  constexpr uint64_t kRows = 300000;
-  std::map<std::string, std::string> env = moto.env();
-  env["BUFFER_THRESHOLD_BYTES"] = "128KiB";  // small batches and WAL files: failpoints strike often
-  env["WAL_BYTES_PER_FILE"] = "500000";
-
-  PipelineFixture unkilled(sample_to_s3_config(kRows, bucket, "unkilled"));
-  auto clean = unkilled.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 300);
-  ASSERT_EQ(clean.exit_code, 0) << clean.err;
-
-  PipelineFixture f(sample_to_s3_config(kRows, bucket, "killed"));
-  env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.2";
-  env["SKIPPR_CHAOS_MAX_SECONDS"] = "0.8";
-  const ChaosRuns runs = sync_until_done_under_chaos(f, "bikehire", env, 1300, {.min_kills = 10});
-  ASSERT_TRUE(runs.finished) << runs.failure;
-  EXPECT_GE(runs.kills, 10) << runs.summary();
-
-  TempDir killed_dir, unkilled_dir;
-  const auto keys = moto.download(bucket, "killed/", killed_dir.path());
-  moto.download(bucket, "unkilled/", unkilled_dir.path());
-  // Only whole objects under batch names: no temporary or partial object is ever visible.
-  const std::regex name(R"(killed/bikehire-\d{6}-[0-9a-f]{32}-\d{20}\.parquet)");
-  for (const auto& key : keys) EXPECT_TRUE(std::regex_match(key, name)) << key;
-  const std::string digest = parquet_digest(unkilled_dir.path());
-  EXPECT_EQ(digest.substr(0, digest.find(' ', digest.find(' ') + 1)), fmt::format("{} {}", kRows, kRows));
-  EXPECT_EQ(parquet_digest(killed_dir.path()), digest);
-  std::printf("[ metrics  ] rows=%llu objects=%zu %s\n", static_cast<unsigned long long>(kRows), keys.size(),
-              runs.summary().c_str());
-}
-
 // A batch written again under the same id (a replay after a crash) finds its object and leaves it as it is, even
 // if the bytes would differ: 412 is "already landed".
 TEST(S3Sink, AReplayedBatchNeverRewritesItsObject) {

@@ -63,41 +63,6 @@ std::vector<std::string> files_under(const std::filesystem::path& dir) {
   return out;
 }
 
-TEST(SftpSink, EveryRowLandsOnceUnderKillsWithTheContentOfAnUnkilledRun) {
-  auto& sshd = SharedSshd();
-  constexpr uint64_t kRows = 300000;
-  const auto unkilled_dir = sshd.upload_folder("unkilled");
-  const auto killed_dir = sshd.upload_folder("killed");
-  // Small batches and WAL files: failpoints strike often.
-  std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "128KiB"}, {"WAL_BYTES_PER_FILE", "500000"}};
-
-  PipelineFixture unkilled(sample_to_sftp_config(kRows, unkilled_dir));
-  const auto started = std::chrono::steady_clock::now();
-  auto clean = unkilled.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 300);
-  const double clean_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  ASSERT_EQ(clean.exit_code, 0) << clean.err;
-
-  PipelineFixture f(sample_to_sftp_config(kRows, killed_dir));
-  env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.2";
-  env["SKIPPR_CHAOS_MAX_SECONDS"] = "0.8";
-  const auto chaos_started = std::chrono::steady_clock::now();
-  const ChaosRuns runs = sync_until_done_under_chaos(f, "bikehire", env, 1700, {.min_kills = 10});
-  const double chaos_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - chaos_started).count();
-  ASSERT_TRUE(runs.finished) << runs.failure;
-  EXPECT_GE(runs.kills, 10) << runs.summary();
-
-  // Only whole files under batch names: every retry rewrote its temp and renamed it, so none is left.
-  const auto files = files_under(killed_dir);
-  const std::regex name(R"(bikehire-\d{6}-[0-9a-f]{32}-\d{20}\.parquet)");
-  for (const auto& file : files) EXPECT_TRUE(std::regex_match(file, name)) << file;
-  const std::string digest = parquet_digest(unkilled_dir);
-  EXPECT_EQ(digest.substr(0, digest.find(' ', digest.find(' ') + 1)), fmt::format("{} {}", kRows, kRows));
-  EXPECT_EQ(parquet_digest(killed_dir), digest);
-  std::printf("[ metrics  ] rows=%llu files=%zu unkilled_seconds=%.1f chaos_seconds=%.1f %s\n",
-              static_cast<unsigned long long>(kRows), files.size(), clean_seconds, chaos_seconds,
-              runs.summary().c_str());
-}
-
 Batch one_value(const std::string& value) {
   Batch b;
   b.add_column({"v", Type::kString});

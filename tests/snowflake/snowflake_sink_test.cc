@@ -22,6 +22,7 @@
 #include "support/fault_proxy.h"
 #include "support/moto_server.h"
 #include "support/pipeline_fixture.h"
+#include "support/sink_suite.h"
 #include "support/snowflake_emulator.h"
 #include "support/test_keys.h"
 
@@ -274,69 +275,6 @@ TEST(SnowflakeSink, ATransactionFailingForAReasonOfTheMomentIsSentAgain) {
   const auto [rows, ids] = ledger_of("locks");
   EXPECT_EQ(rows, ids);
   EXPECT_EQ(rows, ledger_of("calm_locks").first);
-}
-
-// merge_by_key on the Sample's trip_id: a RESET reads every row again under a new lineage, and the table still holds
-// each trip once, now with the newer order token.
-TEST(SnowflakeSink, MergeByKeyUpsertsWhatARereadBrings) {
-  PipelineFixture f(sample_to_sink_config(snowflake_sink(SharedSnowflake().endpoint(), "merged"), 8000, 6) +
-                    "    landing: merge_by_key\n    primary_key: trip_id\n");
-  const std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "128KiB"}};
-  ASSERT_EQ(f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env).exit_code, 0);
-  const std::string first = digest("merged");
-  EXPECT_TRUE(first.starts_with("8000 8000 ")) << first;
-  const std::string first_max =
-      SharedSnowflake().query("SELECT max(\"_skippr_order\")::VARCHAR FROM \"ANALYTICS\".\"PUBLIC\".\"merged\"")[0][0];
-  ASSERT_EQ(f.skipprd({"query", "--sql", "RESET PIPELINE bikehire"}).exit_code, 0);
-  auto again = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
-  ASSERT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_EQ(digest("merged"), first);
-  const auto tokens =
-      SharedSnowflake().query("SELECT min(\"_skippr_order\")::VARCHAR FROM \"ANALYTICS\".\"PUBLIC\".\"merged\"");
-  EXPECT_GT(std::stod(tokens[0][0]), std::stod(first_max)) << "a row kept the older lineage's token";
-  const auto [rows, ids] = ledger_of("merged");
-  EXPECT_EQ(rows, ids);
-}
-
-// A table made beforehand with an integer duration_s: the Sample's whole durations land, the others go to
-// <table>__skippr_rejected with their reason, in the batch's transaction; together they are every row once.
-TEST(SnowflakeSink, ValuesTheColumnCannotHoldGoToTheRejectsTable) {
-  SharedSnowflake().query(
-      "CREATE TABLE \"ANALYTICS\".\"PUBLIC\".\"narrow\" (\"trip_id\" DECIMAL(38,0), \"duration_s\" DECIMAL(38,0))");
-  PipelineFixture f(sample_to_sink_config(snowflake_sink(SharedSnowflake().endpoint(), "narrow"), 5000, 4));
-  auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"BUFFER_THRESHOLD_BYTES", "128KiB"}});
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  const auto landed = SharedSnowflake().query("SELECT count(*) FROM \"ANALYTICS\".\"PUBLIC\".\"narrow\"")[0][0];
-  const auto rejected = SharedSnowflake().query(
-      "SELECT count(*), count(DISTINCT batch_id || '/' || \"row\"), min(reason) FROM "
-      "\"ANALYTICS\".\"PUBLIC\".\"narrow__skippr_rejected\"")[0];
-  EXPECT_GT(std::stoi(landed), 0);
-  EXPECT_GT(std::stoi(rejected[0]), 0);
-  EXPECT_EQ(rejected[0], rejected[1]) << "a rejected row was written twice";
-  EXPECT_EQ(std::stoi(landed) + std::stoi(rejected[0]), 5000);
-  EXPECT_NE(rejected[2].find("duration_s"), std::string::npos) << rejected[2];
-}
-
-TEST(SnowflakeSink, KillLoopEqualsAnUnkilledRun) {
-  constexpr uint64_t kRows = 100000;
-  std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "256KiB"}, {"WAL_BYTES_PER_FILE", "1000000"}};
-  PipelineFixture unkilled(sample_to_sink_config(snowflake_sink(SharedSnowflake().endpoint(), "unkilled"), kRows, 9));
-  ASSERT_EQ(unkilled.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 300).exit_code, 0);
-  PipelineFixture f(sample_to_sink_config(snowflake_sink(SharedSnowflake().endpoint(), "killed"), kRows, 9));
-  env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.2";
-  env["SKIPPR_CHAOS_MAX_SECONDS"] = "1.5";
-  const ChaosRuns runs =
-      sync_until_done_under_chaos(f, "bikehire", env, 4100, {.lose_data_dir_every = 4, .min_kills = 15});
-  ASSERT_TRUE(runs.finished) << runs.failure;
-  EXPECT_GE(runs.kills, 15) << runs.summary();
-  const std::string want = digest("unkilled");
-  EXPECT_TRUE(want.starts_with(fmt::format("{} {} ", kRows, kRows))) << want;
-  EXPECT_EQ(digest("killed"), want);
-  const auto [rows, ids] = ledger_of("killed");
-  EXPECT_EQ(rows, ids) << "a batch is in the ledger twice";
-  expect_one_request_id_per_batch("killed");
-  std::printf("[ metrics  ] rows=%llu ledger=%s %s\n", static_cast<unsigned long long>(kRows), rows.c_str(),
-              runs.summary().c_str());
 }
 
 TEST(SnowflakeSink, LoginAndSetupMistakesStopWithExitTwoAndNoSecret) {
@@ -706,5 +644,36 @@ TEST(SnowflakeSink, ACopyWhoseTargetWasTakenOverStopsAndSaysWhy) {
   EXPECT_TRUE(digest("taken").starts_with("6000 6000 ")) << digest("taken");
 }
 
+// The sink suite (tests/support/sink_suite.h) on Snowflake: tables of ANALYTICS.PUBLIC, and every batch of the
+// kill loop sent under one requestId.
+const SinkUnderTest& snowflake_under_test() {
+  static const SinkUnderTest sut = [] {
+    SinkUnderTest s;
+    s.name = "Snowflake";
+    s.sink = [](const std::string& table) { return snowflake_sink(SharedSnowflake().endpoint(), table); };
+    s.rows = [](const PipelineFixture&, const std::string& table, const std::vector<std::string>& columns) {
+      return joined_rows(SharedSnowflake().query(
+          fmt::format("SELECT {} FROM \"ANALYTICS\".\"PUBLIC\".\"{}\"", select_list(columns), table)));
+    };
+    s.merges = true;
+    s.ledger = [](const PipelineFixture&, const std::string& table) {
+      const auto [rows, ids] = ledger_of(table);
+      return std::pair<uint64_t, uint64_t>(std::stoull(rows), std::stoull(ids));
+    };
+    s.make_narrow_table = [](const PipelineFixture&, const std::string& table) {
+      SharedSnowflake().query(fmt::format(
+          "CREATE TABLE \"ANALYTICS\".\"PUBLIC\".\"{}\" (\"trip_id\" DECIMAL(38,0), \"duration_s\" DECIMAL(38,0))",
+          table));
+    };
+    s.after_kill_loop = [](const PipelineFixture&, const std::string& table,
+                           const std::map<std::string, std::string>&) { expect_one_request_id_per_batch(table); };
+    return s;
+  }();
+  return sut;
+}
+
 }  // namespace
+
+INSTANTIATE_SINK_SUITE(Snowflake, snowflake_under_test());
+
 }  // namespace skippr::test

@@ -13,6 +13,8 @@
 
 #include "sinks/kit/stream_tables.h"
 #include "support/chaos_loop.h"
+#include "support/duckdb_probe.h"
+#include "support/process.h"
 #include "support/stream_files.h"
 
 namespace skippr::test {
@@ -21,7 +23,8 @@ bool sink_suite_linked() { return true; }
 
 std::string select_list(const std::vector<std::string>& columns, char quote) {
   std::string out;
-  for (const auto& c : columns) out += fmt::format("{}{}{}{}", out.empty() ? "" : ", ", quote, c, quote);
+  // As text in SQL, so each engine renders its own types (and a client needs no converter for them).
+  for (const auto& c : columns) out += fmt::format("{}CAST({}{}{} AS VARCHAR)", out.empty() ? "" : ", ", quote, c, quote);
   return out;
 }
 
@@ -41,6 +44,42 @@ std::vector<std::string> joined_rows(const std::vector<std::vector<std::optional
     out.push_back(std::move(line));
   }
   return out;
+}
+
+std::vector<std::string> parquet_rows(const std::filesystem::path& folder, const std::vector<std::string>& columns) {
+  if (!std::filesystem::is_directory(folder)) return {};
+  bool any = false;
+  for (const auto& e : std::filesystem::directory_iterator(folder)) any = any || e.path().extension() == ".parquet";
+  if (!any) return {};
+  return joined_rows(duckdb_memory_rows(fmt::format("SELECT {} FROM read_parquet('{}/*.parquet', union_by_name = true)",
+                                                    select_list(columns), folder.string())));
+}
+
+SinkUnderTest object_store_under_test(
+    std::string name, std::function<std::string(const std::string& prefix)> sink,
+    std::function<std::filesystem::path(const std::string& prefix, const std::filesystem::path& dir)> fetch) {
+  auto as_prefix = [](std::string where) { return where.ends_with('/') ? where : where + "/"; };
+  SinkUnderTest s;
+  s.name = std::move(name);
+  s.sink = [sink = std::move(sink), as_prefix](const std::string& where) { return sink(as_prefix(where)); };
+  s.rows = [fetch, as_prefix](const PipelineFixture&, const std::string& where,
+                              const std::vector<std::string>& columns) {
+    TempDir dir;
+    return parquet_rows(fetch(as_prefix(where), dir.path()), columns);
+  };
+  s.after_landing = [fetch, as_prefix](const PipelineFixture&, const std::string& where) {
+    TempDir dir;
+    const auto folder = fetch(as_prefix(where), dir.path());
+    const std::regex batch_object(R"(bikehire-\d{6}-[0-9a-f]{32}-\d{20}\.parquet)");
+    for (const auto& e : std::filesystem::recursive_directory_iterator(folder)) {
+      if (e.is_regular_file()) {
+        EXPECT_TRUE(std::regex_match(e.path().filename().string(), batch_object)) << where << ": " << e.path();
+      }
+    }
+  };
+  s.folders = true;
+  s.lands_streams = true;
+  return s;
 }
 
 namespace {
@@ -105,7 +144,7 @@ ChaosOptions chaos_options(const SinkUnderTest& sut, int min_kills) {
 }
 
 std::map<std::string, std::string> chaos_env(const SinkUnderTest& sut, std::map<std::string, std::string> env) {
-  env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.2";
+  env["SKIPPR_CHAOS_MIN_SECONDS"] = fmt::format("{}", sut.chaos_min_seconds);
   env["SKIPPR_CHAOS_MAX_SECONDS"] = fmt::format("{}", sut.chaos_max_seconds);
   return env;
 }
@@ -244,6 +283,9 @@ TEST_P(SinkSuite, KillLoopEqualsAnUnkilledRun) {
   ASSERT_EQ(clean.exit_code, 0) << clean.err;
   const std::string where = unique("killed");
   PipelineFixture f(sample_to_sink_config(sut().sink(where), rows, 9));
+  if (sut().kills_inside_landing > 0) {
+    ASSERT_EQ(kill_inside_landing(f, "bikehire", env, sut().kills_inside_landing), "");
+  }
   const ChaosRuns runs =
       sync_until_done_under_chaos(f, "bikehire", chaos_env(sut(), env), 4700, chaos_options(sut(), sut().min_kills));
   ASSERT_TRUE(runs.finished) << runs.failure;

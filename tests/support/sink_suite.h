@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
@@ -60,6 +61,10 @@ struct SinkUnderTest {
   std::vector<SetupMistake> mistakes;
   uint64_t kill_loop_rows = 100000;
   int min_kills = 15;
+  // Runs of the kill loop killed inside the sink's own landing first (chaos_loop.h's kill_inside_landing): for a sink
+  // without one transaction around its statements.
+  int kills_inside_landing = 0;
+  double chaos_min_seconds = 0.2;
   double chaos_max_seconds = 1.5;
 };
 
@@ -68,11 +73,22 @@ class SinkSuite : public ::testing::TestWithParam<const SinkUnderTest*> {
   const SinkUnderTest& sut() const { return *GetParam(); }
 };
 
-// Helpers for SinkUnderTest::rows: the columns as a SELECT list, each quoted with `quote`; and rows of text values
+// Helpers for SinkUnderTest::rows: the columns as a SELECT list, each quoted with `quote` and cast to VARCHAR; and rows of text values
 // (NULL as "NULL", or nullopt) joined by '|'.
 std::string select_list(const std::vector<std::string>& columns, char quote = '"');
 std::vector<std::string> joined_rows(const std::vector<std::vector<std::string>>& rows);
 std::vector<std::string> joined_rows(const std::vector<std::vector<std::optional<std::string>>>& rows);
+
+// The rows of every Parquet file directly in `folder` (none, or no folder: no rows), `columns` as DuckDB renders them.
+std::vector<std::string> parquet_rows(const std::filesystem::path& folder, const std::vector<std::string>& columns);
+
+// A sink that writes one Parquet object per batch under a prefix (S3, GCS, AzureBlob, SFTP, File): `sink` makes its
+// YAML for a prefix ending in '/', `fetch` copies every object under such a prefix into `dir` and returns the folder
+// that holds them there (stores name downloads differently). Rows are read back from the copies, and every object must
+// be named after its batch (no temporary or partial object is ever visible).
+SinkUnderTest object_store_under_test(
+    std::string name, std::function<std::string(const std::string& prefix)> sink,
+    std::function<std::filesystem::path(const std::string& prefix, const std::filesystem::path& dir)> fetch);
 
 // Pulls the scenarios (sink_suite.cc) into the test binary that instantiates them.
 bool sink_suite_linked();

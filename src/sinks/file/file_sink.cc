@@ -56,6 +56,9 @@ class FileSink final : public Sink {
       made_folders_.insert(folder);
     }
     const std::filesystem::path path = folder / file_name(id);
+    // A file under the batch's name is whole (it is renamed into place): a replay finds it and leaves it, as the
+    // object stores do.
+    if (auto there = shared_files_env().exists(path); there && *there) return WriteOutcome::kAlreadyApplied;
     auto written = write_file(batch, path);
     if (!written) {
       return fail(written.error().kind, fmt::format("File sink '{}': writing batch {} to {}: {}", options_.name,
