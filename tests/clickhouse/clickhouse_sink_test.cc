@@ -8,6 +8,7 @@
 #include "support/chaos_loop.h"
 #include "support/clickhouse_server.h"
 #include "support/pipeline_fixture.h"
+#include "support/sink_suite.h"
 #include "support/zookeeper_server.h"
 
 namespace skippr::test {
@@ -227,5 +228,38 @@ TEST(ClickHouseSink, ReplicatedRecipeGivesAnExactPlainCount) {
   std::printf("[ metrics  ] rows=%llu %s\n", static_cast<unsigned long long>(kRows), runs.summary().c_str());
 }
 
+// The sink suite (tests/support/sink_suite.h) on ClickHouse, read as its page says to read it: through FINAL, which
+// folds the repeats an at-least-once landing may leave (the kill loop above counts those).
+const SinkUnderTest& clickhouse_under_test() {
+  static const SinkUnderTest sut = [] {
+    const std::string db = SharedClickHouse().fresh_database("suite");
+    SinkUnderTest s;
+    s.name = "ClickHouse";
+    s.sink = [db](const std::string& table) {
+      return fmt::format(R"(ClickHouse: {{ url: "{}", database: {}, table: {} }})", SharedClickHouse().url(), db,
+                         table);
+    };
+    s.rows = [db](const PipelineFixture&, const std::string& table, const std::vector<std::string>& columns) {
+      std::string row;
+      for (const auto& c : columns)
+        row += fmt::format("{}ifNull(toString(`{}`), 'NULL')", row.empty() ? "" : ", '|', ", c);
+      const std::string text =
+          SharedClickHouse().query(fmt::format("SELECT concat({}) FROM {}.{} FINAL FORMAT TSVRaw", row, db, table));
+      std::vector<std::string> out;
+      for (size_t from = 0, end; from < text.size(); from = end + 1) {
+        end = text.find('\n', from);
+        if (end == std::string::npos) end = text.size();
+        if (end > from) out.push_back(text.substr(from, end - from));
+      }
+      return out;
+    };
+    return s;
+  }();
+  return sut;
+}
+
 }  // namespace
+
+INSTANTIATE_SINK_SUITE(ClickHouse, clickhouse_under_test());
+
 }  // namespace skippr::test

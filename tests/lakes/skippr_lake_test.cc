@@ -15,6 +15,7 @@
 #include "support/iceberg_reader.h"
 #include "support/moto_server.h"
 #include "support/pipeline_fixture.h"
+#include "support/sink_suite.h"
 
 namespace skippr::test {
 namespace {
@@ -314,5 +315,41 @@ TEST(SkipprLake, ConfigMistakesStopWithExit2BeforeAnythingIsRead) {
   EXPECT_EQ(icebird_digest({file_url(lakes / "trips")}, "trip_id").rows, 1000u);
 }
 
+// The sink suite (tests/support/sink_suite.h) on SkipprLake: a table "trips" in a folder per scenario, read by
+// icebird (an Iceberg reader of its own), its ledger the BatchIds in the snapshots' summaries.
+const SinkUnderTest& skipprlake_under_test() {
+  static const TempDir lakes;
+  static const SinkUnderTest sut = [] {
+    SinkUnderTest s;
+    s.name = "SkipprLake";
+    s.sink = [](const std::string& where) {
+      return fmt::format(R"(SkipprLake: {{ path: "{}", table: trips, max_snapshots: 100000 }})",
+                         (lakes.path() / where).string());
+    };
+    s.digest = [](const PipelineFixture&, const std::string& where, const std::string& key) {
+      if (!std::filesystem::exists(lakes.path() / where / "trips")) {
+        return std::tuple<uint64_t, uint64_t, std::string>(0, 0, "");
+      }
+      const IcebergDigest d = icebird_digest({file_url(lakes.path() / where / "trips")}, key);
+      EXPECT_TRUE(d.error.empty()) << d.error;
+      return std::tuple<uint64_t, uint64_t, std::string>(d.rows, d.distinct_keys, d.hash);
+    };
+    s.ledger = [](const PipelineFixture&, const std::string& where) {
+      const auto ids = iceberg_snapshot_batch_ids(iceberg_current_metadata(lakes.path() / where / "trips"));
+      const std::set<std::string> distinct(ids.begin(), ids.end());
+      return std::pair<uint64_t, uint64_t>(ids.size(), distinct.size());
+    };
+    s.after_landing = [](const PipelineFixture&, const std::string& where) {
+      expect_hint_names_the_newest_version(lakes.path() / where / "trips");
+      expect_linear_lineage(iceberg_current_metadata(lakes.path() / where / "trips"));
+    };
+    return s;
+  }();
+  return sut;
+}
+
 }  // namespace
+
+INSTANTIATE_SINK_SUITE(SkipprLake, skipprlake_under_test());
+
 }  // namespace skippr::test

@@ -17,6 +17,7 @@
 #include "support/pipeline_fixture.h"
 #include "support/postgres_pipeline.h"
 #include "support/redshift_emulator.h"
+#include "support/sink_suite.h"
 
 namespace skippr::test {
 namespace {
@@ -292,5 +293,50 @@ TEST(Redshift, ABadRoleOrAnUnbuiltLandingStopsBeforeAnythingIsRead) {
       << "a refused configuration created tables";
 }
 
+// The sink suite (tests/support/sink_suite.h) on Redshift: an emulator of its own (no answers dropped; the test
+// above drops them), a database and a staging bucket of its own.
+const SinkUnderTest& redshift_under_test() {
+  static const RedshiftEmulator emulator(SharedPostgres(), SharedMoto().env());
+  static const SinkUnderTest sut = [] {
+    const std::string db = SharedPostgres().create_database("rssuite");
+    const std::string bucket = SharedMoto().create_bucket("rssuite");
+    SinkUnderTest s;
+    s.name = "Redshift";
+    s.sink = [bucket](const std::string& table) {
+      return fmt::format(
+          R"(Redshift: {{ host: 127.0.0.1, port: "${{RS_PORT}}", user: postgres, password: )"
+          R"("${{PG_PASSWORD}}", database: "${{PG_DATABASE}}", schema: bike, table: "{}", s3_bucket: {}, )"
+          R"(iam_role: "{}" }})",
+          table, bucket, kRole);
+    };
+    s.rows = [db](const PipelineFixture&, const std::string& table, const std::vector<std::string>& columns) {
+      return joined_rows(
+          SharedPostgres().query(db, fmt::format("SELECT {} FROM bike.\"{}\"", select_list(columns), table)));
+    };
+    s.ledger = [db](const PipelineFixture&, const std::string& table) {
+      const auto row =
+          SharedPostgres()
+              .query(db, fmt::format("SELECT count(*), count(DISTINCT batch_id) FROM bike._skippr_batches "
+                                     "WHERE target_table IN ('\"bike\".\"{0}\"', '[bike].[{0}]', 'bike.{0}')",
+                                     table))
+              .at(0);
+      return std::pair<uint64_t, uint64_t>(std::stoull(*row[0]), std::stoull(*row[1]));
+    };
+    s.env = redshift_env(emulator, db);
+    s.merges = true;
+    // Each run connects and sets up for a second or more here: a wider timer spends fewer runs killed before then.
+    s.kill_loop_rows = 40000;
+    s.chaos_max_seconds = 4;
+    s.after_landing = [bucket](const PipelineFixture&, const std::string&) {
+      EXPECT_TRUE(SharedMoto().keys(bucket).empty()) << "staged objects left";
+    };
+    return s;
+  }();
+  return sut;
+}
+
 }  // namespace
+
+INSTANTIATE_SINK_SUITE(Redshift, redshift_under_test());
+
 }  // namespace skippr::test

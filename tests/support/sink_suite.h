@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -43,6 +44,11 @@ struct SinkUnderTest {
   std::function<std::vector<std::string>(const PipelineFixture& f, const std::string& where,
                                          const std::vector<std::string>& columns)>
       rows;
+  // Instead of rows, for a destination a reader of its own digests (an Iceberg table): (rows, distinct values of the
+  // column `key`, a content hash over every column) of `where`. Scenarios that need single values then skip.
+  std::function<std::tuple<uint64_t, uint64_t, std::string>(const PipelineFixture& f, const std::string& where,
+                                                            const std::string& key)>
+      digest;
   std::map<std::string, std::string> env;  // for every skipprd run: endpoints, credentials
   bool folders = false;                    // streams land in folders of a prefix (object stores), not tables
   bool lands_streams = false;              // ConnectorSpec::lands_streams
@@ -73,8 +79,8 @@ class SinkSuite : public ::testing::TestWithParam<const SinkUnderTest*> {
   const SinkUnderTest& sut() const { return *GetParam(); }
 };
 
-// Helpers for SinkUnderTest::rows: the columns as a SELECT list, each quoted with `quote` and cast to VARCHAR; and rows of text values
-// (NULL as "NULL", or nullopt) joined by '|'.
+// Helpers for SinkUnderTest::rows: the columns as a SELECT list, each quoted with `quote` and cast to VARCHAR; and rows
+// of text values (NULL as "NULL", or nullopt) joined by '|'.
 std::string select_list(const std::vector<std::string>& columns, char quote = '"');
 std::vector<std::string> joined_rows(const std::vector<std::vector<std::string>>& rows);
 std::vector<std::string> joined_rows(const std::vector<std::vector<std::optional<std::string>>>& rows);

@@ -12,6 +12,7 @@
 #include "support/chaos_loop.h"
 #include "support/pipeline_fixture.h"
 #include "support/postgres_pipeline.h"
+#include "support/sink_suite.h"
 #include "support/synapse_emulator.h"
 
 namespace skippr::test {
@@ -121,5 +122,46 @@ TEST(Synapse, AWrongPasswordOrStorageKeyStopsWithAClearMessageAndNoSecret) {
   EXPECT_NE(r.err.find("append only"), std::string::npos) << r.err;
 }
 
+// The sink suite (tests/support/sink_suite.h) on Synapse: an emulator of its own (no answers dropped; the test above
+// drops them), a database and a staging container of its own.
+const SinkUnderTest& synapse_under_test() {
+  static const SynapseEmulator emulator(SharedPostgres());
+  static const SinkUnderTest sut = [] {
+    const std::string db = SharedPostgres().create_database("synsuite");
+    const std::string container = SharedAzurite().create_container("synsuite");
+    SinkUnderTest s;
+    s.name = "Synapse";
+    s.sink = [container](const std::string& table) {
+      return fmt::format(R"(Synapse: {{ server: 127.0.0.1, port: "${{SYNAPSE_PORT}}", database: "${{PG_DATABASE}}", )"
+                         R"(user: {}, password: "${{SYNAPSE_PASSWORD}}", encrypt: false, schema: bike, table: "{}", )"
+                         R"(storage_account: {}, storage_endpoint: "${{AZURITE_ENDPOINT}}", account_key: )"
+                         R"("${{STORAGE_KEY}}", container: {} }})",
+                         SynapseEmulator::kUser, table, AzuriteServer::kAccount, container);
+    };
+    s.rows = [db](const PipelineFixture&, const std::string& table, const std::vector<std::string>& columns) {
+      return joined_rows(
+          SharedPostgres().query(db, fmt::format("SELECT {} FROM bike.\"{}\"", select_list(columns), table)));
+    };
+    s.ledger = [db](const PipelineFixture&, const std::string& table) {
+      const auto row =
+          SharedPostgres()
+              .query(db, fmt::format("SELECT count(*), count(DISTINCT batch_id) FROM bike._skippr_batches "
+                                     "WHERE target_table IN ('\"bike\".\"{0}\"', '[bike].[{0}]', 'bike.{0}')",
+                                     table))
+              .at(0);
+      return std::pair<uint64_t, uint64_t>(std::stoull(*row[0]), std::stoull(*row[1]));
+    };
+    s.env = synapse_env(emulator, db);
+    s.after_landing = [container](const PipelineFixture&, const std::string&) {
+      EXPECT_TRUE(SharedAzurite().names(container).empty()) << "staged blobs left";
+    };
+    return s;
+  }();
+  return sut;
+}
+
 }  // namespace
+
+INSTANTIATE_SINK_SUITE(Synapse, synapse_under_test());
+
 }  // namespace skippr::test
