@@ -24,6 +24,7 @@
 #include "support/pipeline_fixture.h"
 #include "support/sink_suite.h"
 #include "support/snowflake_emulator.h"
+#include "support/stream_files.h"
 #include "support/test_keys.h"
 
 namespace skippr::test {
@@ -644,12 +645,56 @@ TEST(SnowflakeSink, ACopyWhoseTargetWasTakenOverStopsAndSaysWhy) {
   EXPECT_TRUE(digest("taken").starts_with("6000 6000 ")) << digest("taken");
 }
 
+// How many of the `tables` each transaction the emulator executed wrote to (their INSERT or MERGE into "PUBLIC"."t").
+std::vector<int> tables_per_transaction(const std::vector<std::string>& tables) {
+  std::vector<int> out;
+  for (const auto& seen : SharedSnowflake().requests()) {
+    if (!seen.executed || seen.statement.find("BEGIN TRANSACTION") == std::string::npos) continue;
+    int n = 0;
+    for (const auto& t : tables) {
+      n += seen.statement.find(fmt::format("INTO \"ANALYTICS\".\"PUBLIC\".\"{}\"", t)) != std::string::npos ? 1 : 0;
+    }
+    if (n > 0) out.push_back(n);
+  }
+  return out;
+}
+
+// Five stream folders, merged by key (each stream on `id`) and appended: every table holds its stream once, and the
+// streams of one batch travel in one transaction (a reader sees all of a batch's tables or none).
+TEST(SnowflakeSink, TheStreamsOfABatchLandInOneTransactionAppendedOrMerged) {
+  for (const std::string landing : {"append", "merge_by_key"}) {
+    const std::string prefix = landing == "append" ? "sa" : "sm";
+    PipelineFixture f(jsonl_files_to_sink_config("in/{stream}/*.jsonl",
+                                                 snowflake_sink(SharedSnowflake().endpoint(), prefix + "_{stream}")) +
+                      (landing == "append" ? "" : "    landing: merge_by_key\n    primary_key: id\n"));
+    const auto expected = write_stream_files(f.root(), 3, 200);
+    auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, {{"BUFFER_THRESHOLD_BYTES", "64KiB"}});
+    ASSERT_EQ(run.exit_code, 0) << run.err;
+    std::vector<std::string> tables;
+    for (const auto& stream : stream_names()) {
+      const std::string table = stream_table(prefix + "_", stream);
+      tables.push_back(table);
+      const auto counts = SharedSnowflake().query(
+          fmt::format("SELECT count(*), count(DISTINCT id) FROM \"ANALYTICS\".\"PUBLIC\".\"{}\"", table));
+      EXPECT_EQ(counts[0][0], std::to_string(expected.at(stream))) << landing << " " << stream;
+      EXPECT_EQ(counts[0][1], counts[0][0]) << landing << " " << stream;
+      const auto [rows, ids] = ledger_of(table);
+      EXPECT_EQ(rows, ids) << landing << " " << stream;
+    }
+    const auto per_transaction = tables_per_transaction(tables);
+    ASSERT_FALSE(per_transaction.empty()) << landing;
+    EXPECT_GT(*std::max_element(per_transaction.begin(), per_transaction.end()), 1)
+        << landing << ": no transaction held several streams";
+  }
+}
+
 // The sink suite (tests/support/sink_suite.h) on Snowflake: tables of ANALYTICS.PUBLIC, and every batch of the
 // kill loop sent under one requestId.
 const SinkUnderTest& snowflake_under_test() {
   static const SinkUnderTest sut = [] {
     SinkUnderTest s;
     s.name = "Snowflake";
+    s.lands_streams = true;
     s.sink = [](const std::string& table) { return snowflake_sink(SharedSnowflake().endpoint(), table); };
     s.rows = [](const PipelineFixture&, const std::string& table, const std::vector<std::string>& columns) {
       return joined_rows(SharedSnowflake().query(

@@ -507,7 +507,7 @@ SnowflakeEmulator& SharedSnowflake() {
 std::string snowflake_sink(const std::string& endpoint, const std::string& table, const std::string& extra) {
   return fmt::format(
       "Snowflake: {{ account: testorg-skippr, user: loader, private_key_file: \"{}\", warehouse: LOAD_WH, "
-      "database: ANALYTICS, table: {}, endpoint: \"{}\"{} }}",
+      "database: ANALYTICS, table: \"{}\", endpoint: \"{}\"{} }}",
       snowflake_test_private_key().string(), table, endpoint, extra);
 }
 

@@ -114,7 +114,7 @@ class BigQuerySink final : public PerBatchSink {
                 "STRING",
                 "INT64",
                 bq_quote_identifier},
-        fence_(FenceSql{ledger_, qualified(table_ + std::string(kFenceSuffix)), target_, pipeline_},
+        fence_(FenceSql{ledger_, qualified(table_ + std::string(kFenceSuffix)), target_, pipeline_, ""},
                {fence_reader([this](const std::string& sql) { return client_.query(sql); }),
                 [this](const std::string& sql) { return fence_dml(sql); }},
                where()) {}

@@ -44,6 +44,9 @@ std::vector<std::string> ledger_migrate_sql(const LedgerDialect& d);
 // Rows (one at most) when a batch of `lineage` of `pipeline` has landed in `target`.
 std::string ledger_has_lineage_sql(const LedgerDialect& d, std::string_view target, std::string_view pipeline,
                                    std::string_view lineage);
+// The same in any table whose ledger name matches `target_like` (ledger_tip_any_table_sql).
+std::string ledger_has_lineage_any_table_sql(const LedgerDialect& d, std::string_view target_like,
+                                             std::string_view pipeline, std::string_view lineage);
 // One row when `id` has landed in `target`.
 std::string ledger_has_sql(const LedgerDialect& d, std::string_view target, const BatchId& id);
 std::string ledger_insert_sql(const LedgerDialect& d, std::string_view target, const BatchId& id, uint64_t rows,

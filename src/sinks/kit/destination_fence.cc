@@ -66,25 +66,29 @@ Status DestinationFence::hold(const BatchId& id) {
   // fence. A copy that was taken over has no such epoch: the run that took over resumed above every epoch in the
   // ledger, and lands above it. At the same epoch, the holder decides: one that landed nothing is a run that died
   // while taking the fence (its takeover committed after the next run's), and must not lock this lineage out.
-  auto tip = client_.read(ledger_tip_sql(sql_.d, sql_.target, sql_.pipeline));
+  const bool streams = !sql_.target_like.empty();
+  auto tip = client_.read(streams ? ledger_tip_any_table_sql(sql_.d, sql_.target_like, sql_.pipeline)
+                                  : ledger_tip_sql(sql_.d, sql_.target, sql_.pipeline));
   if (!tip) return std::unexpected(tip.error());
   const std::optional<LedgerTip> landed = ledger_tip_of(*tip);
   if (landed && id.epoch < landed->max_epoch) return fenced_out(id.lineage);
   if (landed && id.epoch == landed->max_epoch) {
-    auto holder_landed = client_.read(ledger_has_lineage_sql(sql_.d, sql_.target, sql_.pipeline, holder_of(*owner)));
+    auto holder_landed = client_.read(
+        streams ? ledger_has_lineage_any_table_sql(sql_.d, sql_.target_like, sql_.pipeline, holder_of(*owner))
+                : ledger_has_lineage_sql(sql_.d, sql_.target, sql_.pipeline, holder_of(*owner)));
     if (!holder_landed) return std::unexpected(holder_landed.error());
     if (!holder_landed->empty()) return fenced_out(id.lineage);
   }
   return take(id.lineage);
 }
 
-std::string DestinationFence::unlanded(const BatchId& id) const {
-  const std::string fresh = fmt::format("NOT EXISTS ({})", ledger_has_sql(sql_.d, sql_.target, id));
+std::string DestinationFence::unlanded(const BatchId& id, std::string_view target) const {
+  const std::string fresh = fmt::format("NOT EXISTS ({})", ledger_has_sql(sql_.d, target, id));
   return id.lineage.empty() ? fresh : fresh + " AND " + sql_.held(id.lineage);
 }
 
-Status DestinationFence::confirm_landed(const BatchId& id) {
-  auto landed = client_.read(ledger_has_sql(sql_.d, sql_.target, id));
+Status DestinationFence::confirm_landed(const BatchId& id, std::string_view target) {
+  auto landed = client_.read(ledger_has_sql(sql_.d, target, id));
   if (!landed) return std::unexpected(landed.error());
   return landed->empty() ? fenced_out(id.lineage) : ok();
 }

@@ -26,8 +26,11 @@ inline constexpr std::string_view kFenceSuffix = "__skippr_fence";
 struct FenceSql {
   LedgerDialect d;
   std::string table;   // the fence table, qualified and quoted
-  std::string target;  // as the ledger names it
+  std::string target;  // as the ledger names it; a sink of several streams: its table pattern, named so
   std::string pipeline;
+  // A sink of several streams: the LIKE pattern of its tables' ledger names (StreamTables::target_like). Whether the
+  // pipeline landed a batch, and of which lineage, is then asked of every one of them.
+  std::string target_like;
 
   std::string create() const;
   // The first statement of every landing transaction (whatever its lineage: the lock is what matters).
@@ -78,10 +81,13 @@ class DestinationFence {
   Status hold(const BatchId& id);
   // The condition of every write of `id`'s landing: not in the ledger yet, and (with a lineage) its lineage holds the
   // fence.
-  std::string unlanded(const BatchId& id) const;
+  std::string unlanded(const BatchId& id) const { return unlanded(id, sql_.target); }
+  // The same for a landing in `target` (as the ledger names it): one stream's table.
+  std::string unlanded(const BatchId& id, std::string_view target) const;
   // After a landing committed: its ledger row is there, else the lineage had lost the fence and it wrote nothing
   // (kFenced, naming the lineage holding it now).
-  Status confirm_landed(const BatchId& id);
+  Status confirm_landed(const BatchId& id) { return confirm_landed(id, sql_.target); }
+  Status confirm_landed(const BatchId& id, std::string_view target);
   Status fenced_out(std::string_view lineage);
   // The lineage this process holds the fence for ("" before the first landing).
   const std::string& held() const { return held_; }

@@ -33,6 +33,8 @@ class StreamTables {
   static std::optional<std::string> given(const nlohmann::json& params, std::string_view param);
 
   bool per_stream() const { return per_stream_; }
+  // The table as given: with {stream} when per_stream() (what names the pipeline's tables as a whole).
+  const std::string& pattern() const { return template_; }
   // The table `stream` lands in (the table as written for the unnamed stream of a one-stream source).
   std::string table_for(std::string_view stream) const;
   // A LIKE pattern ('\\' escapes) that every stream's `target` matches and little else: `target(table)` is how the

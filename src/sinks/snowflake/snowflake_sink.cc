@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <span>
@@ -27,6 +28,7 @@
 #include "sinks/kit/object_sink.h"
 #include "sinks/kit/per_batch_sink.h"
 #include "sinks/kit/schema_evolution.h"
+#include "sinks/kit/stream_tables.h"
 #include "sinks/snowflake/sf_types.h"
 
 namespace skippr {
@@ -67,17 +69,26 @@ ColumnRules sf_column_rules() {
 
 class SnowflakeSink final : public PerBatchSink {
  public:
-  SnowflakeSink(SnowflakeClient client, std::string database, std::string schema, std::string table,
-                std::string pipeline, std::vector<std::string> merge_key, std::optional<SnowflakeStage> stage)
+  // `tables` says where each stream lands (one table, or a {stream} pattern: sinks/kit/stream_tables.h); `merge`
+  // lands by key, on `pipeline_key` or each batch's own (merge_key_of).
+  SnowflakeSink(SnowflakeClient client, std::string database, std::string schema, StreamTables tables,
+                std::string pipeline, bool merge, std::vector<std::string> pipeline_key,
+                std::optional<SnowflakeStage> stage)
       : client_(std::move(client)),
         database_(std::move(database)),
         schema_(std::move(schema)),
-        table_(std::move(table)),
+        tables_(std::move(tables)),
+        table_(tables_.pattern()),  // one table, or (several streams) the pattern until the first batch
         pipeline_(std::move(pipeline)),
-        merge_key_(std::move(merge_key)),
+        merge_(merge),
+        pipeline_key_(std::move(pipeline_key)),
+        merge_key_(pipeline_key_),
         stage_(std::move(stage)),
+        // One fence for the pipeline: beside its table, or (several streams) named after its table pattern.
         fence_(
-            FenceSql{ledger(), prefix() + sf_quote_identifier(table_ + std::string(kFenceSuffix)), target(), pipeline_},
+            FenceSql{ledger(), prefix() + sf_quote_identifier(table_ + std::string(kFenceSuffix)), target(), pipeline_,
+                     tables_.per_stream() ? tables_.target_like([this](std::string_view t) { return target_of(t); })
+                                          : std::string()},
             {fence_reader([this](const std::string& sql) { return client_.query(sql); }),
              [this](const std::string& sql) -> Status {
                SKIPPR_TRY(client_.query(sql));
@@ -88,7 +99,7 @@ class SnowflakeSink final : public PerBatchSink {
   Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
   bool keeps_ledger() const override { return true; }
   // Appends coalesce: several batches in one multi-statement transaction (merge_by_key's staging table is DDL,
-  // which would commit a transaction midway, so those land one by one).
+  // which would commit a transaction midway, so those land one batch at a time: all of a batch's streams in one).
   bool lands_groups() const override { return !merging(); }
   Result<std::vector<BatchLanded>> write_group(std::span<const BatchToLand> group) override;
   Status open() override;
@@ -97,29 +108,35 @@ class SnowflakeSink final : public PerBatchSink {
 
  private:
   std::string prefix() const { return sf_quote_identifier(database_) + "." + sf_quote_identifier(schema_) + "."; }
-  std::string target() const { return prefix() + sf_quote_identifier(table_); }
+  std::string target_of(std::string_view table) const { return prefix() + sf_quote_identifier(table); }
+  std::string target() const { return target_of(table_); }
   std::string rejects() const { return prefix() + sf_quote_identifier(table_ + std::string(kRejectedSuffix)); }
   std::string tombstones() const { return prefix() + sf_quote_identifier(table_ + std::string(kTombstoneSuffix)); }
-  bool merging() const { return !merge_key_.empty(); }
+  bool merging() const { return merge_; }
   std::string where() const { return fmt::format("{}: table {}.{}.{}", client_.where(), database_, schema_, table_); }
   LedgerDialect ledger() const { return {prefix(), "", sf_quote_literal, "VARCHAR", "NUMBER(20,0)"}; }
   const FenceSql& fence() const { return fence_.sql(); }
-  std::string not_landed(const BatchId& id) const { return fence_.unlanded(id); }
+  std::string not_landed(const BatchId& id) const { return fence_.unlanded(id, target()); }
 
   Status describe();
+  // Points table_ (and what is known of it) at the table `batch`'s stream lands in, and merge_key_ at its key.
+  Status use_table_of(const Batch& batch);
   Status prepare_table(const Batch& batch);
   Result<bool> ledger_has(const BatchId& id);
   // One batch's statements: `before` the transaction (DDL and the merge staging table), `inside` it (rows, rejects,
   // the ledger row), `after` it.
   struct Prepared {
     const BatchToLand* item = nullptr;
+    std::string target;  // the table it lands in, as the ledger names it
     std::vector<std::string> before, inside, after;
     bool staged = false;
+    std::string stage_key;  // of its staged file, when staged
     uint64_t rejected = 0;
     size_t bytes = 0;  // of the statements inside
   };
-  // nullopt when the ledger holds the batch already.
-  Result<std::optional<Prepared>> prepare(const BatchToLand& item);
+  // nullopt when the ledger holds the batch already. `part` (the item's place in its group) keeps the staging tables
+  // of one request apart, and names them the same when the group is sent again.
+  Result<std::optional<Prepared>> prepare(const BatchToLand& item, size_t part = 0);
   // One request: every batch's `before`, then one transaction of their `inside`, then their `after`.
   Status send_transaction(std::span<const Prepared> batches);
   Result<WriteOutcome> land(const BatchToLand& item) override;
@@ -148,8 +165,8 @@ class SnowflakeSink final : public PerBatchSink {
     return fmt::format("CREATE OR REPLACE TEMPORARY TABLE {} ({})", name, fmt::join(definitions, ", "));
   }
   // The statements that land a merge_by_key batch: staging (before the transaction) and the MERGE (inside it).
-  void merge_statements(const Batch& rows, const BatchId& id, std::vector<std::string>& before,
-                        std::vector<std::string>& inside) const;
+  void merge_statements(const Batch& rows, const BatchId& id, const std::string& stage_table,
+                        std::vector<std::string>& before, std::vector<std::string>& inside) const;
   // Uploads the batch's rows to the stage as `<table>/<lineage>-<epoch>-<seq>.json` (once: an object there already
   // is the same batch's) and returns the COPY INTO that loads that file into `into` (columns `columns`, each value
   // converted to its column's type; with `row_numbers`, the last column gets each row's index).
@@ -161,11 +178,21 @@ class SnowflakeSink final : public PerBatchSink {
   }
 
   SnowflakeClient client_;
-  std::string database_, schema_, table_, pipeline_;
-  std::vector<std::string> merge_key_;  // merge_by_key's primary key; empty: append
+  std::string database_, schema_;
+  StreamTables tables_;
+  std::string table_;  // the table being landed in (use_table_of)
+  std::string pipeline_;
+  bool merge_ = false;                     // landing: merge_by_key
+  std::vector<std::string> pipeline_key_;  // the pipeline's primary_key (empty: each batch carries its own)
+  std::vector<std::string> merge_key_;     // the key of the batch being landed
   bool opened_ = false;
-  std::vector<TableColumn> columns_;  // the target's, as last described (empty: not there yet)
+  std::vector<TableColumn> columns_;  // table_'s, as last described (empty: not there yet)
   bool rejects_ready_ = false;
+  struct TableState {
+    std::vector<TableColumn> columns;
+    bool rejects_ready = false;
+  };
+  std::map<std::string, TableState> other_tables_;  // what is known of the stream tables other than table_
   std::optional<SnowflakeStage> stage_;
   bool staged_ = false;  // this batch travels through the stage
   DestinationFence fence_;
@@ -180,7 +207,7 @@ Status SnowflakeSink::open() {
       "landed_at TIMESTAMP_LTZ DEFAULT CURRENT_TIMESTAMP(), PRIMARY KEY (target_table, batch_id))",
       prefix(), kLedgerTable)));
   SKIPPR_TRY(client_.query(fence().create()));
-  SKIPPR_TRY(describe());
+  if (!tables_.per_stream()) SKIPPR_TRY(describe());
   opened_ = true;
   return ok();
 }
@@ -196,9 +223,32 @@ Status SnowflakeSink::describe() {
   return ok();
 }
 
+Status SnowflakeSink::use_table_of(const Batch& batch) {
+  if (merging()) {
+    merge_key_ = merge_key_of(batch, pipeline_key_);
+    if (merge_key_.empty()) return no_merge_key(batch, where());
+  }
+  const std::string table = tables_.table_for(batch.stream);
+  if (table == table_) return ok();
+  // Quoted identifiers keep their case in Snowflake: only the same spelling is the same table.
+  SKIPPR_TRY(tables_.claim(batch.stream, table, [](std::string_view t) { return std::string(t); }));
+  other_tables_[table_] = {std::move(columns_), rejects_ready_};
+  table_ = table;
+  auto known = other_tables_.find(table_);
+  if (known == other_tables_.end()) {
+    rejects_ready_ = false;
+    return describe();
+  }
+  columns_ = std::move(known->second.columns);
+  rejects_ready_ = known->second.rejects_ready;
+  other_tables_.erase(known);
+  return ok();
+}
+
 Result<std::optional<LedgerTip>> SnowflakeSink::ledger_tip() {
   SKIPPR_TRY(open());
-  auto rows = client_.query(ledger_tip_sql(ledger(), target(), pipeline_));
+  auto rows = client_.query(tables_.per_stream() ? ledger_tip_any_table_sql(ledger(), fence().target_like, pipeline_)
+                                                 : ledger_tip_sql(ledger(), target(), pipeline_));
   if (!rows) return fail(rows.error().kind, fmt::format("reading the ledger of {}: {}", where(), rows.error().message));
   return ledger_tip_of(rows->rows);
 }
@@ -268,11 +318,11 @@ std::vector<std::string> SnowflakeSink::insert_statements(const Batch& rows, con
   return statements;
 }
 
-void SnowflakeSink::merge_statements(const Batch& rows, const BatchId& id, std::vector<std::string>& before,
-                                     std::vector<std::string>& inside) const {
+void SnowflakeSink::merge_statements(const Batch& rows, const BatchId& id, const std::string& stage_table,
+                                     std::vector<std::string>& before, std::vector<std::string>& inside) const {
   const std::vector<TableColumn> stage = stage_columns(rows, /*row_numbers=*/true);
-  const MergeSql m{target(), tombstones(),      sf_quote_identifier(kStageTable), merge_key_,
-                   columns_, sf_column_rules(), std::string(kTokenType)};
+  const MergeSql m{target(),          tombstones(),           stage_table, merge_key_, columns_,
+                   sf_column_rules(), std::string(kTokenType)};
   before.push_back(temporary_table_sql(m.stage, stage));
   before.push_back(tombstones_create_sql(m));
   if (!staged_) {
@@ -283,7 +333,8 @@ void SnowflakeSink::merge_statements(const Batch& rows, const BatchId& id, std::
   for (auto& sql : merge_apply_sql(rows, id, m, has_deletes(rows))) inside.push_back(std::move(sql));
 }
 
-Result<std::optional<SnowflakeSink::Prepared>> SnowflakeSink::prepare(const BatchToLand& item) {
+Result<std::optional<SnowflakeSink::Prepared>> SnowflakeSink::prepare(const BatchToLand& item, size_t part) {
+  SKIPPR_TRY(use_table_of(item.batch));
   // Only a batch an earlier attempt may have landed can be in the ledger; asking costs a round trip, so only then.
   if (item.maybe_landed) {
     auto held = ledger_has(item.id);
@@ -306,6 +357,7 @@ Result<std::optional<SnowflakeSink::Prepared>> SnowflakeSink::prepare(const Batc
 
   Prepared p;
   p.item = &item;
+  p.target = target();
   p.rejected = rejected.size();
   staged_ = rows.rows > 0 && stage_ && (rows.byte_size() >= stage_->threshold_bytes || has_oversized_row(rows));
   p.staged = staged_;
@@ -315,19 +367,23 @@ Result<std::optional<SnowflakeSink::Prepared>> SnowflakeSink::prepare(const Batc
                                                 "on S3) so large batches travel as files",
                                                 where(), item.id.str()));
   }
+  if (staged_) p.stage_key = stage_key(item.id);
   if (rows.rows > 0 && merging()) {
-    merge_statements(rows, item.id, p.before, p.inside);
+    // A staging table per batch of the request (the streams of one batch land in one request).
+    const std::string stage_table =
+        sf_quote_identifier(part == 0 ? std::string(kStageTable) : fmt::format("{}_{}", kStageTable, part));
+    merge_statements(rows, item.id, stage_table, p.before, p.inside);
     if (staged_) {
       // Into the session's new temporary table: FORCE, as its load history means nothing.
-      auto copy = stage_batch(rows, item.id, sf_quote_identifier(kStageTable), stage_columns(rows, true), true);
+      auto copy = stage_batch(rows, item.id, stage_table, stage_columns(rows, true), true);
       if (!copy) return std::unexpected(copy.error());
       p.before.push_back(*copy + " FORCE = TRUE");
     }
-    p.after.push_back(fmt::format("DROP TABLE IF EXISTS {}", sf_quote_identifier(kStageTable)));
+    p.after.push_back(fmt::format("DROP TABLE IF EXISTS {}", stage_table));
   } else if (staged_) {
     // Loaded into a temporary table before the transaction (COPY INTO takes no condition), then inserted on the
     // ledger's and the fence's condition like a VALUES list: an execution of a run that lost the fence adds nothing.
-    const std::string stage = sf_quote_identifier(fmt::format("{}_{}", kStageTable, item.id.seq));
+    const std::string stage = sf_quote_identifier(fmt::format("{}_{}_{}", kStageTable, item.id.seq, part));
     const std::vector<TableColumn> columns = stage_columns(rows, /*row_numbers=*/false);
     auto copy = stage_batch(rows, item.id, stage, columns, false);
     if (!copy) return std::unexpected(copy.error());
@@ -349,7 +405,7 @@ Result<std::optional<SnowflakeSink::Prepared>> SnowflakeSink::prepare(const Batc
   // The ledger row last, on the same condition: a second execution of this batch adds nothing, whether it runs after
   // the first committed or beside it (the fence's UPDATE, first in the transaction, makes it wait for the first, and
   // each statement then sees what the first committed: READ COMMITTED).
-  p.inside.push_back(ledger_insert_unless_landed_sql(ledger(), target(), item.id, item.batch.rows, item.position_after,
+  p.inside.push_back(ledger_insert_unless_landed_sql(ledger(), p.target, item.id, item.batch.rows, item.position_after,
                                                      item.id.lineage.empty() ? "" : fence().held(item.id.lineage)));
   for (const auto& sql : p.inside) p.bytes += sql.size();
   return std::optional(std::move(p));
@@ -372,8 +428,9 @@ Status SnowflakeSink::send_transaction(std::span<const Prepared> batches) {
   const BatchId& last = batches.back().item->id;
   // One batch: the id its every attempt has had. A group: its first and last batch name it, so the same group resent
   // carries the same id (a regrouped replay is another request; each batch's ledger condition still holds).
+  const std::string& into = batches.front().target;
   const std::string request_id = snowflake_request_id(
-      batches.size() == 1 ? target() + "|" + first.str() : target() + "|" + first.str() + ".." + last.str());
+      batches.size() == 1 ? into + "|" + first.str() : into + "|" + first.str() + ".." + last.str());
   bool retry = std::ranges::any_of(batches, [](const Prepared& b) { return b.item->maybe_landed; });
   // The request is the transaction: a stop here has sent nothing of it.
   if (batches.size() > 1) failpoint::hit(failpoint::kSinkInGroup);
@@ -392,12 +449,12 @@ Status SnowflakeSink::send_transaction(std::span<const Prepared> batches) {
   failpoint::hit(failpoint::kSinkAfterCommit);
   // A request that committed without the last batch's ledger row wrote nothing: its lineage had lost the fence (a
   // group holds one lineage: see write_group).
-  if (!last.lineage.empty()) SKIPPR_TRY(fence_.confirm_landed(last));
+  if (!last.lineage.empty()) SKIPPR_TRY(fence_.confirm_landed(last, batches.back().target));
   for (const auto& b : batches) {
     if (!b.staged) continue;
     // Loaded and recorded: a retry finds the ledger row and never loads it again. A file that stays (this delete
     // failed, or a lost DATA_DIR re-read its batch under a new name) is never loaded: a lifecycle rule may expire it.
-    auto removed = stage_->s3->delete_object(stage_->bucket, stage_key(b.item->id));
+    auto removed = stage_->s3->delete_object(stage_->bucket, b.stage_key);
     if (!removed) spdlog::debug("{}: a staged file stays: {}", where(), removed.error().message);
   }
   return ok();
@@ -415,7 +472,7 @@ Result<WriteOutcome> SnowflakeSink::land(const BatchToLand& item) {
 }
 
 Result<std::vector<BatchLanded>> SnowflakeSink::write_group(std::span<const BatchToLand> group) {
-  if (group.size() == 1 || merging()) return PerBatchSink::write_group(group);
+  if (group.size() == 1 || (merging() && !tables_.per_stream())) return PerBatchSink::write_group(group);
   SKIPPR_TRY(open());
   std::vector<BatchLanded> landed(group.size(), {WriteOutcome::kAlreadyApplied, 0});
   std::vector<Prepared> pending;
@@ -431,13 +488,15 @@ Result<std::vector<BatchLanded>> SnowflakeSink::write_group(std::span<const Batc
     return ok();
   };
   for (size_t i = 0; i < group.size(); ++i) {
-    auto prepared = prepare(group[i]);
+    auto prepared = prepare(group[i], i);
     if (!prepared) return std::unexpected(prepared.error());
     if (!*prepared) continue;
     // Batches one transaction carries, up to kGroupBytes of SQL (a larger group is several transactions, in order),
     // all of one lineage (the fence is held by one: the check after the commit speaks for the whole transaction).
+    // The streams of one batch are never split: a reader sees all of a batch's tables or none.
     const bool other_lineage = !pending.empty() && pending.back().item->id.lineage != group[i].id.lineage;
-    if (!pending.empty() && (bytes + (*prepared)->bytes > kGroupBytes || other_lineage)) SKIPPR_TRY(flush());
+    const bool other_batch = !pending.empty() && pending.back().item->id.str() != group[i].id.str();
+    if (other_batch && (bytes + (*prepared)->bytes > kGroupBytes || other_lineage)) SKIPPR_TRY(flush());
     bytes += (*prepared)->bytes;
     pending.push_back(std::move(**prepared));
     positions.push_back(i);
@@ -520,6 +579,7 @@ ConnectorSpec snowflake_sink_spec() {
   spec.is_source = false;
   spec.summary = "a Snowflake table through the SQL API v2 (key-pair JWT; rows and ledger in one transaction)";
   spec.guarantee = Guarantee::kExactlyOnce;
+  spec.lands_streams = true;        // all of a batch's tables in one transaction
   spec.max_identifier_bytes = 255;  // Snowflake identifiers hold 255 characters; counted in bytes to be safe
   spec.params = {
       {"account", ParamType::kString, true, nullptr, "the account identifier (orgname-accountname, or a locator)"},
@@ -529,8 +589,9 @@ ConnectorSpec snowflake_sink_spec() {
       {"warehouse", ParamType::kString, false, "", "the warehouse; empty: the user's default"},
       {"database", ParamType::kString, true, nullptr, "the database, as Snowflake stores its name (case-sensitive)"},
       {"schema", ParamType::kString, false, "PUBLIC", "the schema, as stored (case-sensitive)"},
-      {"table", ParamType::kString, true, nullptr,
-       "the target table, created from the first batch, name kept as written"},
+      {"table", ParamType::kString, false, nullptr,
+       "the target table, created from the first batch, name kept as written; may hold {stream} (default for a "
+       "source of several streams: {stream}, each stream in a table of its own)"},
       {"endpoint", ParamType::kString, false, "", "the API's origin; empty: https://<account>.snowflakecomputing.com"},
       {"timeout_seconds", ParamType::kDouble, false, 60.0, "how long one HTTP request may take"},
       {"stage", ParamType::kString, false, "",
@@ -574,10 +635,12 @@ ConnectorSpec snowflake_sink_spec() {
     if (!stage) return std::unexpected(stage.error());
     auto client = SnowflakeClient::make(std::move(config));
     if (!client) return fail(ErrorKind::kConfig, fmt::format("{}: {}", where, client.error().message));
-    return std::make_unique<SnowflakeSink>(
-        std::move(*client), ctx.params.value("database", std::string()),
-        ctx.params.value("schema", std::string("PUBLIC")), ctx.params.value("table", std::string()), ctx.pipeline,
-        ctx.landing == Landing::kMergeByKey ? ctx.primary_key : std::vector<std::string>(), std::move(*stage));
+    auto tables = StreamTables::make(where, "table", StreamTables::given(ctx.params, "table"), ctx.source_streams);
+    if (!tables) return std::unexpected(tables.error());
+    return std::make_unique<SnowflakeSink>(std::move(*client), ctx.params.value("database", std::string()),
+                                           ctx.params.value("schema", std::string("PUBLIC")), std::move(*tables),
+                                           ctx.pipeline, ctx.landing == Landing::kMergeByKey, ctx.primary_key,
+                                           std::move(*stage));
   };
   return spec;
 }
