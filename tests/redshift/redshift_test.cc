@@ -324,6 +324,7 @@ const SinkUnderTest& redshift_under_test() {
     };
     s.env = redshift_env(emulator, db);
     s.merges = true;
+    s.lands_streams = true;
     // Each run connects and sets up for a second or more here: a wider timer spends fewer runs killed before then.
     s.kill_loop_rows = 40000;
     s.chaos_max_seconds = 4;

@@ -229,6 +229,35 @@ TEST_P(SinkSuite, SeveralStreamsLandApartEachEqualToAnUnkilledRun) {
   std::printf("[ metrics  ] %s streams: %s\n", sut().name.c_str(), runs.summary().c_str());
 }
 
+// Five stream folders merged by key (each stream on its own `id`), read again after RESET PIPELINE: every stream's
+// table holds each of its keys once, with the content an append of the same files lands.
+TEST_P(SinkSuite, SeveralStreamsMergedByKeyHoldEachKeyOnceAfterARereadAll) {
+  if (!sut().lands_streams || !sut().merges || !sut().rows) {
+    GTEST_SKIP() << sut().name << " does not merge several streams by key";
+  }
+  const std::string at = unique("smerge");
+  const auto env = with(sut().env, {{"BUFFER_THRESHOLD_BYTES", "64KiB"}});
+  PipelineFixture f(jsonl_files_to_sink_config("in/{stream}/*.jsonl", sut().sink(stream_pattern(sut(), at))) +
+                    "    landing: merge_by_key\n    primary_key: id\n");
+  const auto expected = write_stream_files(f.root(), 4, 500);
+  auto first = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  std::map<std::string, std::string> contents;
+  for (const auto& stream : stream_names()) {
+    const Landed got = landed(sut(), f, stream_place(sut(), at, stream), kStreamColumns);
+    EXPECT_EQ(got.count, expected.at(stream)) << stream;
+    EXPECT_EQ(got.keys, got.count) << stream;
+    contents[stream] = got.content;
+  }
+  ASSERT_EQ(f.skipprd({"query", "--sql", "RESET PIPELINE bikehire"}, env).exit_code, 0);
+  auto again = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  for (const auto& stream : stream_names()) {
+    EXPECT_EQ(landed(sut(), f, stream_place(sut(), at, stream), kStreamColumns).content, contents[stream]) << stream;
+    after_landing(sut(), f, stream_place(sut(), at, stream));
+  }
+}
+
 // merge_by_key on trip_id, the whole Sample read again after RESET PIPELINE: the same rows, each key once, every one
 // carrying the newer lineage's order token.
 TEST_P(SinkSuite, MergeByKeyUpsertsWhatARereadBrings) {

@@ -13,14 +13,14 @@ Result<std::string> staged_csv_gzip(const Batch& batch) {
 }
 
 Result<std::vector<BatchLanded>> land_through_stage(std::span<const BatchToLand> group, const StagingArea& area,
-                                                    const std::function<std::string(const BatchId&)>& staged_name,
+                                                    const std::function<std::string(const BatchToLand&)>& staged_name,
                                                     const std::function<Result<std::string>(const BatchToLand&)>& body,
                                                     const std::function<Result<std::vector<BatchLanded>>()>& land) {
   for (const auto& item : group) {
     if (item.batch.rows == 0) continue;
     auto bytes = body(item);
     if (!bytes) return std::unexpected(bytes.error());
-    const std::string name = staged_name(item.id);
+    const std::string name = staged_name(item);
     if (auto st = area.put(name, *bytes); !st) {
       return fail(st.error().kind == ErrorKind::kUnknownOutcome ? ErrorKind::kUnavailable : st.error().kind,
                   fmt::format("{}: staging batch {} as {}: {}", area.where, item.id.str(), name, st.error().message));
@@ -30,7 +30,7 @@ Result<std::vector<BatchLanded>> land_through_stage(std::span<const BatchToLand>
   if (!landed) return landed;
   for (const auto& item : group) {
     if (item.batch.rows == 0) continue;
-    if (auto st = area.remove(staged_name(item.id)); !st) {
+    if (auto st = area.remove(staged_name(item)); !st) {
       spdlog::warn("{}: could not delete the staged object of batch {} (swept at the next start): {}", area.where,
                    item.id.str(), st.error().message);
     }

@@ -29,10 +29,11 @@ struct StagingArea {
 // The staged form of a batch: CSV with a header row, gzipped.
 Result<std::string> staged_csv_gzip(const Batch& batch);
 
-// Stages each batch with rows of `group` (`staged_name`, `body` give its name and bytes), runs `land`, and on success
-// deletes what it staged (a failed delete is a warning: the next sweep removes it).
+// Stages each batch with rows of `group` (`staged_name`, `body` give its name and bytes; the streams of one batch
+// are items of their own, so the name tells them apart), runs `land`, and on success deletes what it staged (a failed
+// delete is a warning: the next sweep removes it).
 Result<std::vector<BatchLanded>> land_through_stage(std::span<const BatchToLand> group, const StagingArea& area,
-                                                    const std::function<std::string(const BatchId&)>& staged_name,
+                                                    const std::function<std::string(const BatchToLand&)>& staged_name,
                                                     const std::function<Result<std::string>(const BatchToLand&)>& body,
                                                     const std::function<Result<std::vector<BatchLanded>>()>& land);
 

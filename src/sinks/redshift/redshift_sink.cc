@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -17,6 +18,7 @@
 #include "sinks/kit/batch_ledger.h"
 #include "sinks/kit/merge_sql.h"
 #include "sinks/kit/staged_load.h"
+#include "sinks/kit/stream_tables.h"
 #include "sinks/redshift/redshift_merge.h"
 
 namespace skippr {
@@ -53,15 +55,18 @@ std::string rs_literal(std::string_view text) { return pg_quote_literal(text); }
 
 struct RedshiftConfig {
   std::string schema;
-  std::string table;
+  StreamTables tables;  // where each stream lands: one table, or a {stream} pattern (sinks/kit/stream_tables.h)
+  std::string table;    // folded; the table being landed in (use_table_of)
   std::string bucket;
-  std::string prefix;  // the staging folder: <s3_prefix><schema>.<table>/
+  std::string prefix;  // the staging folder: <s3_prefix><schema>.<table>/ (the pattern's, {stream} as _streams_)
   std::string iam_role;
   // The sink's `region`, when given: COPY's REGION, which Redshift requires when the bucket is in another region
   // than the cluster (it never hurts when they are the same). Empty: COPY assumes the cluster's region.
   std::string copy_region;
   AwsService s3;
-  std::vector<std::string> primary_key;  // folded; merge_by_key when not empty
+  bool merge = false;                     // landing: merge_by_key
+  std::vector<std::string> pipeline_key;  // the pipeline's primary_key (empty: each batch carries its own)
+  std::vector<std::string> primary_key;   // folded: the key of the batch being landed
 };
 
 constexpr std::string_view kStageTable = "_skippr_stage";
@@ -95,7 +100,10 @@ class RedshiftSink final : public GroupLandingSink {
  private:
   std::string target() const { return rs_name(config_.schema) + "." + rs_name(config_.table); }
   std::string where() const { return fmt::format("{}: Redshift table {}", what_, target()); }
-  bool merging() const { return !config_.primary_key.empty(); }
+  bool merging() const { return config_.merge; }
+  // Points the table (and what is known of its columns) at the one `batch`'s stream lands in, and the key at its
+  // own. No round trip: the columns are looked up when first needed.
+  Status use_table_of(const Batch& batch);
   std::string tombstones_name() const { return rs_name(config_.table + std::string(kTombstoneSuffix)); }
   // The batch has every key field, no null key, and readable change fields.
   Status check_merge_rows(const Batch& batch) const;
@@ -105,9 +113,14 @@ class RedshiftSink final : public GroupLandingSink {
     return {rs_name(config_.schema) + ".", "table_schema = " + rs_literal(config_.schema), rs_literal, "VARCHAR(65535)",
             "BIGINT"};
   }
-  // The staged object of a batch, and the prefix all of this pipeline's share.
-  std::string staged_key(const BatchId& id) const {
-    return config_.prefix + batch_object_name(id, ObjectEncoding{OutputFormat::kCsv, Compression::kGzip});
+  // The staged object of a batch (of one of its streams: the stream's table in its name), and the prefix all of this
+  // pipeline's share.
+  std::string staged_key(const BatchToLand& item) const {
+    std::string name = batch_object_name(item.id, ObjectEncoding{OutputFormat::kCsv, Compression::kGzip});
+    if (config_.tables.per_stream()) {
+      name.insert(name.find('.'), "-" + rs_folded(config_.tables.table_for(item.batch.stream)));
+    }
+    return config_.prefix + name;
   }
   std::string pipeline_prefix() const { return config_.prefix + pipeline_ + "-"; }
   // The bucket's staging folder, for sinks/kit/staged_load.
@@ -137,7 +150,28 @@ class RedshiftSink final : public GroupLandingSink {
   S3Client s3_;
   std::optional<PgConnection> conn_;
   std::set<std::string> columns_;  // the target's, lower-case, as this connection last saw them
+  std::map<std::string, std::set<std::string>> other_columns_;  // the same of the other stream tables
 };
+
+Status RedshiftSink::use_table_of(const Batch& batch) {
+  if (merging()) {
+    const auto& key = merge_key_of(batch, config_.pipeline_key);
+    if (key.empty()) return no_merge_key(batch, where());
+    config_.primary_key.clear();
+    for (const auto& k : key) config_.primary_key.push_back(rs_folded(k));
+  }
+  const std::string table = rs_folded(config_.tables.table_for(batch.stream));
+  if (table == config_.table) return ok();
+  SKIPPR_TRY(config_.tables.claim(batch.stream, table, rs_folded));
+  other_columns_[config_.table] = std::move(columns_);
+  columns_.clear();
+  config_.table = table;
+  if (auto known = other_columns_.find(table); known != other_columns_.end()) {
+    columns_ = std::move(known->second);
+    other_columns_.erase(known);
+  }
+  return ok();
+}
 
 Status RedshiftSink::open() {
   if (conn_ && !conn_->broken()) return ok();
@@ -153,12 +187,20 @@ Status RedshiftSink::open() {
   }
   conn_ = std::move(*conn);
   columns_.clear();
+  other_columns_.clear();
   return sweep_staged(staging(), pipeline_prefix());
 }
 
 Result<std::optional<LedgerTip>> RedshiftSink::ledger_tip() {
   SKIPPR_TRY(open());
-  auto rows = conn_->query(ledger_tip_sql(ledger(), target(), pipeline_), {});
+  auto rows =
+      conn_->query(config_.tables.per_stream()
+                       ? ledger_tip_any_table_sql(ledger(), config_.tables.target_like([this](std::string_view t) {
+                           return rs_name(config_.schema) + "." + rs_name(t);
+                         }),
+                                                  pipeline_)
+                       : ledger_tip_sql(ledger(), target(), pipeline_),
+                   {});
   if (!rows) return std::unexpected(rows.error());
   return ledger_tip_of(rows->rows);
 }
@@ -263,6 +305,7 @@ Status RedshiftSink::apply_merge(const BatchToLand& item, const std::string& cop
 
 Result<uint64_t> RedshiftSink::land_batch(const BatchToLand& item) {
   const BatchId& id = item.id;
+  SKIPPR_TRY(use_table_of(item.batch));
   auto failed = [&](const Error& e) {
     if (e.message.find("PermanentRedirect") != std::string::npos) {
       // S3 sends the cluster elsewhere: the staging bucket is in another region, which COPY must be told.
@@ -274,10 +317,10 @@ Result<uint64_t> RedshiftSink::land_batch(const BatchToLand& item) {
   };
   if (item.batch.rows > 0) {
     if (auto st = prepare_table(item.batch); !st) return failed(st.error());
-    const std::string copy_options =
-        fmt::format("{} IAM_ROLE {}{} FORMAT AS CSV GZIP IGNOREHEADER 1 TIMEFORMAT 'auto' DATEFORMAT 'auto'",
-                    rs_literal(fmt::format("s3://{}/{}", config_.bucket, staged_key(id))), rs_literal(config_.iam_role),
-                    config_.copy_region.empty() ? "" : " REGION " + rs_literal(config_.copy_region));
+    const std::string copy_options = fmt::format(
+        "{} IAM_ROLE {}{} FORMAT AS CSV GZIP IGNOREHEADER 1 TIMEFORMAT 'auto' DATEFORMAT 'auto'",
+        rs_literal(fmt::format("s3://{}/{}", config_.bucket, staged_key(item))), rs_literal(config_.iam_role),
+        config_.copy_region.empty() ? "" : " REGION " + rs_literal(config_.copy_region));
     if (merging()) {
       if (auto st = apply_merge(item, copy_options); !st) return failed(st.error());
     } else {
@@ -304,6 +347,7 @@ Result<std::vector<BatchLanded>> RedshiftSink::write_in_transaction(std::span<co
   PgTransaction tx(*conn_);
   if (auto st = tx.begin(); !st) return failed(st.error());
   auto has = [&](const BatchToLand& item) -> Result<bool> {
+    SKIPPR_TRY(use_table_of(item.batch));
     auto rows = conn_->query(ledger_has_sql(ledger(), target(), item.id), {});
     if (!rows) return std::unexpected(rows.error());
     return !rows->rows.empty();
@@ -324,17 +368,19 @@ Result<std::vector<BatchLanded>> RedshiftSink::write_in_transaction(std::span<co
 Result<std::vector<BatchLanded>> RedshiftSink::write_group(std::span<const BatchToLand> group) {
   for (const auto& item : group) {
     SKIPPR_TRY(item.batch.check_shape());
+    SKIPPR_TRY(use_table_of(item.batch));
     if (merging()) SKIPPR_TRY(check_merge_rows(item.batch));
   }
   SKIPPR_TRY(open());
   auto landed = land_through_stage(
-      group, staging(), [this](const BatchId& id) { return staged_key(id); },
+      group, staging(), [this](const BatchToLand& item) { return staged_key(item); },
       [this](const BatchToLand& item) {
         return staged_csv_gzip(merging() ? with_row_numbers(item.batch) : item.batch);
       },
       [&] { return write_in_transaction(group); });
   if (!landed) {
-    columns_.clear();  // DDL of the rolled-back transaction is gone too: look at the table again
+    columns_.clear();  // DDL of the rolled-back transaction is gone too: look at the tables again
+    other_columns_.clear();
     if (conn_ && conn_->broken()) conn_.reset();  // the next attempt reconnects
   }
   return landed;
@@ -348,6 +394,7 @@ ConnectorSpec redshift_sink_spec() {
   spec.is_source = false;
   spec.summary = "an Amazon Redshift table, loaded by COPY from S3 (staged per batch)";
   spec.guarantee = Guarantee::kExactlyOnce;
+  spec.lands_streams = true;        // all of a batch's tables in one transaction
   spec.max_identifier_bytes = 127;  // Redshift refuses names over 127 bytes
   spec.params = pg_connection_params();
   for (ParamSpec& p : spec.params) {
@@ -355,7 +402,9 @@ ConnectorSpec redshift_sink_spec() {
   }
   std::vector<ParamSpec> own = {
       {"schema", ParamType::kString, false, "public", "the target's schema; created when absent"},
-      {"table", ParamType::kString, true, nullptr, "the target table; created from the first batch's schema"},
+      {"table", ParamType::kString, false, nullptr,
+       "the target table; created from the first batch's schema. May hold {stream} (default for a source of several "
+       "streams: {stream}, each stream in a table of its own)"},
       {"s3_bucket", ParamType::kString, true, nullptr, "where batches are staged for COPY"},
       {"s3_prefix", ParamType::kString, false, "skippr-staging/", "the staging folder's prefix in s3_bucket"},
       {"iam_role", ParamType::kString, true, nullptr,
@@ -374,18 +423,17 @@ ConnectorSpec redshift_sink_spec() {
                               "only); use one of those",
                               where, to_string(ctx.landing)));
     }
-    if (ctx.landing == Landing::kMergeByKey && ctx.primary_key.empty()) {
-      return fail(ErrorKind::kConfig, fmt::format("{}: merge_by_key needs the pipeline's primary_key; add it", where));
-    }
     RedshiftConfig config;
+    auto tables = StreamTables::make(where, "table", StreamTables::given(ctx.params, "table"), ctx.source_streams);
+    if (!tables) return std::unexpected(tables.error());
+    config.tables = std::move(*tables);
     // Folded once: the catalog lookups, the ledger's scope and the staging prefix then all use Redshift's names.
     config.schema = rs_folded(ctx.params.value("schema", std::string("public")));
-    config.table = rs_folded(ctx.params.value("table", std::string()));
+    config.table = rs_folded(config.tables.pattern());
     config.bucket = ctx.params.value("s3_bucket", std::string());
     config.iam_role = ctx.params.value("iam_role", std::string());
-    if (ctx.landing == Landing::kMergeByKey) {
-      for (const auto& key : ctx.primary_key) config.primary_key.push_back(rs_folded(key));
-    }
+    config.merge = ctx.landing == Landing::kMergeByKey;
+    config.pipeline_key = ctx.primary_key;  // the config refuses merge_by_key without one unless the source keys
     if (config.table.empty() || config.bucket.empty() || config.iam_role.empty()) {
       return fail(ErrorKind::kConfig, fmt::format("{}: Redshift needs table, s3_bucket and iam_role", where));
     }
@@ -396,7 +444,11 @@ ConnectorSpec redshift_sink_spec() {
     }
     std::string prefix = ctx.params.value("s3_prefix", std::string("skippr-staging/"));
     if (!prefix.empty() && prefix.back() != '/') prefix += '/';
-    config.prefix = fmt::format("{}{}.{}/", prefix, config.schema, config.table);
+    std::string staging_folder = config.table;
+    if (const size_t at = staging_folder.find(kStreamPlaceholder); at != std::string::npos) {
+      staging_folder.replace(at, kStreamPlaceholder.size(), "_streams_");
+    }
+    config.prefix = fmt::format("{}{}.{}/", prefix, config.schema, staging_folder);
     auto options = read_aws_options(ctx.params, where);
     if (!options) return std::unexpected(options.error());
     config.copy_region = options->region;

@@ -309,7 +309,7 @@ Result<std::vector<BatchLanded>> SynapseSink::write_group(std::span<const BatchT
   for (const auto& item : group) SKIPPR_TRY(item.batch.check_shape());
   SKIPPR_TRY(open());
   auto landed = land_through_stage(
-      group, staging(), [this](const BatchId& id) { return staged_name(id); },
+      group, staging(), [this](const BatchToLand& item) { return staged_name(item.id); },
       [](const BatchToLand& item) { return staged_csv_gzip(item.batch); }, [&] { return write_in_transaction(group); });
   if (!landed && conn_ && conn_->broken()) conn_.reset();  // the next attempt reconnects
   return landed;
