@@ -131,6 +131,7 @@ const SinkUnderTest& synapse_under_test() {
     const std::string container = SharedAzurite().create_container("synsuite");
     SinkUnderTest s;
     s.name = "Synapse";
+    s.lands_streams = true;
     s.sink = [container](const std::string& table) {
       return fmt::format(R"(Synapse: {{ server: 127.0.0.1, port: "${{SYNAPSE_PORT}}", database: "${{PG_DATABASE}}", )"
                          R"(user: {}, password: "${{SYNAPSE_PASSWORD}}", encrypt: false, schema: bike, table: "{}", )"

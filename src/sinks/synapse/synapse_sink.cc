@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <optional>
 #include <set>
 #include <thread>
@@ -19,6 +20,7 @@
 #include "formats/object_encoding.h"
 #include "sinks/kit/batch_ledger.h"
 #include "sinks/kit/staged_load.h"
+#include "sinks/kit/stream_tables.h"
 
 namespace skippr {
 namespace {
@@ -72,9 +74,10 @@ struct SynapseConfig {
   std::vector<std::string> secrets;
   int statement_timeout_seconds = 900;
   std::string schema;
-  std::string table;
+  StreamTables tables;  // where each stream lands: one table, or a {stream} pattern (sinks/kit/stream_tables.h)
+  std::string table;    // the table being landed in (use_table_of)
   std::string container;
-  std::string prefix;  // the staging folder: <storage_prefix><schema>.<table>/
+  std::string prefix;  // the staging folder: <storage_prefix><schema>.<table>/ (the pattern's, {stream} as _streams_)
   AzureAccount storage;
 };
 
@@ -98,12 +101,19 @@ class SynapseSink final : public GroupLandingSink {
     return {ts_name(config_.schema) + ".", "", ts_literal, "NVARCHAR(400)", "BIGINT", ts_name};
   }
   std::string ledger_table() const { return ts_name(config_.schema) + "." + ts_name(kLedgerTable); }
-  std::string staged_name(const BatchId& id) const {
-    return config_.prefix + batch_object_name(id, ObjectEncoding{OutputFormat::kCsv, Compression::kGzip});
+  // The staged blob of a batch (of one of its streams: the stream's table in its name).
+  std::string staged_name(const BatchToLand& item) const {
+    std::string name = batch_object_name(item.id, ObjectEncoding{OutputFormat::kCsv, Compression::kGzip});
+    if (config_.tables.per_stream()) {
+      name.insert(name.find('.'), "-" + folded(config_.tables.table_for(item.batch.stream)));
+    }
+    return config_.prefix + name;
   }
-  std::string staged_url(const BatchId& id) const {
-    return fmt::format("{}/{}/{}", config_.storage.endpoint, config_.container, staged_name(id));
+  std::string staged_url(const BatchToLand& item) const {
+    return fmt::format("{}/{}/{}", config_.storage.endpoint, config_.container, staged_name(item));
   }
+  // Points the table (and what is known of its columns) at the one `batch`'s stream lands in; no round trip.
+  Status use_table_of(const Batch& batch);
   // COPY INTO's CREDENTIAL clause: the account key or the SAS the sink itself stages with.
   std::string credential() const {
     if (!config_.storage.key.empty()) {
@@ -137,7 +147,22 @@ class SynapseSink final : public GroupLandingSink {
   BlobClient blobs_;
   std::optional<OdbcConnection> conn_;
   std::set<std::string> columns_;  // the target's, lower-cased (SQL Server's names are case-insensitive)
+  std::map<std::string, std::set<std::string>> other_columns_;  // the same of the other stream tables
 };
+
+Status SynapseSink::use_table_of(const Batch& batch) {
+  const std::string table = config_.tables.table_for(batch.stream);
+  if (table == config_.table) return ok();
+  SKIPPR_TRY(config_.tables.claim(batch.stream, table, folded));  // SQL Server's names are case-insensitive
+  other_columns_[config_.table] = std::move(columns_);
+  columns_.clear();
+  config_.table = table;
+  if (auto known = other_columns_.find(table); known != other_columns_.end()) {
+    columns_ = std::move(known->second);
+    other_columns_.erase(known);
+  }
+  return ok();
+}
 
 Status SynapseSink::open() {
   if (conn_ && !conn_->broken()) return ok();
@@ -163,6 +188,7 @@ Status SynapseSink::open() {
   conn->set_statement_timeout(config_.statement_timeout_seconds);
   conn_ = std::move(*conn);
   columns_.clear();
+  other_columns_.clear();
   if (auto st = wait_for_commits_of_earlier_sessions(); !st) return prefixed(st.error());
   return sweep_staged(staging(), config_.prefix + pipeline_ + "-");
 }
@@ -192,8 +218,14 @@ Status SynapseSink::wait_for_commits_of_earlier_sessions() {
 
 Result<std::optional<LedgerTip>> SynapseSink::ledger_tip() {
   SKIPPR_TRY(open());
-  const std::string mine =
-      fmt::format("target_table = {} AND pipeline = {}", ts_literal(target()), ts_literal(pipeline_));
+  std::string mine = fmt::format("target_table = {} AND pipeline = {}", ts_literal(target()), ts_literal(pipeline_));
+  if (config_.tables.per_stream()) {
+    // Every table of the pattern. '[' opens a character class in T-SQL's LIKE: escaped too.
+    std::string like =
+        config_.tables.target_like([this](std::string_view t) { return ts_name(config_.schema) + "." + ts_name(t); });
+    for (size_t at = 0; (at = like.find('[', at)) != std::string::npos; at += 2) like.insert(at, "\\");
+    mine = fmt::format("target_table LIKE {} ESCAPE '\\' AND pipeline = {}", ts_literal(like), ts_literal(pipeline_));
+  }
   auto rows = conn_->query(fmt::format(
       "SELECT TOP (1) batch_id, position_after, CAST((SELECT max(epoch) FROM {0} WHERE {1}) AS NVARCHAR(40)) FROM "
       "{0} WHERE {1} ORDER BY epoch DESC, seq DESC",
@@ -240,6 +272,7 @@ Status SynapseSink::prepare_table(const Batch& batch) {
 
 Result<uint64_t> SynapseSink::land_batch(const BatchToLand& item) {
   const BatchId& id = item.id;
+  SKIPPR_TRY(use_table_of(item.batch));
   auto failed = [&](const Error& e) {
     return fail(e.kind, fmt::format("writing batch {} to {}: {}", id.str(), where(), e.message));
   };
@@ -249,7 +282,7 @@ Result<uint64_t> SynapseSink::land_batch(const BatchToLand& item) {
     const std::string copy = fmt::format(
         "COPY INTO {} ({}) FROM {} WITH (FILE_TYPE = 'CSV', CREDENTIAL = ({}), COMPRESSION = 'GZIP', FIRSTROW = 2, "
         "FIELDQUOTE = '\"', FIELDTERMINATOR = ',', ENCODING = 'UTF8')",
-        target(), columns, ts_plain_literal(staged_url(id)), credential());
+        target(), columns, ts_plain_literal(staged_url(item)), credential());
     if (auto st = conn_->execute(copy); !st) return failed(st.error());
   }
   failpoint::hit(failpoint::kSinkInTransaction);
@@ -274,6 +307,7 @@ Result<std::vector<BatchLanded>> SynapseSink::write_in_transaction(std::span<con
   // (creating a table or adding a nullable column twice is harmless, and a batch already landed needs no more).
   for (const auto& item : group) {
     if (item.batch.rows == 0) continue;
+    SKIPPR_TRY(use_table_of(item.batch));
     if (auto st = prepare_table(item.batch); !st) {
       return failed(
           {st.error().kind, fmt::format("preparing {} for batch {}: {}", where(), item.id.str(), st.error().message)});
@@ -284,6 +318,7 @@ Result<std::vector<BatchLanded>> SynapseSink::write_in_transaction(std::span<con
     if (!conn_->broken()) (void)conn_->execute("IF @@TRANCOUNT > 0 ROLLBACK TRANSACTION");
   };
   auto has = [&](const BatchToLand& item) -> Result<bool> {
+    SKIPPR_TRY(use_table_of(item.batch));
     auto rows = conn_->query(ledger_has_sql(ledger(), target(), item.id));
     if (!rows) return std::unexpected(rows.error());
     return !rows->empty();
@@ -309,7 +344,7 @@ Result<std::vector<BatchLanded>> SynapseSink::write_group(std::span<const BatchT
   for (const auto& item : group) SKIPPR_TRY(item.batch.check_shape());
   SKIPPR_TRY(open());
   auto landed = land_through_stage(
-      group, staging(), [this](const BatchToLand& item) { return staged_name(item.id); },
+      group, staging(), [this](const BatchToLand& item) { return staged_name(item); },
       [](const BatchToLand& item) { return staged_csv_gzip(item.batch); }, [&] { return write_in_transaction(group); });
   if (!landed && conn_ && conn_->broken()) conn_.reset();  // the next attempt reconnects
   return landed;
@@ -323,6 +358,7 @@ ConnectorSpec synapse_sink_spec() {
   spec.is_source = false;
   spec.summary = "an Azure Synapse dedicated SQL pool table, loaded by COPY INTO from Blob Storage (staged per batch)";
   spec.guarantee = Guarantee::kExactlyOnce;
+  spec.lands_streams = true;        // all of a batch's tables in one transaction
   spec.max_identifier_bytes = 128;  // SQL Server (sysname) names hold 128 characters; counted in bytes to be safe
   spec.params = {
       {"server", ParamType::kString, true, nullptr, "the SQL endpoint, e.g. myworkspace.sql.azuresynapse.net"},
@@ -331,7 +367,9 @@ ConnectorSpec synapse_sink_spec() {
       {"user", ParamType::kString, true, nullptr, "a SQL login"},
       {"password", ParamType::kString, true, nullptr, "secret: the login's password; use ${VAR}"},
       {"schema", ParamType::kString, false, "dbo", "the target's schema; created when absent"},
-      {"table", ParamType::kString, true, nullptr, "the target table; created from the first batch's schema"},
+      {"table", ParamType::kString, false, nullptr,
+       "the target table; created from the first batch's schema. May hold {stream} (default for a source of several "
+       "streams: {stream}, each stream in a table of its own)"},
       {"storage_account", ParamType::kString, true, nullptr, "the storage account batches are staged in"},
       {"container", ParamType::kString, true, nullptr, "the container batches are staged in"},
       {"storage_prefix", ParamType::kString, false, "skippr-staging/", "the staging folder's prefix in container"},
@@ -357,7 +395,10 @@ ConnectorSpec synapse_sink_spec() {
     auto text = [&](const char* name, std::string fallback = "") { return ctx.params.value(name, fallback); };
     SynapseConfig config;
     config.schema = text("schema", "dbo");
-    config.table = text("table");
+    auto tables = StreamTables::make(where, "table", StreamTables::given(ctx.params, "table"), ctx.source_streams);
+    if (!tables) return std::unexpected(tables.error());
+    config.tables = std::move(*tables);
+    config.table = config.tables.pattern();
     config.container = text("container");
     config.statement_timeout_seconds = ctx.params.value("statement_timeout_seconds", 900);
     if (config.table.empty() || config.schema.empty() || config.container.empty() || text("server").empty()) {
@@ -388,7 +429,11 @@ ConnectorSpec synapse_sink_spec() {
     if (!config.storage.key.empty()) config.secrets.push_back(azure_base64(config.storage.key));
     std::string prefix = text("storage_prefix", "skippr-staging/");
     if (!prefix.empty() && prefix.back() != '/') prefix += '/';
-    config.prefix = fmt::format("{}{}.{}/", prefix, folded(config.schema), folded(config.table));
+    std::string staging_folder = folded(config.table);
+    if (const size_t at = staging_folder.find(kStreamPlaceholder); at != std::string::npos) {
+      staging_folder.replace(at, kStreamPlaceholder.size(), "_streams_");
+    }
+    config.prefix = fmt::format("{}{}.{}/", prefix, folded(config.schema), staging_folder);
     return std::make_unique<SynapseSink>(ctx, std::move(config));
   };
   return spec;
