@@ -89,9 +89,9 @@ const SinkUnderTest& sftp_under_test() {
     auto& sshd = SharedSshd();
     const std::filesystem::path root = sshd.upload_folder("suite");
     auto params = [&sshd](const std::string& path) {
-      return fmt::format("host: 127.0.0.1, port: {}, user: {}, private_key_file: {}, known_hosts_file: {}, path: \"{}\"",
-                         sshd.port(), SshdServer::user(), sshd.client_key().string(), sshd.known_hosts().string(),
-                         path);
+      return fmt::format(
+          "host: 127.0.0.1, port: {}, user: {}, private_key_file: {}, known_hosts_file: {}, path: \"{}\"", sshd.port(),
+          SshdServer::user(), sshd.client_key().string(), sshd.known_hosts().string(), path);
     };
     SinkUnderTest s = object_store_under_test(
         "SFTP",

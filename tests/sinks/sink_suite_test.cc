@@ -57,22 +57,9 @@ const SinkUnderTest& postgres_under_test() {
       return fmt::format(R"(Postgres: {{ dsn: "{}", schema: suite, table: "{}" }})",
                          SharedPostgres().uri(suite_database()), where);
     };
-    s.rows = [](const PipelineFixture&, const std::string& table, const std::vector<std::string>& columns) {
-      return joined_rows(SharedPostgres().query(
-          suite_database(), fmt::format(R"(SELECT {} FROM suite."{}")", select_list(columns), table)));
-    };
+    read_from_postgres(s, suite_database(), "suite");
     s.lands_streams = true;
     s.merges = true;
-    s.ledger = [](const PipelineFixture&, const std::string& table) {
-      const auto row =
-          SharedPostgres()
-              .query(suite_database(),
-                     fmt::format("SELECT count(*), count(DISTINCT batch_id) FROM suite._skippr_batches "
-                                 "WHERE target_table = 'suite.\"{}\"' OR target_table = '\"suite\".\"{}\"'",
-                                 table, table))
-              .at(0);
-      return std::pair<uint64_t, uint64_t>(std::stoull(*row[0]), std::stoull(*row[1]));
-    };
     s.make_narrow_table = [](const PipelineFixture&, const std::string& table) {
       SharedPostgres().execute(suite_database(), fmt::format(R"(CREATE SCHEMA IF NOT EXISTS suite;
                                                   CREATE TABLE suite."{}" (trip_id bigint, duration_s bigint))",

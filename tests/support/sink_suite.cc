@@ -14,6 +14,7 @@
 #include "sinks/kit/stream_tables.h"
 #include "support/chaos_loop.h"
 #include "support/duckdb_probe.h"
+#include "support/postgres_server.h"
 #include "support/process.h"
 #include "support/stream_files.h"
 
@@ -54,6 +55,23 @@ std::vector<std::string> parquet_rows(const std::filesystem::path& folder, const
   if (!any) return {};
   return joined_rows(duckdb_memory_rows(fmt::format("SELECT {} FROM read_parquet('{}/*.parquet', union_by_name = true)",
                                                     select_list(columns), folder.string())));
+}
+
+void read_from_postgres(SinkUnderTest& s, const std::string& db, const std::string& schema) {
+  s.rows = [db, schema](const PipelineFixture&, const std::string& table, const std::vector<std::string>& columns) {
+    return joined_rows(
+        SharedPostgres().query(db, fmt::format("SELECT {} FROM \"{}\".\"{}\"", select_list(columns), schema, table)));
+  };
+  s.ledger = [db, schema](const PipelineFixture&, const std::string& table) {
+    const auto row =
+        SharedPostgres()
+            .query(db, fmt::format("SELECT count(*), count(DISTINCT batch_id) FROM \"{0}\"._skippr_batches "
+                                   "WHERE target_table IN ('\"{0}\".\"{1}\"', '[{0}].[{1}]', '{0}.\"{1}\"', "
+                                   "'{0}.{1}')",
+                                   schema, table))
+            .at(0);
+    return std::pair<uint64_t, uint64_t>(std::stoull(*row[0]), std::stoull(*row[1]));
+  };
 }
 
 SinkUnderTest object_store_under_test(

@@ -88,6 +88,11 @@ std::vector<std::string> joined_rows(const std::vector<std::vector<std::optional
 // The rows of every Parquet file directly in `folder` (none, or no folder: no rows), `columns` as DuckDB renders them.
 std::vector<std::string> parquet_rows(const std::filesystem::path& folder, const std::vector<std::string>& columns);
 
+// Rows and ledger for a sink whose tables are in `schema` of database `db` on the binary's PostgreSQL server
+// (Postgres itself, and the Redshift and Synapse emulators, which run their statements there); the ledger names a
+// table "schema"."t", [schema].[t], schema."t" or schema.t.
+void read_from_postgres(SinkUnderTest& s, const std::string& db, const std::string& schema);
+
 // A sink that writes one Parquet object per batch under a prefix (S3, GCS, AzureBlob, SFTP, File): `sink` makes its
 // YAML for a prefix ending in '/', `fetch` copies every object under such a prefix into `dir` and returns the folder
 // that holds them there (stores name downloads differently). Rows are read back from the copies, and every object must

@@ -139,19 +139,7 @@ const SinkUnderTest& synapse_under_test() {
                          R"("${{STORAGE_KEY}}", container: {} }})",
                          SynapseEmulator::kUser, table, AzuriteServer::kAccount, container);
     };
-    s.rows = [db](const PipelineFixture&, const std::string& table, const std::vector<std::string>& columns) {
-      return joined_rows(
-          SharedPostgres().query(db, fmt::format("SELECT {} FROM bike.\"{}\"", select_list(columns), table)));
-    };
-    s.ledger = [db](const PipelineFixture&, const std::string& table) {
-      const auto row =
-          SharedPostgres()
-              .query(db, fmt::format("SELECT count(*), count(DISTINCT batch_id) FROM bike._skippr_batches "
-                                     "WHERE target_table IN ('\"bike\".\"{0}\"', '[bike].[{0}]', 'bike.{0}')",
-                                     table))
-              .at(0);
-      return std::pair<uint64_t, uint64_t>(std::stoull(*row[0]), std::stoull(*row[1]));
-    };
+    read_from_postgres(s, db, "bike");
     s.env = synapse_env(emulator, db);
     s.after_landing = [container](const PipelineFixture&, const std::string&) {
       EXPECT_TRUE(SharedAzurite().names(container).empty()) << "staged blobs left";

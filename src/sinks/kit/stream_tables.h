@@ -52,6 +52,27 @@ class StreamTables {
   std::map<std::string, std::string, std::less<>> streams_by_table_;  // folded table -> the stream that lands there
 };
 
+// What a sink knows of each stream's table (its columns, say), kept while it lands in another: a batch of several
+// streams switches tables part by part, and each is described once.
+template <class Known>
+class KnownPerTable {
+ public:
+  // Keeps `known` as `from`'s and returns what is known of `to` (Known{} when nothing yet).
+  Known switch_tables(const std::string& from, Known known, const std::string& to) {
+    others_[from] = std::move(known);
+    auto found = others_.find(to);
+    if (found == others_.end()) return Known{};
+    Known out = std::move(found->second);
+    others_.erase(found);
+    return out;
+  }
+  // Forgets every table (a rolled-back transaction took their DDL with it).
+  void clear() { others_.clear(); }
+
+ private:
+  std::map<std::string, Known, std::less<>> others_;
+};
+
 // Object stores and folders (S3, GCS, AzureBlob, SFTP, File): a key prefix or folder may hold {stream} in the same
 // way. A source of several streams and a prefix without it: "{stream}/" is added at its end, so each stream has a
 // folder of its own (raw/ becomes raw/public.orders/...). kConfig when it holds {stream} and the source names one.

@@ -149,8 +149,8 @@ class RedshiftSink final : public GroupLandingSink {
   RedshiftConfig config_;
   S3Client s3_;
   std::optional<PgConnection> conn_;
-  std::set<std::string> columns_;  // the target's, lower-case, as this connection last saw them
-  std::map<std::string, std::set<std::string>> other_columns_;  // the same of the other stream tables
+  std::set<std::string> columns_;                       // the target's, lower-case, as this connection last saw them
+  KnownPerTable<std::set<std::string>> other_columns_;  // the same of the other stream tables
 };
 
 Status RedshiftSink::use_table_of(const Batch& batch) {
@@ -163,13 +163,8 @@ Status RedshiftSink::use_table_of(const Batch& batch) {
   const std::string table = rs_folded(config_.tables.table_for(batch.stream));
   if (table == config_.table) return ok();
   SKIPPR_TRY(config_.tables.claim(batch.stream, table, rs_folded));
-  other_columns_[config_.table] = std::move(columns_);
-  columns_.clear();
+  columns_ = other_columns_.switch_tables(config_.table, std::move(columns_), table);
   config_.table = table;
-  if (auto known = other_columns_.find(table); known != other_columns_.end()) {
-    columns_ = std::move(known->second);
-    other_columns_.erase(known);
-  }
   return ok();
 }
 

@@ -191,8 +191,9 @@ class SnowflakeSink final : public PerBatchSink {
   struct TableState {
     std::vector<TableColumn> columns;
     bool rejects_ready = false;
+    bool described = false;
   };
-  std::map<std::string, TableState> other_tables_;  // what is known of the stream tables other than table_
+  KnownPerTable<TableState> other_tables_;  // what is known of the stream tables other than table_
   std::optional<SnowflakeStage> stage_;
   bool staged_ = false;  // this batch travels through the stage
   DestinationFence fence_;
@@ -232,17 +233,11 @@ Status SnowflakeSink::use_table_of(const Batch& batch) {
   if (table == table_) return ok();
   // Quoted identifiers keep their case in Snowflake: only the same spelling is the same table.
   SKIPPR_TRY(tables_.claim(batch.stream, table, [](std::string_view t) { return std::string(t); }));
-  other_tables_[table_] = {std::move(columns_), rejects_ready_};
+  TableState known = other_tables_.switch_tables(table_, {std::move(columns_), rejects_ready_, true}, table);
   table_ = table;
-  auto known = other_tables_.find(table_);
-  if (known == other_tables_.end()) {
-    rejects_ready_ = false;
-    return describe();
-  }
-  columns_ = std::move(known->second.columns);
-  rejects_ready_ = known->second.rejects_ready;
-  other_tables_.erase(known);
-  return ok();
+  columns_ = std::move(known.columns);
+  rejects_ready_ = known.rejects_ready;
+  return known.described ? ok() : describe();
 }
 
 Result<std::optional<LedgerTip>> SnowflakeSink::ledger_tip() {

@@ -147,20 +147,15 @@ class SynapseSink final : public GroupLandingSink {
   BlobClient blobs_;
   std::optional<OdbcConnection> conn_;
   std::set<std::string> columns_;  // the target's, lower-cased (SQL Server's names are case-insensitive)
-  std::map<std::string, std::set<std::string>> other_columns_;  // the same of the other stream tables
+  KnownPerTable<std::set<std::string>> other_columns_;  // the same of the other stream tables
 };
 
 Status SynapseSink::use_table_of(const Batch& batch) {
   const std::string table = config_.tables.table_for(batch.stream);
   if (table == config_.table) return ok();
   SKIPPR_TRY(config_.tables.claim(batch.stream, table, folded));  // SQL Server's names are case-insensitive
-  other_columns_[config_.table] = std::move(columns_);
-  columns_.clear();
+  columns_ = other_columns_.switch_tables(config_.table, std::move(columns_), table);
   config_.table = table;
-  if (auto known = other_columns_.find(table); known != other_columns_.end()) {
-    columns_ = std::move(known->second);
-    other_columns_.erase(known);
-  }
   return ok();
 }
 
