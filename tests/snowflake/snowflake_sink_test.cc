@@ -645,16 +645,27 @@ TEST(SnowflakeSink, ACopyWhoseTargetWasTakenOverStopsAndSaysWhy) {
   EXPECT_TRUE(digest("taken").starts_with("6000 6000 ")) << digest("taken");
 }
 
-// How many of the `tables` each transaction the emulator executed wrote to (their INSERT or MERGE into "PUBLIC"."t").
-std::vector<int> tables_per_transaction(const std::vector<std::string>& tables) {
-  std::vector<int> out;
+// How many of the `tables` each transaction the emulator executed wrote to (their INSERT or MERGE into "PUBLIC"."t"),
+// and under which requestIds each batch (named by its ledger condition) was sent: one, whatever its streams.
+struct StreamTransactions {
+  std::vector<int> tables_per_transaction;
+  std::map<std::string, std::set<std::string>> request_ids_by_batch;
+};
+StreamTransactions stream_transactions(const std::vector<std::string>& tables) {
+  StreamTransactions out;
+  const std::regex batch(R"(batch_id = '([^']+)')");
   for (const auto& seen : SharedSnowflake().requests()) {
-    if (!seen.executed || seen.statement.find("BEGIN TRANSACTION") == std::string::npos) continue;
+    if (seen.statement.find("BEGIN TRANSACTION") == std::string::npos) continue;
     int n = 0;
     for (const auto& t : tables) {
       n += seen.statement.find(fmt::format("INTO \"ANALYTICS\".\"PUBLIC\".\"{}\"", t)) != std::string::npos ? 1 : 0;
     }
-    if (n > 0) out.push_back(n);
+    if (n == 0) continue;
+    if (seen.executed) out.tables_per_transaction.push_back(n);
+    for (auto it = std::sregex_iterator(seen.statement.begin(), seen.statement.end(), batch);
+         it != std::sregex_iterator(); ++it) {
+      out.request_ids_by_batch[(*it)[1]].insert(seen.request_id);
+    }
   }
   return out;
 }
@@ -681,10 +692,15 @@ TEST(SnowflakeSink, TheStreamsOfABatchLandInOneTransactionAppendedOrMerged) {
       const auto [rows, ids] = ledger_of(table);
       EXPECT_EQ(rows, ids) << landing << " " << stream;
     }
-    const auto per_transaction = tables_per_transaction(tables);
-    ASSERT_FALSE(per_transaction.empty()) << landing;
-    EXPECT_GT(*std::max_element(per_transaction.begin(), per_transaction.end()), 1)
+    const auto seen = stream_transactions(tables);
+    ASSERT_FALSE(seen.tables_per_transaction.empty()) << landing;
+    EXPECT_GT(*std::max_element(seen.tables_per_transaction.begin(), seen.tables_per_transaction.end()), 1)
         << landing << ": no transaction held several streams";
+    // Every batch, all its streams, in one request (a batch split over two would be under two requestIds).
+    ASSERT_FALSE(seen.request_ids_by_batch.empty()) << landing;
+    for (const auto& [id, request_ids] : seen.request_ids_by_batch) {
+      EXPECT_EQ(request_ids.size(), 1u) << landing << ": batch " << id << " was sent in several requests";
+    }
   }
 }
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "sinks/kit/stream_tables.h"
+
 namespace skippr {
 
 namespace {
@@ -65,9 +67,9 @@ std::string ledger_has_lineage_sql(const LedgerDialect& d, std::string_view targ
 
 std::string ledger_has_lineage_any_table_sql(const LedgerDialect& d, std::string_view target_like,
                                              std::string_view pipeline, std::string_view lineage) {
-  return fmt::format("SELECT 1 FROM {} WHERE target_table LIKE {} ESCAPE {} AND pipeline = {} AND lineage = {} LIMIT 1",
-                     ledger_table(d), d.quote_literal(target_like), d.quote_literal("\\"), d.quote_literal(pipeline),
-                     d.quote_literal(lineage));
+  return fmt::format(
+      "SELECT 1 FROM {} WHERE target_table LIKE {} ESCAPE '{}' AND pipeline = {} AND lineage = {} LIMIT 1",
+      ledger_table(d), d.quote_literal(target_like), kLikeEscape, d.quote_literal(pipeline), d.quote_literal(lineage));
 }
 
 std::string ledger_has_sql(const LedgerDialect& d, std::string_view target, const BatchId& id) {
@@ -126,9 +128,8 @@ std::string ledger_tip_sql(const LedgerDialect& d, std::string_view target, std:
 }
 
 std::string ledger_tip_any_table_sql(const LedgerDialect& d, std::string_view target_like, std::string_view pipeline) {
-  // The escape character quoted as the engine quotes text: Snowflake reads a backslash in a literal as an escape.
-  return tip_sql(d, fmt::format("target_table LIKE {} ESCAPE {} AND pipeline = {}", d.quote_literal(target_like),
-                                d.quote_literal("\\"), d.quote_literal(pipeline)));
+  return tip_sql(d, fmt::format("target_table LIKE {} ESCAPE '{}' AND pipeline = {}", d.quote_literal(target_like),
+                                kLikeEscape, d.quote_literal(pipeline)));
 }
 
 }  // namespace skippr

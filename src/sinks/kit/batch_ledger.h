@@ -59,8 +59,8 @@ std::string ledger_insert_unless_landed_sql(const LedgerDialect& d, std::string_
 // in `target`; no row when there is none.
 std::string ledger_tip_sql(const LedgerDialect& d, std::string_view target, std::string_view pipeline);
 // The same over every table the pipeline lands in, those whose ledger name matches `target_like` (a LIKE pattern with
-// '\\' as its escape: StreamTables::target_like): the tip of a pipeline of several streams, whose batches land all
-// their streams' tables in one transaction (so the newest batch in any of them is the newest of all). A pipeline of
+// kLikeEscape as its escape: StreamTables::target_like): the tip of a pipeline of several streams, whose batches land
+// all their streams' tables in one transaction (so the newest batch in any of them is the newest of all). A pipeline of
 // the same name landing elsewhere in the database (another team's config, another table pattern) is not looked at.
 std::string ledger_tip_any_table_sql(const LedgerDialect& d, std::string_view target_like, std::string_view pipeline);
 // The tip that query's answer (rows of text or null) says; nullopt when it has no row.

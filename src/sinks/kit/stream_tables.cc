@@ -97,7 +97,7 @@ std::string StreamTables::target_like(const std::function<std::string(std::strin
       i += kStreamPlaceholder.size();
       continue;
     }
-    if (named[i] == '\\' || named[i] == '%' || named[i] == '_') out += '\\';
+    if (named[i] == kLikeEscape || named[i] == '%' || named[i] == '_') out += kLikeEscape;
     out += named[i++];
   }
   return out;

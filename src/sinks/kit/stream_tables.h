@@ -19,6 +19,9 @@ namespace skippr {
 struct ConnectorSpec;
 
 inline constexpr std::string_view kStreamPlaceholder = "{stream}";
+// The escape character of the LIKE patterns target_like makes: not a backslash, which some engines' literals read as
+// an escape of their own (Snowflake's, Redshift's), so every engine quotes it plainly.
+inline constexpr char kLikeEscape = '!';
 
 class StreamTables {
  public:
@@ -37,8 +40,8 @@ class StreamTables {
   const std::string& pattern() const { return template_; }
   // The table `stream` lands in (the table as written for the unnamed stream of a one-stream source).
   std::string table_for(std::string_view stream) const;
-  // A LIKE pattern ('\\' escapes) that every stream's `target` matches and little else: `target(table)` is how the
-  // sink names a table in its ledger, applied to the pattern with {stream} standing where each name goes.
+  // A LIKE pattern (kLikeEscape escapes) that every stream's `target` matches and little else: `target(table)` is how
+  // the sink names a table in its ledger, applied to the pattern with {stream} standing where each name goes.
   std::string target_like(const std::function<std::string(std::string_view)>& target) const;
   // Checks that no other stream landed in `table` (in the spelling `fold` gives it: the destination's rule for
   // which names are the same table); kConfig naming both streams when one did.

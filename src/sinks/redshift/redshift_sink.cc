@@ -118,7 +118,8 @@ class RedshiftSink final : public GroupLandingSink {
   std::string staged_key(const BatchToLand& item) const {
     std::string name = batch_object_name(item.id, ObjectEncoding{OutputFormat::kCsv, Compression::kGzip});
     if (config_.tables.per_stream()) {
-      name.insert(name.find('.'), "-" + rs_folded(config_.tables.table_for(item.batch.stream)));
+      // Before the extension (a pipeline's name may hold a dot; the sequence number after the last '-' holds none).
+      name.insert(name.find('.', name.rfind('-')), "-" + rs_folded(config_.tables.table_for(item.batch.stream)));
     }
     return config_.prefix + name;
   }
@@ -161,8 +162,9 @@ Status RedshiftSink::use_table_of(const Batch& batch) {
     for (const auto& k : key) config_.primary_key.push_back(rs_folded(k));
   }
   const std::string table = rs_folded(config_.tables.table_for(batch.stream));
-  if (table == config_.table) return ok();
+  // Before anything else, also for the table landed in last: two streams may fold to one name (Orders, orders).
   SKIPPR_TRY(config_.tables.claim(batch.stream, table, rs_folded));
+  if (table == config_.table) return ok();
   columns_ = other_columns_.switch_tables(config_.table, std::move(columns_), table);
   config_.table = table;
   return ok();

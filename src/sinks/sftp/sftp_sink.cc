@@ -111,6 +111,7 @@ ConnectorSpec sftp_sink_spec() {
     if (!prefix) return std::unexpected(prefix.error());
     o.object.prefix = std::move(*prefix);
     o.folder = stream_prefix_base(o.object.prefix);  // each stream's folder is made under it
+    if (o.folder.empty()) o.folder = ".";            // {stream} first in a relative path: the login folder
     o.create_dirs = p.value("create_dirs", true);
     auto sftp = read_sftp_options(p, what);
     if (!sftp) return std::unexpected(sftp.error());

@@ -82,7 +82,7 @@ class SnowflakeSink final : public PerBatchSink {
         pipeline_(std::move(pipeline)),
         merge_(merge),
         pipeline_key_(std::move(pipeline_key)),
-        merge_key_(pipeline_key_),
+        merge_key_(merge ? pipeline_key_ : std::vector<std::string>()),
         stage_(std::move(stage)),
         // One fence for the pipeline: beside its table, or (several streams) named after its table pattern.
         fence_(
@@ -230,9 +230,10 @@ Status SnowflakeSink::use_table_of(const Batch& batch) {
     if (merge_key_.empty()) return no_merge_key(batch, where());
   }
   const std::string table = tables_.table_for(batch.stream);
-  if (table == table_) return ok();
-  // Quoted identifiers keep their case in Snowflake: only the same spelling is the same table.
+  // Before anything else, also for the table landed in last: two streams may fold to one name (a.b and a_b). Quoted
+  // identifiers keep their case in Snowflake: only the same spelling is the same table.
   SKIPPR_TRY(tables_.claim(batch.stream, table, [](std::string_view t) { return std::string(t); }));
+  if (table == table_) return ok();
   TableState known = other_tables_.switch_tables(table_, {std::move(columns_), rejects_ready_, true}, table);
   table_ = table;
   columns_ = std::move(known.columns);

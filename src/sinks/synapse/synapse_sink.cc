@@ -105,7 +105,8 @@ class SynapseSink final : public GroupLandingSink {
   std::string staged_name(const BatchToLand& item) const {
     std::string name = batch_object_name(item.id, ObjectEncoding{OutputFormat::kCsv, Compression::kGzip});
     if (config_.tables.per_stream()) {
-      name.insert(name.find('.'), "-" + folded(config_.tables.table_for(item.batch.stream)));
+      // Before the extension (a pipeline's name may hold a dot; the sequence number after the last '-' holds none).
+      name.insert(name.find('.', name.rfind('-')), "-" + folded(config_.tables.table_for(item.batch.stream)));
     }
     return config_.prefix + name;
   }
@@ -152,8 +153,10 @@ class SynapseSink final : public GroupLandingSink {
 
 Status SynapseSink::use_table_of(const Batch& batch) {
   const std::string table = config_.tables.table_for(batch.stream);
+  // Before anything else, also for the table landed in last: two streams may fold to one name (Orders, orders), as
+  // SQL Server's names are case-insensitive.
+  SKIPPR_TRY(config_.tables.claim(batch.stream, table, folded));
   if (table == config_.table) return ok();
-  SKIPPR_TRY(config_.tables.claim(batch.stream, table, folded));  // SQL Server's names are case-insensitive
   columns_ = other_columns_.switch_tables(config_.table, std::move(columns_), table);
   config_.table = table;
   return ok();
@@ -218,8 +221,9 @@ Result<std::optional<LedgerTip>> SynapseSink::ledger_tip() {
     // Every table of the pattern. '[' opens a character class in T-SQL's LIKE: escaped too.
     std::string like =
         config_.tables.target_like([this](std::string_view t) { return ts_name(config_.schema) + "." + ts_name(t); });
-    for (size_t at = 0; (at = like.find('[', at)) != std::string::npos; at += 2) like.insert(at, "\\");
-    mine = fmt::format("target_table LIKE {} ESCAPE '\\' AND pipeline = {}", ts_literal(like), ts_literal(pipeline_));
+    for (size_t at = 0; (at = like.find('[', at)) != std::string::npos; at += 2) like.insert(at, 1, kLikeEscape);
+    mine = fmt::format("target_table LIKE {} ESCAPE '{}' AND pipeline = {}", ts_literal(like), kLikeEscape,
+                       ts_literal(pipeline_));
   }
   auto rows = conn_->query(fmt::format(
       "SELECT TOP (1) batch_id, position_after, CAST((SELECT max(epoch) FROM {0} WHERE {1}) AS NVARCHAR(40)) FROM "
