@@ -5,8 +5,26 @@
 
 #include "formats/batch_encoders.h"
 #include "formats/compression.h"
+#include "formats/object_encoding.h"
+#include "sinks/kit/stream_tables.h"
 
 namespace skippr {
+
+std::string staging_folder_name(std::string table) {
+  if (const size_t at = table.find(kStreamPlaceholder); at != std::string::npos) {
+    table.replace(at, kStreamPlaceholder.size(), "_streams_");
+  }
+  return table;
+}
+
+std::string staged_csv_name(const BatchToLand& item, std::string_view part_table) {
+  std::string name = batch_object_name(item.id, ObjectEncoding{OutputFormat::kCsv, Compression::kGzip});
+  if (!part_table.empty()) {
+    // Before the extension (a pipeline's name may hold a dot; the sequence number after the last '-' holds none).
+    name.insert(name.find('.', name.rfind('-')), fmt::format("-{}", part_table));
+  }
+  return name;
+}
 
 Result<std::string> staged_csv_gzip(const Batch& batch) {
   return compress_buffer(encode_csv(batch), Compression::kGzip);

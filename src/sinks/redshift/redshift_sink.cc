@@ -116,12 +116,9 @@ class RedshiftSink final : public GroupLandingSink {
   // The staged object of a batch (of one of its streams: the stream's table in its name), and the prefix all of this
   // pipeline's share.
   std::string staged_key(const BatchToLand& item) const {
-    std::string name = batch_object_name(item.id, ObjectEncoding{OutputFormat::kCsv, Compression::kGzip});
-    if (config_.tables.per_stream()) {
-      // Before the extension (a pipeline's name may hold a dot; the sequence number after the last '-' holds none).
-      name.insert(name.find('.', name.rfind('-')), "-" + rs_folded(config_.tables.table_for(item.batch.stream)));
-    }
-    return config_.prefix + name;
+    return config_.prefix + staged_csv_name(item, config_.tables.per_stream()
+                                                      ? rs_folded(config_.tables.table_for(item.batch.stream))
+                                                      : std::string());
   }
   std::string pipeline_prefix() const { return config_.prefix + pipeline_ + "-"; }
   // The bucket's staging folder, for sinks/kit/staged_load.
@@ -441,11 +438,7 @@ ConnectorSpec redshift_sink_spec() {
     }
     std::string prefix = ctx.params.value("s3_prefix", std::string("skippr-staging/"));
     if (!prefix.empty() && prefix.back() != '/') prefix += '/';
-    std::string staging_folder = config.table;
-    if (const size_t at = staging_folder.find(kStreamPlaceholder); at != std::string::npos) {
-      staging_folder.replace(at, kStreamPlaceholder.size(), "_streams_");
-    }
-    config.prefix = fmt::format("{}{}.{}/", prefix, config.schema, staging_folder);
+    config.prefix = fmt::format("{}{}.{}/", prefix, config.schema, staging_folder_name(config.table));
     auto options = read_aws_options(ctx.params, where);
     if (!options) return std::unexpected(options.error());
     config.copy_region = options->region;

@@ -103,12 +103,9 @@ class SynapseSink final : public GroupLandingSink {
   std::string ledger_table() const { return ts_name(config_.schema) + "." + ts_name(kLedgerTable); }
   // The staged blob of a batch (of one of its streams: the stream's table in its name).
   std::string staged_name(const BatchToLand& item) const {
-    std::string name = batch_object_name(item.id, ObjectEncoding{OutputFormat::kCsv, Compression::kGzip});
-    if (config_.tables.per_stream()) {
-      // Before the extension (a pipeline's name may hold a dot; the sequence number after the last '-' holds none).
-      name.insert(name.find('.', name.rfind('-')), "-" + folded(config_.tables.table_for(item.batch.stream)));
-    }
-    return config_.prefix + name;
+    return config_.prefix + staged_csv_name(item, config_.tables.per_stream()
+                                                      ? folded(config_.tables.table_for(item.batch.stream))
+                                                      : std::string());
   }
   std::string staged_url(const BatchToLand& item) const {
     return fmt::format("{}/{}/{}", config_.storage.endpoint, config_.container, staged_name(item));
@@ -428,11 +425,7 @@ ConnectorSpec synapse_sink_spec() {
     if (!config.storage.key.empty()) config.secrets.push_back(azure_base64(config.storage.key));
     std::string prefix = text("storage_prefix", "skippr-staging/");
     if (!prefix.empty() && prefix.back() != '/') prefix += '/';
-    std::string staging_folder = folded(config.table);
-    if (const size_t at = staging_folder.find(kStreamPlaceholder); at != std::string::npos) {
-      staging_folder.replace(at, kStreamPlaceholder.size(), "_streams_");
-    }
-    config.prefix = fmt::format("{}{}.{}/", prefix, folded(config.schema), staging_folder);
+    config.prefix = fmt::format("{}{}.{}/", prefix, folded(config.schema), staging_folder_name(folded(config.table)));
     return std::make_unique<SynapseSink>(ctx, std::move(config));
   };
   return spec;
