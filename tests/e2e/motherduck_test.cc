@@ -52,6 +52,40 @@ TEST(MotherDuck, TheDatabaseIsANameAndTheTokenIsRequired) {
   EXPECT_NE(r.err.find("token"), std::string::npos) << r.err;
 }
 
+// MotherDuck is the DuckDB sink on md:, so it lands streams as DuckDB does (tested there, in the sink suite). What
+// runs here is the table check, made before the missing extension is reported.
+TEST(MotherDuck, LandsEachStreamInATableOfItsOwn) {
+  TempDir extensions;
+  const auto config = [&](const std::string& table) {
+    return fmt::format(R"(
+data_sources:
+  folders:
+    File: {{ path: "in/{{stream}}/*.jsonl" }}
+data_sinks:
+  md:
+    MotherDuck: {{ database: analytics, token: "${{MD_TOKEN}}", {}extension_directory: "{}" }}
+pipelines:
+  shop:
+    data_source: data_sources.folders
+    data_sink: data_sinks.md
+)",
+                       table, extensions.path().string());
+  };
+  // A table with {stream}, or none: accepted, and the run goes on to the extension, which is missing here.
+  for (const std::string table : {"table: \"raw_{stream}\", ", ""}) {
+    PipelineFixture accepted(config(table));
+    auto r = accepted.skipprd({"validate"}, {{"MD_TOKEN", kToken}});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("MotherDuck needs DuckDB's motherduck extension"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("{stream}"), std::string::npos) << r.err;
+  }
+  PipelineFixture one_table(config("table: trips, "));
+  auto r = one_table.skipprd({"validate"}, {{"MD_TOKEN", kToken}});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("{stream}"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("extension"), std::string::npos) << r.err;
+}
+
 TEST(MotherDuck, IsListedWithItsParameters) {
   PipelineFixture f(sample_to_duckdb_config(10));
   auto r = f.skipprd({"connectors"});

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "support/chaos_loop.h"
@@ -149,7 +150,7 @@ TEST(FileStreams, SetupMistakesStopBeforeAnythingIsRead) {
     File: { path: "in/{stream}/*.jsonl" }
 data_sinks:
   out:
-    Stdout: {}
+    ClickHouse: { url: "http://127.0.0.1:9", table: t }
 pipelines:
   many:
     data_source: data_sources.files
@@ -157,7 +158,8 @@ pipelines:
 )");
     auto run = fixture.skipprd({"validate"});
     EXPECT_EQ(run.exit_code, 2) << run.err;
-    EXPECT_NE(run.err.find("names several streams, and a Stdout sink lands one table"), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("names several streams, and a ClickHouse sink lands one table"), std::string::npos)
+        << run.err;
   }
   {  // {stream} in a table whose source has one stream.
     PipelineFixture fixture(
@@ -172,6 +174,38 @@ pipelines:
     auto run = fixture.skipprd({"validate"});
     EXPECT_EQ(run.exit_code, 2) << run.err;
     EXPECT_NE(run.err.find("{stream} must be a whole folder name"), std::string::npos) << run.err;
+  }
+}
+
+// Stdout puts every stream on one output: each line names its stream first, and each row is there once.
+TEST(FileStreams, StdoutNamesEachLinesStream) {
+  PipelineFixture fixture(R"(data_sources:
+  files:
+    File: { path: "in/{stream}/*.jsonl" }
+data_sinks:
+  out:
+    Stdout: {}
+pipelines:
+  many:
+    data_source: data_sources.files
+    data_sink: data_sinks.out
+)");
+  const auto written = write_stream_files(fixture.root(), 2, 50);
+  auto run = fixture.skipprd({"sync", "--pipeline", "many", "--once"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::map<std::string, std::set<int64_t>> ids;
+  std::map<std::string, uint64_t> lines;
+  std::istringstream out(run.out);
+  for (std::string line; std::getline(out, line);) {
+    ASSERT_TRUE(line.starts_with(R"({"_skippr_stream":")")) << line;
+    const auto row = nlohmann::json::parse(line);
+    const auto stream = row.at("_skippr_stream").get<std::string>();
+    ++lines[stream];
+    ids[stream].insert(row.at("id").get<int64_t>());
+  }
+  for (const auto& stream : kStreams) {
+    EXPECT_EQ(lines[stream], written.at(stream)) << stream;
+    EXPECT_EQ(ids[stream].size(), written.at(stream)) << stream;
   }
 }
 

@@ -47,10 +47,13 @@ ConnectorSpec motherduck_sink_spec() {
   spec.is_source = false;
   spec.summary = "a MotherDuck database (the DuckDB sink on md:, through DuckDB's motherduck extension)";
   spec.guarantee = Guarantee::kExactlyOnce;
+  spec.lands_streams = true;  // the DuckDB sink's landing: all of a batch's tables in one transaction
   spec.params = {
       {"database", ParamType::kString, true, nullptr, "the MotherDuck database (md:<database>)"},
       {"token", ParamType::kString, true, nullptr, "the MotherDuck access token (a secret: give it as ${VAR})"},
-      {"table", ParamType::kString, true, nullptr, "the target table; created from the first batch's schema"},
+      {"table", ParamType::kString, false, nullptr,
+       "the target table; created from the first batch's schema. With a source of several streams, {stream} in it is "
+       "each stream's name (the default then: {stream})"},
       {"extension_directory", ParamType::kPath, false, nullptr,
        "where DuckDB finds motherduck.duckdb_extension (<dir>/<duckdb version>/<platform>/); default "
        "~/.duckdb/extensions"},
@@ -59,24 +62,24 @@ ConnectorSpec motherduck_sink_spec() {
     SKIPPR_TRY(check_duckdb_landing(ctx));
     const std::string database = ctx.params.value("database", std::string());
     const std::string token = ctx.params.value("token", std::string());
-    const std::string table = ctx.params.value("table", std::string());
     const std::string extension_directory = ctx.params.value("extension_directory", std::string());
-    if (database.empty() || token.empty() || table.empty()) {
-      return fail(ErrorKind::kConfig, fmt::format("sink '{}': MotherDuck needs database, token and table", ctx.name));
+    if (database.empty() || token.empty()) {
+      return fail(ErrorKind::kConfig, fmt::format("sink '{}': MotherDuck needs database and token", ctx.name));
     }
     if (database.find_first_of("?:/") != std::string::npos) {
       return fail(ErrorKind::kConfig,
                   fmt::format("sink '{}': database '{}' must be a MotherDuck database name (without md: or options)",
                               ctx.name, database));
     }
+    // Checked before the extension, so a table mistake is reported on a machine without it too.
+    auto tables = StreamTables::make(fmt::format("sink '{}'", ctx.name), "table",
+                                     StreamTables::given(ctx.params, "table"), ctx.source_streams);
+    if (!tables) return std::unexpected(tables.error());
     if (auto st = check_extension(ctx.name, extension_directory); !st) {
       return fail(st.error().kind, redact(st.error().message, {token}));
     }
     DuckDbTarget target{"md:" + database, extension_settings(extension_directory), {token}, false};
     target.settings.emplace_back("motherduck_token", token);
-    auto tables =
-        StreamTables::make(fmt::format("sink '{}'", ctx.name), "table", std::optional(table), ctx.source_streams);
-    if (!tables) return std::unexpected(tables.error());
     return make_duckdb_sink(std::move(target), std::move(*tables), ctx);
   };
   return spec;

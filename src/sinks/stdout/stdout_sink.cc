@@ -12,15 +12,36 @@ namespace skippr {
 
 namespace {
 
+// With a source of several streams, each line says which stream its row is of, in this field (first, so a reader
+// of the terminal sees it at once).
+constexpr std::string_view kStreamField = "_skippr_stream";
+
 class StdoutSink final : public Sink {
  public:
+  explicit StdoutSink(bool source_streams) : source_streams_(source_streams) {}
+
   Guarantee guarantee() const override { return Guarantee::kNone; }
 
   using Sink::write;
   Result<WriteOutcome> write(const Batch& batch, const BatchId& id, const Position&) override {
     buffer_.clear();
+    std::string stream_field;  // `{"_skippr_stream":"orders"`, the start of each line of a stream's row
+    if (source_streams_) {
+      stream_field = "{";
+      append_json_string(kStreamField, stream_field);
+      stream_field.push_back(':');
+      append_json_string(batch.stream, stream_field);
+    }
     for (size_t row = 0; row < batch.rows; ++row) {
-      append_row_json(batch, row, buffer_);
+      if (stream_field.empty()) {
+        append_row_json(batch, row, buffer_);
+      } else {
+        row_.clear();
+        append_row_json(batch, row, row_);
+        buffer_ += stream_field;
+        if (row_ != "{}") buffer_.push_back(',');
+        buffer_.append(row_, 1);  // the row's fields and its closing brace
+      }
       buffer_.push_back('\n');
     }
     // One flush per batch: a reader sees whole batches, and nothing waits in stdio's buffer after write returns.
@@ -32,7 +53,9 @@ class StdoutSink final : public Sink {
   }
 
  private:
+  bool source_streams_;
   std::string buffer_;  // reused across batches
+  std::string row_;     // one row, before its stream field is put in front
 };
 
 }  // namespace
@@ -43,9 +66,11 @@ ConnectorSpec stdout_sink_spec() {
   spec.is_source = false;
   spec.summary = "JSON lines on standard output, for debugging";
   spec.guarantee = Guarantee::kNone;
+  // Several streams interleave on one output, each line naming its stream.
+  spec.lands_streams = true;
   spec.params = {};
-  spec.make_sink = [](const ConnectorContext&) -> Result<std::unique_ptr<Sink>> {
-    return std::make_unique<StdoutSink>();
+  spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
+    return std::make_unique<StdoutSink>(ctx.source_streams);
   };
   return spec;
 }
