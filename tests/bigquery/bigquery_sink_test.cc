@@ -300,6 +300,16 @@ TEST(BigQueryApi, JobIdsAndTheEmulatorsDialect) {
   EXPECT_EQ(bigquery_to_duckdb_sql("SELECT 'it\\'s', \"x\"; COMMIT TRANSACTION", "p"), "SELECT 'it''s', 'x'; COMMIT");
   EXPECT_EQ(bigquery_to_duckdb_sql("SELECT 1 FROM `p`.`d`.`_skippr_batches`", "p"),
             "SELECT 1 FROM \"d\".\"_skippr_batches\"");
+  // GoogleSQL's LIKE escapes with a backslash (written twice in the literal), and has no ESCAPE clause.
+  EXPECT_EQ(bigquery_to_duckdb_sql("SELECT 1 WHERE t LIKE 'a\\\\_%'", "p"),
+            "SELECT 1 WHERE t LIKE 'a\\_%' ESCAPE '\\'");
+  const auto matches = [](const std::string& pattern) {
+    return SharedBigQuery().query(bigquery_to_duckdb_sql("SELECT 'a_b' LIKE " + pattern, "p"))[0][0];
+  };
+  EXPECT_EQ(matches("'a\\\\_b'"), "true");
+  EXPECT_EQ(matches("'a\\\\_%'"), "true");
+  EXPECT_EQ(bigquery_to_duckdb_sql("SELECT 'axb' LIKE 'a\\\\_b'", "p"), "SELECT 'axb' LIKE 'a\\_b' ESCAPE '\\'");
+  EXPECT_EQ(SharedBigQuery().query(bigquery_to_duckdb_sql("SELECT 'axb' LIKE 'a\\\\_b'", "p"))[0][0], "false");
 }
 
 // The sink suite (tests/support/sink_suite.h) on BigQuery: tables of the dataset "analytics", staging tables swept
@@ -308,6 +318,7 @@ const SinkUnderTest& bigquery_under_test() {
   static const SinkUnderTest sut = [] {
     SinkUnderTest s;
     s.name = "BigQuery";
+    s.lands_streams = true;
     s.sink = [](const std::string& table) { return bigquery_sink(SharedBigQuery().endpoint(), table); };
     s.rows = [](const PipelineFixture&, const std::string& table, const std::vector<std::string>& columns) {
       return joined_rows(

@@ -95,6 +95,28 @@ TEST(StreamTables, TheLedgerPatternMatchesEveryStreamsTableAndEscapesTheRest) {
   EXPECT_EQ(percent->target_like(same), "a!%b!!\\%");
 }
 
+// Telling a pipeline's own tables among a dataset's (BigQuery sweeps the staging tables named after them).
+TEST(StreamTables, MayNameTellsThePatternsTablesFromOthers) {
+  auto tables = StreamTables::make("sink 'w'", "table", "raw_{stream}_v1", /*source_streams=*/true);
+  ASSERT_TRUE(tables);
+  EXPECT_TRUE(tables->may_name("raw_orders_v1"));
+  EXPECT_TRUE(tables->may_name("raw_public_items_v1"));
+  EXPECT_TRUE(tables->may_name("raw_x_v1_v1"));
+  EXPECT_FALSE(tables->may_name("raw__v1"));  // a stream's name is never empty
+  EXPECT_FALSE(tables->may_name("raw_orders"));
+  EXPECT_FALSE(tables->may_name("stg_orders_v1"));
+  EXPECT_FALSE(tables->may_name("raw_a.b_v1"));  // not a plain name
+  auto alone = StreamTables::make("sink 'w'", "table", std::nullopt, true);
+  ASSERT_TRUE(alone);
+  EXPECT_TRUE(alone->may_name("anything_at_all"));
+  auto one = StreamTables::make("sink 'w'", "table", "trips", /*source_streams=*/false);
+  ASSERT_TRUE(one);
+  EXPECT_TRUE(one->may_name("trips"));
+  EXPECT_FALSE(one->may_name("trips2"));
+  EXPECT_EQ(tables_as_one_name("raw_{stream}_v1"), "raw__streams__v1");
+  EXPECT_EQ(tables_as_one_name("trips"), "trips");
+}
+
 // Object stores and folders: a folder per stream under the prefix, added when the user wrote no {stream}.
 TEST(StreamFolders, SeveralStreamsGetAFolderOfTheirOwnUnderThePrefix) {
   auto added = stream_prefix("sink 's3'", "prefix", "raw/", /*source_streams=*/true);

@@ -83,6 +83,12 @@ std::string bigquery_to_duckdb_sql(const std::string& googlesql, const std::stri
     }
     if (p.kind == SqlPiece::kLiteral || p.kind == SqlPiece::kQuoted) {
       out += duckdb_quoted(p.text, '\'');  // GoogleSQL's "..." is a string too
+      // GoogleSQL's LIKE escapes with a backslash and takes no ESCAPE clause; DuckDB's escapes with nothing unless
+      // told. A pattern that names its own ESCAPE then has two, which DuckDB refuses as BigQuery would.
+      static const auto& kLikeBefore = *new std::regex(R"(\bLIKE\s*$)", std::regex::icase);
+      if (i > 0 && pieces[i - 1].kind == SqlPiece::kText && std::regex_search(pieces[i - 1].text, kLikeBefore)) {
+        out += " ESCAPE '\\'";
+      }
     } else if (p.kind == SqlPiece::kBackticked) {
       // `project.dataset.table` (or `dataset.table`, or one part): a dataset is a schema of the one database.
       std::vector<std::string> parts;
@@ -657,7 +663,7 @@ BigQueryEmulator& SharedBigQuery() {
 
 std::string bigquery_sink(const std::string& endpoint, const std::string& table, const std::string& extra) {
   return fmt::format(
-      "BigQuery: {{ project: {}, dataset: {}, table: {}, credentials_file: \"{}\", endpoint: \"{}\"{} }}",
+      "BigQuery: {{ project: {}, dataset: {}, table: \"{}\", credentials_file: \"{}\", endpoint: \"{}\"{} }}",
       BigQueryEmulator::kProject, BigQueryEmulator::kDataset, table, SharedBigQuery().credentials_file().string(),
       endpoint, extra);
 }

@@ -17,6 +17,7 @@
 #include "sinks/kit/merge_sql.h"
 #include "sinks/kit/per_batch_sink.h"
 #include "sinks/kit/schema_evolution.h"
+#include "sinks/kit/stream_tables.h"
 
 namespace skippr {
 namespace {
@@ -99,28 +100,38 @@ ColumnRules bq_column_rules() {
 
 class BigQuerySink final : public PerBatchSink {
  public:
-  BigQuerySink(BigQueryClient client, std::string project, std::string dataset, std::string table, std::string pipeline,
-               std::vector<std::string> merge_key)
+  // `tables` says where each stream lands (one table, or a {stream} pattern: sinks/kit/stream_tables.h); `merge`
+  // lands by key, on `pipeline_key` or each batch's own (merge_key_of).
+  BigQuerySink(BigQueryClient client, std::string project, std::string dataset, StreamTables tables,
+               std::string pipeline, bool merge, std::vector<std::string> pipeline_key)
       : client_(std::move(client)),
         project_(std::move(project)),
         dataset_(std::move(dataset)),
-        table_(std::move(table)),
+        tables_(std::move(tables)),
+        table_(tables_.pattern()),  // one table, or (several streams) the pattern until the first batch
         pipeline_(std::move(pipeline)),
-        merge_key_(std::move(merge_key)),
-        target_(qualified(table_)),
+        merge_(merge),
+        pipeline_key_(std::move(pipeline_key)),
+        merge_key_(merge ? pipeline_key_ : std::vector<std::string>()),
         ledger_{bq_quote_identifier(project_) + "." + bq_quote_identifier(dataset_) + ".",
                 "",
                 bq_quote_literal,
                 "STRING",
                 "INT64",
-                bq_quote_identifier},
-        fence_(FenceSql{ledger_, qualified(table_ + std::string(kFenceSuffix)), target_, pipeline_, ""},
+                bq_quote_identifier,
+                /*like_escapes_with_backslash=*/true},
+        // One fence for the pipeline: beside its table, or (several streams) named after its table pattern.
+        fence_(FenceSql{ledger_, qualified(tables_as_one_name(table_) + std::string(kFenceSuffix)), target(), pipeline_,
+                        tables_.per_stream() ? tables_.target_like([this](std::string_view t) { return qualified(t); })
+                                             : std::string()},
                {fence_reader([this](const std::string& sql) { return client_.query(sql); }),
                 [this](const std::string& sql) { return fence_dml(sql); }},
                where()) {}
 
   Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
   bool keeps_ledger() const override { return true; }
+  // The streams of one batch land in one script transaction; batches one after another.
+  Result<std::vector<BatchLanded>> write_group(std::span<const BatchToLand> group) override;
   Status open() override;
   Result<std::optional<LedgerTip>> ledger_tip() override;
   Status take_over(std::string_view lineage) override;
@@ -129,8 +140,8 @@ class BigQuerySink final : public PerBatchSink {
   std::string qualified(std::string_view table) const {
     return bq_quote_identifier(fmt::format("{}.{}.{}", project_, dataset_, table));
   }
-  const std::string& target() const { return target_; }
-  bool merging() const { return !merge_key_.empty(); }
+  std::string target() const { return qualified(table_); }
+  bool merging() const { return merge_; }
   MergeSql merge_sql(const std::string& stage) const {
     return {target(),
             qualified(table_ + std::string(kTombstoneSuffix)),
@@ -146,32 +157,54 @@ class BigQuerySink final : public PerBatchSink {
   const LedgerDialect& ledger() const { return ledger_; }
   const FenceSql& fence() const { return fence_.sql(); }
   Status fence_dml(const std::string& sql);
-  std::string not_landed(const BatchId& id) const { return fence_.unlanded(id); }
+  std::string not_landed(const BatchId& id) const { return fence_.unlanded(id, target()); }
   // The staging table of one batch (its load job's destination): the BatchId in hex, so a stage a killed run left
   // behind can be matched with the ledger (drop_stages_left_behind).
-  std::string stage_prefix() const { return table_ + "__skippr_stage_"; }
+  static constexpr std::string_view kStageInfix = "__skippr_stage_";
   std::string stage_name(const BatchId& id) const {
     std::string hex;
     for (unsigned char c : id.str()) hex += fmt::format("{:02x}", c);
-    return stage_prefix() + hex;
+    return table_ + std::string(kStageInfix) + hex;
   }
   Status drop_stages_left_behind(const BatchId& landing);
   Status describe();
+  // Points table_ (and what is known of it) at the table `batch`'s stream lands in, and merge_key_ at its key.
+  Status use_table_of(const Batch& batch);
   Status prepare_table(const Batch& batch);
+  // One part of a batch, loaded into its stage, with the statements that land it inside the batch's transaction.
+  struct Prepared {
+    std::string target;  // the table it lands in, as the ledger names it
+    std::string stage;   // its staging table (unqualified); empty without rows
+    std::vector<std::string> inside;
+    uint64_t rejected = 0;
+  };
+  // nullopt when the ledger holds the part already.
+  Result<std::optional<Prepared>> prepare(const BatchToLand& item);
+  // One script job: the fence, then every part's statements, in one transaction.
+  Status send_transaction(const BatchId& id, std::span<const Prepared> parts);
   Result<WriteOutcome> land(const BatchToLand& item) override;
   // Runs the job of `kind` for `key` under the first id of its attempts that has not failed.
   template <class Run>
   Status run_attempts(std::string_view kind, const std::string& key, Run&& run);
 
   BigQueryClient client_;
-  std::string project_, dataset_, table_, pipeline_;
-  std::vector<std::string> merge_key_;  // merge_by_key's primary key; empty: append
-  std::string target_;                  // `project.dataset.table`
+  std::string project_, dataset_;
+  StreamTables tables_;
+  std::string table_;  // the table being landed in (use_table_of)
+  std::string pipeline_;
+  bool merge_ = false;                     // landing: merge_by_key
+  std::vector<std::string> pipeline_key_;  // the pipeline's primary_key (empty: each batch carries its own)
+  std::vector<std::string> merge_key_;     // the key of the batch being landed
   LedgerDialect ledger_;
   DestinationFence fence_;
   bool opened_ = false;
-  bool stages_checked_ = false;  // drop_stages_left_behind ran in this process
-  std::vector<TableColumn> columns_;
+  bool stages_checked_ = false;       // drop_stages_left_behind ran in this process
+  std::vector<TableColumn> columns_;  // table_'s, as last described (empty: not there yet)
+  struct TableState {
+    std::vector<TableColumn> columns;
+    bool described = false;
+  };
+  KnownPerTable<TableState> other_tables_;  // what is known of the stream tables other than table_
 };
 
 Status BigQuerySink::open() {
@@ -185,7 +218,7 @@ Status BigQuerySink::open() {
   if (!ledger_table) return std::unexpected(ledger_table.error());
   auto fence_table = client_.query(fence().create());
   if (!fence_table) return std::unexpected(fence_table.error());
-  SKIPPR_TRY(describe());
+  if (!tables_.per_stream()) SKIPPR_TRY(describe());
   opened_ = true;
   return ok();
 }
@@ -199,8 +232,12 @@ Status BigQuerySink::drop_stages_left_behind(const BatchId& landing) {
   auto tables = client_.list_tables(dataset_);
   if (!tables) return std::unexpected(tables.error());
   for (const auto& name : *tables) {
-    if (!name.starts_with(stage_prefix())) continue;
-    const std::string hex = name.substr(stage_prefix().size());
+    // <table>__skippr_stage_<hex>, of this pipeline's table (or one of its stream tables).
+    const size_t infix = name.rfind(kStageInfix);
+    if (infix == std::string::npos) continue;
+    const std::string table = name.substr(0, infix);
+    if (tables_.per_stream() ? !tables_.may_name(table) : table != table_) continue;
+    const std::string hex = name.substr(infix + kStageInfix.size());
     if (hex.empty() || hex.size() % 2 != 0 || hex.find_first_not_of("0123456789abcdef") != std::string::npos) {
       continue;  // not one of ours
     }
@@ -212,7 +249,7 @@ Status BigQuerySink::drop_stages_left_behind(const BatchId& landing) {
     const std::string lineage = id.substr(slash + 1, id.find('/', slash + 1) - slash - 1);
     auto held = client_.query(fmt::format("SELECT 1 FROM {}{} WHERE target_table = {} AND batch_id = {}",
                                           ledger().schema_prefix, bq_quote_identifier(kLedgerTable),
-                                          bq_quote_literal(target()), bq_quote_literal(id)));
+                                          bq_quote_literal(qualified(table)), bq_quote_literal(id)));
     if (!held) return std::unexpected(held.error());
     if (held->rows.empty() && lineage == landing.lineage) continue;
     auto dropped = client_.query(fmt::format("DROP TABLE IF EXISTS {}", qualified(name)));
@@ -242,7 +279,8 @@ Result<std::optional<LedgerTip>> BigQuerySink::ledger_tip() {
   // After a takeover, every stage of another lineage is dead: a load job of a killed process may have made one after
   // the run that followed it looked (jobs outlive their client), and no batch of that lineage lands any more.
   if (!fence_.held().empty()) SKIPPR_TRY(drop_stages_left_behind(BatchId{pipeline_, 0, 0, fence_.held()}));
-  auto rows = client_.query(ledger_tip_sql(ledger(), target(), pipeline_));
+  auto rows = client_.query(tables_.per_stream() ? ledger_tip_any_table_sql(ledger(), fence().target_like, pipeline_)
+                                                 : ledger_tip_sql(ledger(), target(), pipeline_));
   if (!rows) return fail(rows.error().kind, fmt::format("reading the ledger of {}: {}", where(), rows.error().message));
   return ledger_tip_of(rows->rows);
 }
@@ -271,6 +309,22 @@ Status BigQuerySink::fence_dml(const std::string& sql) {
     std::this_thread::sleep_for(std::chrono::duration<double>(pause));
     pause = std::min(pause * 2, 8.0);
   }
+}
+
+Status BigQuerySink::use_table_of(const Batch& batch) {
+  if (merging()) {
+    merge_key_ = merge_key_of(batch, pipeline_key_);
+    if (merge_key_.empty()) return no_merge_key(batch, where());
+  }
+  const std::string table = tables_.table_for(batch.stream);
+  // Before anything else, also for the table landed in last: two streams may fold to one name (a.b and a_b). Table
+  // names are case-sensitive in BigQuery: only the same spelling is the same table.
+  SKIPPR_TRY(tables_.claim(batch.stream, table, [](std::string_view t) { return std::string(t); }));
+  if (table == table_) return ok();
+  TableState known = other_tables_.switch_tables(table_, {std::move(columns_), true}, table);
+  table_ = table;
+  columns_ = std::move(known.columns);
+  return known.described ? ok() : describe();
 }
 
 Status BigQuerySink::prepare_table(const Batch& batch) {
@@ -313,13 +367,14 @@ Status BigQuerySink::run_attempts(std::string_view kind, const std::string& key,
               fmt::format("{}: the {} job of a batch failed {} times: {}", where(), kind, failed_here, error));
 }
 
-Result<WriteOutcome> BigQuerySink::land(const BatchToLand& item) {
-  SKIPPR_TRY(open());
+Result<std::optional<BigQuerySink::Prepared>> BigQuerySink::prepare(const BatchToLand& item) {
+  SKIPPR_TRY(use_table_of(item.batch));
   if (!stages_checked_) {
     SKIPPR_TRY(drop_stages_left_behind(item.id));
     stages_checked_ = true;
   }
-  last_rejected_ = 0;
+  Prepared p;
+  p.target = target();
   const std::string stage = stage_name(item.id);
   if (item.maybe_landed) {
     auto held = client_.query(ledger_has_sql(ledger(), target(), item.id));
@@ -328,10 +383,10 @@ Result<WriteOutcome> BigQuerySink::land(const BatchToLand& item) {
       // A run that died after the transaction may have left the stage behind.
       auto dropped = client_.query(fmt::format("DROP TABLE IF EXISTS {}", qualified(stage)));
       if (!dropped) return std::unexpected(dropped.error());
-      return WriteOutcome::kAlreadyApplied;
+      return std::optional<Prepared>();
     }
   }
-  SKIPPR_TRY(fence_.hold(item.id));
+  if (merging()) SKIPPR_TRY(check_merge_rows(item.batch, merge_key_, bq_column_rules(), where()));
   SKIPPR_TRY(prepare_table(item.batch));
   auto conformed = conform_batch(item.batch, columns_, bq_column_rules(), where());
   if (!conformed) return std::unexpected(conformed.error());
@@ -348,6 +403,7 @@ Result<WriteOutcome> BigQuerySink::land(const BatchToLand& item) {
   const std::string key = target() + "|" + item.id.str();
   std::vector<std::string> names;
   if (rows.rows > 0) {
+    p.stage = stage;
     nlohmann::json fields = nlohmann::json::array();
     for (const Field& field : rows.schema.fields) {
       const TableColumn* column =
@@ -377,40 +433,79 @@ Result<WriteOutcome> BigQuerySink::land(const BatchToLand& item) {
     auto made = client_.query(tombstones_create_sql(merge_sql(stage)));
     if (!made) return std::unexpected(made.error());
   }
-  // The first statement updates the fence row (two landing transactions cannot then run side by side), and every
-  // INSERT is conditional on the ledger and on the batch's lineage holding the fence: a transaction of a lineage that
-  // was taken over writes nothing. The MERGE of merge_by_key needs neither: replaying it changes nothing.
-  const std::string held = item.id.lineage.empty() ? "" : fence().held(item.id.lineage);
-  std::vector<std::string> statements = {"BEGIN TRANSACTION", fence().hold()};
+  // Every INSERT is conditional on the ledger and on the batch's lineage holding the fence: a transaction of a
+  // lineage that was taken over writes nothing. The MERGE of merge_by_key needs neither: replaying it changes nothing.
   if (rows.rows > 0 && merging()) {
-    // Replaying the MERGE changes nothing (every write is conditional on the order token): no ledger guard needed.
     for (auto& sql : merge_apply_sql(rows, item.id, merge_sql(stage), has_deletes(rows)))
-      statements.push_back(std::move(sql));
+      p.inside.push_back(std::move(sql));
   } else if (rows.rows > 0) {
-    statements.push_back(fmt::format("INSERT INTO {} ({}) SELECT {} FROM {} WHERE {}", target(), fmt::join(names, ", "),
-                                     fmt::join(names, ", "), qualified(stage), not_landed(item.id)));
+    p.inside.push_back(fmt::format("INSERT INTO {} ({}) SELECT {} FROM {} WHERE {}", target(), fmt::join(names, ", "),
+                                   fmt::join(names, ", "), qualified(stage), not_landed(item.id)));
   }
   for (auto& sql : rejects_insert_sql(qualified(table_ + std::string(kRejectedSuffix)), item.id.str(), rejected,
                                       bq_quote_literal, bq_quote_identifier, not_landed(item.id))) {
-    statements.push_back(std::move(sql));
+    p.inside.push_back(std::move(sql));
   }
-  statements.push_back(
+  const std::string held = item.id.lineage.empty() ? "" : fence().held(item.id.lineage);
+  p.inside.push_back(
       ledger_insert_unless_landed_sql(ledger(), target(), item.id, item.batch.rows, item.position_after, held));
+  p.rejected = rejected.size();
+  return std::optional(std::move(p));
+}
+
+Status BigQuerySink::send_transaction(const BatchId& id, std::span<const Prepared> parts) {
+  SKIPPR_TRY(fence_.hold(id));
+  // The first statement updates the fence row, so two landing transactions cannot run side by side.
+  std::vector<std::string> statements = {"BEGIN TRANSACTION", fence().hold()};
+  for (const auto& part : parts) statements.insert(statements.end(), part.inside.begin(), part.inside.end());
   statements.push_back("COMMIT TRANSACTION");
   const std::string script = fmt::format("{};", fmt::join(statements, ";\n"));
+  // One part: named by its table, as before streams. Several: by the pipeline's table pattern (the same parts come
+  // again on a retry: all of them landed together, or none).
+  const std::string key = (parts.size() == 1 ? parts.front().target : qualified(tables_.pattern())) + "|" + id.str();
   failpoint::hit(failpoint::kSinkInTransaction);
   SKIPPR_TRY(run_attempts("land", key, [&](const std::string& job_id, std::string* error, bool* existed) {
     return client_.run_query_job(job_id, script, error, existed);
   }));
   failpoint::hit(failpoint::kSinkAfterCommit);
   // A job that succeeded with the fence lost (taken over while this process ran) wrote nothing.
-  if (!item.id.lineage.empty()) SKIPPR_TRY(fence_.confirm_landed(item.id));
-  if (rows.rows > 0) {
-    auto dropped = client_.query(fmt::format("DROP TABLE IF EXISTS {}", qualified(stage)));
+  if (!id.lineage.empty()) SKIPPR_TRY(fence_.confirm_landed(id, parts.back().target));
+  for (const auto& part : parts) {
+    if (part.stage.empty()) continue;
+    auto dropped = client_.query(fmt::format("DROP TABLE IF EXISTS {}", qualified(part.stage)));
     if (!dropped) return std::unexpected(dropped.error());
   }
-  last_rejected_ = rejected.size();
-  return WriteOutcome::kApplied;
+  return ok();
+}
+
+Result<std::vector<BatchLanded>> BigQuerySink::write_group(std::span<const BatchToLand> group) {
+  SKIPPR_TRY(open());
+  std::vector<BatchLanded> landed(group.size(), {WriteOutcome::kAlreadyApplied, 0});
+  for (size_t first = 0; first < group.size();) {
+    size_t end = first + 1;  // the parts of one batch: consecutive items with its id
+    while (end < group.size() && group[end].id.str() == group[first].id.str()) ++end;
+    std::vector<Prepared> parts;
+    std::vector<size_t> positions;  // of parts' items in the group
+    for (size_t i = first; i < end; ++i) {
+      auto prepared = prepare(group[i]);
+      if (!prepared) return std::unexpected(prepared.error());
+      if (!*prepared) continue;
+      parts.push_back(std::move(**prepared));
+      positions.push_back(i);
+    }
+    if (!parts.empty()) SKIPPR_TRY(send_transaction(group[first].id, parts));
+    for (size_t i = 0; i < parts.size(); ++i) landed[positions[i]] = {WriteOutcome::kApplied, parts[i].rejected};
+    first = end;
+  }
+  return landed;
+}
+
+Result<WriteOutcome> BigQuerySink::land(const BatchToLand& item) {
+  last_rejected_ = 0;
+  auto landed = write_group(std::span(&item, 1));
+  if (!landed) return std::unexpected(landed.error());
+  last_rejected_ = landed->front().rows_rejected;
+  return landed->front().outcome;
 }
 
 }  // namespace
@@ -421,11 +516,14 @@ ConnectorSpec bigquery_sink_spec() {
   spec.is_source = false;
   spec.summary = "a BigQuery table (load job into a stage, then a transaction with the ledger; job ids from BatchId)";
   spec.guarantee = Guarantee::kExactlyOnce;
+  spec.lands_streams = true;        // all of a batch's tables in one script transaction
   spec.max_identifier_bytes = 300;  // BigQuery column names hold 300 characters; counted in bytes to be safe
   spec.params = {
       {"project", ParamType::kString, true, nullptr, "the Google Cloud project that runs the jobs and holds the table"},
       {"dataset", ParamType::kString, true, nullptr, "the dataset; it must exist"},
-      {"table", ParamType::kString, true, nullptr, "the target table, created from the first batch"},
+      {"table", ParamType::kString, false, nullptr,
+       "the target table, created from the first batch; may hold {stream} (default for a source of several streams: "
+       "{stream}, each stream in a table of its own)"},
       {"credentials_file", ParamType::kPath, true, nullptr, "a service-account JSON key (a secret)"},
       {"location", ParamType::kString, false, "US", "where the dataset and the jobs live"},
       {"endpoint", ParamType::kString, false, "", "the API's origin; empty: https://bigquery.googleapis.com"},
@@ -453,11 +551,12 @@ ConnectorSpec bigquery_sink_spec() {
         !config.endpoint.starts_with("https://")) {
       return fail(ErrorKind::kConfig, fmt::format("{}: endpoint must start with https:// (or http://)", where));
     }
+    auto tables = StreamTables::make(where, "table", StreamTables::given(ctx.params, "table"), ctx.source_streams);
+    if (!tables) return std::unexpected(tables.error());
     const std::string project = config.project;
-    return std::make_unique<BigQuerySink>(
-        BigQueryClient(std::move(config)), project, ctx.params.value("dataset", std::string()),
-        ctx.params.value("table", std::string()), ctx.pipeline,
-        ctx.landing == Landing::kMergeByKey ? ctx.primary_key : std::vector<std::string>());
+    return std::make_unique<BigQuerySink>(BigQueryClient(std::move(config)), project,
+                                          ctx.params.value("dataset", std::string()), std::move(*tables), ctx.pipeline,
+                                          ctx.landing == Landing::kMergeByKey, ctx.primary_key);
   };
   return spec;
 }

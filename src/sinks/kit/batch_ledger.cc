@@ -20,6 +20,24 @@ std::string ledger_table(const LedgerDialect& d, std::string_view suffix = "") {
 std::string or_null(const LedgerDialect& d, std::string_view text) {
   return text.empty() ? std::string("NULL") : d.quote_literal(text);
 }
+
+// `target_table LIKE <target_like>`, its kLikeEscape escapes said in the engine's way.
+std::string target_like_sql(const LedgerDialect& d, std::string_view target_like) {
+  if (!d.like_escapes_with_backslash) {
+    return fmt::format("target_table LIKE {} ESCAPE '{}'", d.quote_literal(target_like), kLikeEscape);
+  }
+  std::string pattern;
+  for (size_t i = 0; i < target_like.size(); ++i) {
+    if (target_like[i] == kLikeEscape && i + 1 < target_like.size()) {
+      pattern += '\\';
+      pattern += target_like[++i];
+    } else {
+      if (target_like[i] == '\\') pattern += '\\';  // a backslash of the name itself
+      pattern += target_like[i];
+    }
+  }
+  return fmt::format("target_table LIKE {}", d.quote_literal(pattern));  // the literal doubles each backslash
+}
 }  // namespace
 
 std::string ledger_columns_sql(const LedgerDialect& d) {
@@ -67,9 +85,8 @@ std::string ledger_has_lineage_sql(const LedgerDialect& d, std::string_view targ
 
 std::string ledger_has_lineage_any_table_sql(const LedgerDialect& d, std::string_view target_like,
                                              std::string_view pipeline, std::string_view lineage) {
-  return fmt::format(
-      "SELECT 1 FROM {} WHERE target_table LIKE {} ESCAPE '{}' AND pipeline = {} AND lineage = {} LIMIT 1",
-      ledger_table(d), d.quote_literal(target_like), kLikeEscape, d.quote_literal(pipeline), d.quote_literal(lineage));
+  return fmt::format("SELECT 1 FROM {} WHERE {} AND pipeline = {} AND lineage = {} LIMIT 1", ledger_table(d),
+                     target_like_sql(d, target_like), d.quote_literal(pipeline), d.quote_literal(lineage));
 }
 
 std::string ledger_has_sql(const LedgerDialect& d, std::string_view target, const BatchId& id) {
@@ -128,8 +145,7 @@ std::string ledger_tip_sql(const LedgerDialect& d, std::string_view target, std:
 }
 
 std::string ledger_tip_any_table_sql(const LedgerDialect& d, std::string_view target_like, std::string_view pipeline) {
-  return tip_sql(d, fmt::format("target_table LIKE {} ESCAPE '{}' AND pipeline = {}", d.quote_literal(target_like),
-                                kLikeEscape, d.quote_literal(pipeline)));
+  return tip_sql(d, fmt::format("{} AND pipeline = {}", target_like_sql(d, target_like), d.quote_literal(pipeline)));
 }
 
 }  // namespace skippr

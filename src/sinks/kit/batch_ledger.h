@@ -29,6 +29,8 @@ struct LedgerDialect {
   // The engine's quoting of a name (the ledger's and its "rows" column); null: SQL's double quotes. BigQuery, where
   // double quotes make a string, passes backticks.
   std::string (*quote_identifier)(std::string_view) = nullptr;
+  // BigQuery's LIKE takes no ESCAPE clause: a backslash is its escape character.
+  bool like_escapes_with_backslash = false;
 };
 
 enum class LedgerFormat { kAbsent, kFirst, kCurrent };

@@ -10,13 +10,6 @@
 
 namespace skippr {
 
-std::string staging_folder_name(std::string table) {
-  if (const size_t at = table.find(kStreamPlaceholder); at != std::string::npos) {
-    table.replace(at, kStreamPlaceholder.size(), "_streams_");
-  }
-  return table;
-}
-
 std::string staged_csv_name(const BatchToLand& item, std::string_view part_table) {
   std::string name = batch_object_name(item.id, ObjectEncoding{OutputFormat::kCsv, Compression::kGzip});
   if (!part_table.empty()) {

@@ -26,9 +26,6 @@ struct StagingArea {
   std::function<Result<std::vector<std::string>>(const std::string& prefix)> list;
 };
 
-// The last folder of a pipeline's staging area, from its (folded) table: the table itself, or for a {stream} pattern
-// the pattern with its placeholder as _streams_ (one folder for all the pipeline's tables).
-std::string staging_folder_name(std::string table);
 // The staged object's name of `item` (CSV, gzipped, named after its BatchId). `part_table`: for a part of a batch of
 // several streams, its (folded) table, which goes before the extension so the streams of one batch stay apart; empty
 // for one stream. The pipeline's name stays first, so a sweep by "<pipeline>-" finds every part.

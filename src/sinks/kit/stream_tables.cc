@@ -1,5 +1,7 @@
 #include "sinks/kit/stream_tables.h"
 
+#include <cctype>
+
 #include <fmt/format.h>
 
 #include "core/connector.h"
@@ -101,6 +103,45 @@ std::string StreamTables::target_like(const std::function<std::string(std::strin
     out += named[i++];
   }
   return out;
+}
+
+bool StreamTables::may_name(std::string_view table) const {
+  if (!per_stream_) return table == template_;
+  // Each piece of the pattern between placeholders in order, each placeholder a plain name of one or more characters.
+  const auto plain = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  std::string_view rest = template_;
+  size_t at = 0;  // in `table`
+  bool after_placeholder = false;
+  while (true) {
+    const size_t next = rest.find(kStreamPlaceholder);
+    const std::string_view piece = rest.substr(0, next);
+    if (after_placeholder) {
+      // The name runs to where `piece` starts: the first place after at least one plain character where it does.
+      size_t found = std::string_view::npos;
+      for (size_t end = at + 1; end <= table.size() && plain(table[end - 1]); ++end) {
+        const bool last = next == std::string_view::npos;
+        if (last ? table.substr(end) == piece : table.substr(end, piece.size()) == piece) {
+          found = end;
+          break;
+        }
+      }
+      if (found == std::string_view::npos) return false;
+      at = found;
+    } else if (table.substr(at, piece.size()) != piece) {
+      return false;
+    }
+    at += piece.size();
+    if (next == std::string_view::npos) return at == table.size();
+    rest.remove_prefix(next + kStreamPlaceholder.size());
+    after_placeholder = true;
+  }
+}
+
+std::string tables_as_one_name(std::string table) {
+  for (size_t at; (at = table.find(kStreamPlaceholder)) != std::string::npos;) {
+    table.replace(at, kStreamPlaceholder.size(), "_streams_");
+  }
+  return table;
 }
 
 Status StreamTables::claim(std::string_view stream, const std::string& table,

@@ -43,6 +43,9 @@ class StreamTables {
   // A LIKE pattern (kLikeEscape escapes) that every stream's `target` matches and little else: `target(table)` is how
   // the sink names a table in its ledger, applied to the pattern with {stream} standing where each name goes.
   std::string target_like(const std::function<std::string(std::string_view)>& target) const;
+  // True when `table` is one table_for could give: the pattern's text around each {stream}, with a plain name (letters,
+  // digits, _) where it stood. For telling a pipeline's own tables (and what it names after them) among others.
+  bool may_name(std::string_view table) const;
   // Checks that no other stream landed in `table` (in the spelling `fold` gives it: the destination's rule for
   // which names are the same table); kConfig naming both streams when one did.
   Status claim(std::string_view stream, const std::string& table,
@@ -54,6 +57,10 @@ class StreamTables {
   bool per_stream_ = false;
   std::map<std::string, std::string, std::less<>> streams_by_table_;  // folded table -> the stream that lands there
 };
+
+// A name for all of a pipeline's tables as one (its fence table, its staging folder): `table` itself, or for a
+// {stream} pattern the pattern with its placeholder as _streams_ (no engine takes braces in a plain name).
+std::string tables_as_one_name(std::string table);
 
 // What a sink knows of each stream's table (its columns, say), kept while it lands in another: a batch of several
 // streams switches tables part by part, and each is described once.

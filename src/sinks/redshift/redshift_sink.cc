@@ -438,7 +438,7 @@ ConnectorSpec redshift_sink_spec() {
     }
     std::string prefix = ctx.params.value("s3_prefix", std::string("skippr-staging/"));
     if (!prefix.empty() && prefix.back() != '/') prefix += '/';
-    config.prefix = fmt::format("{}{}.{}/", prefix, config.schema, staging_folder_name(config.table));
+    config.prefix = fmt::format("{}{}.{}/", prefix, config.schema, tables_as_one_name(config.table));
     auto options = read_aws_options(ctx.params, where);
     if (!options) return std::unexpected(options.error());
     config.copy_region = options->region;

@@ -425,7 +425,7 @@ ConnectorSpec synapse_sink_spec() {
     if (!config.storage.key.empty()) config.secrets.push_back(azure_base64(config.storage.key));
     std::string prefix = text("storage_prefix", "skippr-staging/");
     if (!prefix.empty() && prefix.back() != '/') prefix += '/';
-    config.prefix = fmt::format("{}{}.{}/", prefix, folded(config.schema), staging_folder_name(folded(config.table)));
+    config.prefix = fmt::format("{}{}.{}/", prefix, folded(config.schema), tables_as_one_name(folded(config.table)));
     return std::make_unique<SynapseSink>(ctx, std::move(config));
   };
   return spec;
