@@ -235,8 +235,9 @@ const SinkUnderTest& clickhouse_under_test() {
     const std::string db = SharedClickHouse().fresh_database("suite");
     SinkUnderTest s;
     s.name = "ClickHouse";
+    s.lands_streams = true;
     s.sink = [db](const std::string& table) {
-      return fmt::format(R"(ClickHouse: {{ url: "{}", database: {}, table: {} }})", SharedClickHouse().url(), db,
+      return fmt::format(R"(ClickHouse: {{ url: "{}", database: {}, table: "{}" }})", SharedClickHouse().url(), db,
                          table);
     };
     s.rows = [db](const PipelineFixture&, const std::string& table, const std::vector<std::string>& columns) {

@@ -11,6 +11,7 @@
 #include "sinks/kit/conform_batch.h"
 #include "sinks/kit/per_batch_sink.h"
 #include "sinks/kit/schema_evolution.h"
+#include "sinks/kit/stream_tables.h"
 
 namespace skippr {
 namespace {
@@ -43,14 +44,27 @@ std::string engine_clause(std::string engine, const std::string& database, const
 
 class ClickHouseSink final : public PerBatchSink {
  public:
-  ClickHouseSink(ClickHouseConfig config, std::string database, std::string table, std::string engine)
+  // `tables` says where each stream lands (one table, or a {stream} pattern: sinks/kit/stream_tables.h). Each table
+  // is its own: a batch of several streams lands one table after another (ClickHouse has no transaction across
+  // tables), each part deduplicated by its rows' batch id as a batch of one stream is.
+  ClickHouseSink(ClickHouseConfig config, std::string database, StreamTables tables, std::string engine)
       : client_(std::move(config)),
         database_(std::move(database)),
-        table_(std::move(table)),
-        engine_(engine_clause(std::move(engine), database_, table_)) {}
+        tables_(std::move(tables)),
+        table_(tables_.pattern()),
+        engine_(std::move(engine)) {}
 
   Guarantee guarantee() const override { return Guarantee::kAtLeastOnce; }
   Status open() override;
+  Result<std::vector<BatchLanded>> write_group(std::span<const BatchToLand> group) override {
+    // Every part's table is claimed before any part lands: two streams that would share a table stop the batch
+    // whole, as a transaction would, rather than after the first of them landed.
+    for (const auto& item : group) {
+      SKIPPR_TRY(tables_.claim(item.batch.stream, tables_.table_for(item.batch.stream),
+                               [](std::string_view t) { return std::string(t); }));
+    }
+    return PerBatchSink::write_group(group);
+  }
 
  private:
   std::string target() const { return ch_quote_identifier(database_) + "." + ch_quote_identifier(table_); }
@@ -59,6 +73,8 @@ class ClickHouseSink final : public PerBatchSink {
   }
   std::string where() const { return fmt::format("{}: table {}.{}", client_.where(), database_, table_); }
   Result<std::vector<TableColumn>> describe();
+  // Points table_ (and what is known of it) at the table `batch`'s stream lands in.
+  Status use_table_of(const Batch& batch);
   Status prepare_table(const Batch& batch);
   Result<WriteOutcome> land(const BatchToLand& item) override;
   // How many distinct rows of batch `id` the target holds.
@@ -66,12 +82,21 @@ class ClickHouseSink final : public PerBatchSink {
   Status write_rejects(const BatchId& id, const std::vector<RejectedRow>& rows);
 
   ClickHouseClient client_;
-  std::string database_, table_, engine_;
+  std::string database_;
+  StreamTables tables_;
+  std::string table_;   // the table being landed in (use_table_of)
+  std::string engine_;  // as configured: {table} is each table's
   bool has_datetime64_ = false;
   bool has_dedup_token_ = false;
-  std::vector<TableColumn> columns_;  // the target's, as last described (empty: not there yet)
+  std::vector<TableColumn> columns_;  // table_'s, as last described (empty: not there yet)
   bool rejects_ready_ = false;
-  std::string encoded_;  // reused across batches
+  struct TableState {
+    std::vector<TableColumn> columns;
+    bool rejects_ready = false;
+    bool described = false;
+  };
+  KnownPerTable<TableState> other_tables_;  // what is known of the stream tables other than table_
+  std::string encoded_;                     // reused across batches
 };
 
 Status ClickHouseSink::open() {
@@ -91,6 +116,23 @@ Status ClickHouseSink::open() {
   const size_t tab = features->find('\t');
   has_datetime64_ = parse_count(*features) > 0;
   has_dedup_token_ = tab != std::string::npos && parse_count(std::string_view(*features).substr(tab + 1)) > 0;
+  if (tables_.per_stream()) return ok();  // each stream's table is described when its first batch comes
+  auto columns = describe();
+  if (!columns) return std::unexpected(columns.error());
+  return ok();
+}
+
+Status ClickHouseSink::use_table_of(const Batch& batch) {
+  const std::string table = tables_.table_for(batch.stream);
+  // Also for the table landed in last: two streams may fold to one name (a.b and a_b). ClickHouse's table names are
+  // case-sensitive: only the same spelling is the same table.
+  SKIPPR_TRY(tables_.claim(batch.stream, table, [](std::string_view t) { return std::string(t); }));
+  if (table == table_) return ok();
+  TableState known = other_tables_.switch_tables(table_, {std::move(columns_), rejects_ready_, true}, table);
+  table_ = table;
+  columns_ = std::move(known.columns);
+  rejects_ready_ = known.rejects_ready;
+  if (known.described) return ok();
   auto columns = describe();
   if (!columns) return std::unexpected(columns.error());
   return ok();
@@ -128,7 +170,8 @@ Status ClickHouseSink::prepare_table(const Batch& batch) {
       if (field.name == kBatchIdColumn || field.name == kRowColumn) continue;
       sql += fmt::format("{} {}, ", ch_quote_identifier(field.name), ch_new_column_type(field.type, has_datetime64_));
     }
-    sql += fmt::format("{} String, {} UInt32) ENGINE = {}", kBatchIdColumn, kRowColumn, engine_);
+    sql += fmt::format("{} String, {} UInt32) ENGINE = {}", kBatchIdColumn, kRowColumn,
+                       engine_clause(engine_, database_, table_));
     SKIPPR_TRY(client_.query(sql));
     SKIPPR_TRY(describe());
   }
@@ -180,6 +223,7 @@ Status ClickHouseSink::write_rejects(const BatchId& id, const std::vector<Reject
 Result<WriteOutcome> ClickHouseSink::land(const BatchToLand& item) {
   const Batch& batch = item.batch;
   last_rejected_ = 0;
+  SKIPPR_TRY(use_table_of(batch));
   const bool table_was_there = !columns_.empty();
   SKIPPR_TRY(prepare_table(batch));
   auto conformed = conform_batch(batch, columns_, ch_column_rules(), where());
@@ -262,10 +306,13 @@ ConnectorSpec clickhouse_sink_spec() {
   spec.is_source = false;
   spec.summary = "a ClickHouse table over HTTP (RowBinary, one INSERT per batch; rows carry their batch id)";
   spec.guarantee = Guarantee::kAtLeastOnce;
+  spec.lands_streams = true;  // one table after another, each part deduplicated by its batch id
   spec.params = {
       {"url", ParamType::kString, true, nullptr, "the server's HTTP interface, e.g. http://127.0.0.1:8123"},
       {"database", ParamType::kString, false, "default", "the database; it must exist"},
-      {"table", ParamType::kString, true, nullptr, "the target table; created from the first batch's schema"},
+      {"table", ParamType::kString, false, nullptr,
+       "the target table; created from the first batch's schema. May hold {stream} (default for a source of several "
+       "streams: {stream}, each stream in a table of its own)"},
       {"user", ParamType::kString, false, "default", "the ClickHouse user"},
       {"password", ParamType::kString, false, "", "the user's password (a secret: give it as ${VAR})"},
       {"engine", ParamType::kString, false, std::string(kDefaultEngine),
@@ -291,11 +338,10 @@ ConnectorSpec clickhouse_sink_spec() {
                                                   where));
     }
     const std::string database = ctx.params.value("database", std::string("default"));
-    const std::string table = ctx.params.value("table", std::string());
-    if (database.empty() || table.empty()) {
-      return fail(ErrorKind::kConfig, fmt::format("{}: ClickHouse needs a table (and a non-empty database)", where));
-    }
-    return std::make_unique<ClickHouseSink>(std::move(config), database, table,
+    if (database.empty()) return fail(ErrorKind::kConfig, fmt::format("{}: database must not be empty", where));
+    auto tables = StreamTables::make(where, "table", StreamTables::given(ctx.params, "table"), ctx.source_streams);
+    if (!tables) return std::unexpected(tables.error());
+    return std::make_unique<ClickHouseSink>(std::move(config), database, std::move(*tables),
                                             ctx.params.value("engine", std::string(kDefaultEngine)));
   };
   return spec;
