@@ -12,6 +12,7 @@
 #include "support/chaos_loop.h"
 #include "support/pipeline_fixture.h"
 #include "support/rabbitmq_server.h"
+#include "support/stream_files.h"
 
 namespace skippr::test {
 namespace {
@@ -105,6 +106,66 @@ TEST(AmqpSink, MistakesStopWithExitTwoOrSeventyFive) {
     EXPECT_EQ(run.err.find("n0t-the-pw"), std::string::npos) << run.err;
     EXPECT_TRUE(files_containing(f.path("data"), "n0t-the-pw").empty());  // the config itself holds it
   }
+}
+
+std::string streams_to_amqp(const std::string& queue) {
+  return jsonl_files_to_sink_config(
+      "in/{stream}/*.jsonl",
+      fmt::format(
+          R"(AMQP: {{ url: "{}", exchange: amq.topic, routing_key: "raw.{{stream}}", declare: {{ queue: {} }} }})",
+          SharedRabbitMq().url(), queue));
+}
+
+// Per stream: each distinct message id's body (a consumer that drops an id it has seen keeps these).
+std::map<std::string, std::map<std::string, std::string>> by_stream(const std::vector<ReceivedMessage>& messages) {
+  std::map<std::string, std::map<std::string, std::string>> out;
+  for (const auto& m : messages) {
+    EXPECT_EQ(m.routing_key, "raw." + m.stream_header) << m.message_id;
+    EXPECT_TRUE(m.message_id.starts_with(m.batch_id_header + "/" + m.stream_header + "/")) << m.message_id;
+    auto [at, added] = out[m.stream_header].emplace(m.message_id, m.body);
+    if (!added) {
+      EXPECT_EQ(at->second, m.body) << "one id, two bodies: " << m.message_id;
+    }
+  }
+  return out;
+}
+
+// Five stream folders to a topic exchange under raw.<stream>, the declared queue bound to each stream's key as the
+// stream appears; under kill -9 every stream's messages, with repeats dropped by id, are the unkilled run's.
+TEST(AmqpSink, EachStreamUnderItsOwnRoutingKeyEqualsAnUnkilledRunUnderKills) {
+  auto& mq = SharedRabbitMq();
+  const std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "64KiB"}};
+  PipelineFixture calm(streams_to_amqp("streams_calm"));
+  const auto written = write_stream_files(calm.root(), 6, 1500);
+  auto clean = calm.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
+  ASSERT_EQ(clean.exit_code, 0) << clean.err;
+  const auto want = by_stream(mq.drain("streams_calm"));
+
+  PipelineFixture f(streams_to_amqp("streams_killed"));
+  write_stream_files(f.root(), 6, 1500);
+  auto chaos = env;
+  chaos["SKIPPR_CHAOS_MIN_SECONDS"] = "0.05";
+  chaos["SKIPPR_CHAOS_MAX_SECONDS"] = "0.4";
+  const ChaosRuns runs = sync_until_done_under_chaos(f, "bikehire", chaos, 5100, {.min_kills = 10});
+  ASSERT_TRUE(runs.finished) << runs.failure;
+  EXPECT_GE(runs.kills, 10) << runs.summary();
+  const auto got = by_stream(mq.drain("streams_killed"));
+  ASSERT_EQ(want.size(), stream_names().size());
+  for (const auto& stream : stream_names()) {
+    ASSERT_TRUE(want.contains(stream) && got.contains(stream)) << stream;
+    EXPECT_EQ(want.at(stream).size(), written.at(stream)) << stream;
+    std::multiset<std::string> want_bodies, got_bodies;
+    for (const auto& [id, body] : want.at(stream)) want_bodies.insert(body);
+    for (const auto& [id, body] : got.at(stream)) got_bodies.insert(body);
+    EXPECT_EQ(got_bodies, want_bodies) << stream;
+  }
+  std::printf("[ metrics  ] AMQP streams: %s\n", runs.summary().c_str());
+
+  // {stream} in the routing key of a source of one stream is a setup mistake.
+  PipelineFixture one(sample_to_amqp(10, R"(url: "amqp://guest:guest@127.0.0.1:1/", routing_key: "raw.{stream}")"));
+  auto refused = one.skipprd({"validate"});
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("names one stream"), std::string::npos) << refused.err;
 }
 
 TEST(AmqpSink, KillLoopIntoAQuorumQueueRepeatsOnlyKnownIds) {

@@ -120,12 +120,16 @@ std::vector<ReceivedMessage> RabbitMqServer::drain(const std::string& queue) con
     const amqp_message_t& message = envelope.message;
     ReceivedMessage m;
     m.body = text(message.body);
+    m.routing_key = text(envelope.routing_key);
     if (message.properties._flags & AMQP_BASIC_MESSAGE_ID_FLAG) m.message_id = text(message.properties.message_id);
     if (message.properties._flags & AMQP_BASIC_HEADERS_FLAG) {
       for (int i = 0; i < message.properties.headers.num_entries; ++i) {
         const auto& e = message.properties.headers.entries[i];
         if (text(e.key) == "x-skippr-batch-id" && e.value.kind == AMQP_FIELD_KIND_UTF8) {
           m.batch_id_header = text(e.value.value.bytes);
+        }
+        if (text(e.key) == "x-skippr-stream" && e.value.kind == AMQP_FIELD_KIND_UTF8) {
+          m.stream_header = text(e.value.value.bytes);
         }
       }
     }

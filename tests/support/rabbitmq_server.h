@@ -15,6 +15,8 @@ struct ReceivedMessage {
   std::string message_id;
   std::string body;
   std::string batch_id_header;
+  std::string stream_header;  // x-skippr-stream, when the source names several streams
+  std::string routing_key;
 };
 
 class RabbitMqServer {

@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 #include "clients/amqp/amqp_connection.h"
 #include "core/failpoint.h"
 #include "formats/json_rows.h"
 #include "formats/object_encoding.h"
+#include "sinks/kit/stream_tables.h"
 
 namespace skippr {
 namespace {
@@ -19,16 +22,22 @@ struct Declarations {
   std::string queue_type = "classic";
 };
 
+// AMQP's routing key is a short string: at most 255 bytes.
+constexpr size_t kRoutingKeyBytes = 255;
+
 class AmqpSink final : public Sink {
  public:
+  // `routing_key` may hold {stream} (each stream's name, as it is); `source_streams`: every message names its stream
+  // in the x-skippr-stream header, and its id holds the stream (a batch's streams number their rows each from 0).
   AmqpSink(AmqpConfig config, std::string exchange, std::string routing_key, MessagePer per,
-           std::optional<ObjectEncoder> encoder, Declarations declare)
+           std::optional<ObjectEncoder> encoder, Declarations declare, bool source_streams)
       : config_(std::move(config)),
         exchange_(std::move(exchange)),
         routing_key_(std::move(routing_key)),
         per_(per),
         encoder_(std::move(encoder)),
-        declare_(std::move(declare)) {}
+        declare_(std::move(declare)),
+        source_streams_(source_streams) {}
 
   Guarantee guarantee() const override { return Guarantee::kAtLeastOnce; }
 
@@ -41,9 +50,10 @@ class AmqpSink final : public Sink {
     } else {
       SKIPPR_TRY(connection_->check_exchange(exchange_));
     }
+    bound_.clear();
     if (!declare_.queue.empty()) {
       SKIPPR_TRY(connection_->declare_queue(declare_.queue, declare_.queue_type));
-      if (!exchange_.empty()) SKIPPR_TRY(connection_->bind_queue(declare_.queue, exchange_, routing_key_));
+      if (!per_stream_key()) SKIPPR_TRY(bind(routing_key_));
     }
     return ok();
   }
@@ -63,20 +73,49 @@ class AmqpSink final : public Sink {
   }
 
  private:
+  bool per_stream_key() const { return routing_key_.find(kStreamPlaceholder) != std::string::npos; }
+
+  // The declared queue bound to `key` on the exchange, once per connection (a bind is idempotent on the broker).
+  Status bind(const std::string& key) {
+    if (declare_.queue.empty() || exchange_.empty() || bound_.contains(key)) return ok();
+    SKIPPR_TRY(connection_->bind_queue(declare_.queue, exchange_, key));
+    bound_.insert(key);
+    return ok();
+  }
+
+  Result<std::string> routing_key_of(const std::string& stream) const {
+    std::string key = routing_key_;
+    for (size_t at; (at = key.find(kStreamPlaceholder)) != std::string::npos;) {
+      key.replace(at, kStreamPlaceholder.size(), stream);
+    }
+    if (key.size() > kRoutingKeyBytes) {
+      return fail(ErrorKind::kConfig, fmt::format("{}: the routing key of stream '{}' is {} bytes, above AMQP's {}; "
+                                                  "shorten routing_key or the stream's name",
+                                                  config_.where, stream, key.size(), kRoutingKeyBytes));
+    }
+    return key;
+  }
+
   Status publish(const Batch& batch, const BatchId& id) {
     const std::string batch_id = id.str();
+    // Ids unique across a batch's streams: <batch>/<stream>[/<row>]. One stream keeps the form it always had.
+    const std::string id_prefix = source_streams_ ? fmt::format("{}/{}", batch_id, batch.stream) : batch_id;
+    auto key = routing_key_of(batch.stream);
+    if (!key) return std::unexpected(key.error());
+    SKIPPR_TRY(bind(*key));
     headers_ = {{"x-skippr-batch-id", batch_id, 0, false},
                 {"x-skippr-rows", "", static_cast<int64_t>(batch.rows), true}};
+    if (source_streams_) headers_.push_back({"x-skippr-stream", batch.stream, 0, false});
     AmqpMessage message;
     message.exchange = exchange_;
-    message.routing_key = routing_key_;
+    message.routing_key = *key;
     message.headers = &headers_;
     failpoint::hit(failpoint::kSinkInTransaction);
     if (per_ == MessagePer::kBatch) {
       auto body = encoder_->encode(batch);
       if (!body) return std::unexpected(body.error());
       message.body = *body;
-      message.message_id = batch_id;
+      message.message_id = id_prefix;
       message.content_type = encoder_->encoding().content_type();
       SKIPPR_TRY(connection_->publish(message));
     } else {
@@ -86,7 +125,7 @@ class AmqpSink final : public Sink {
       for (size_t row = 0; row < batch.rows; ++row) {
         body_.clear();
         append_row_json(batch, row, body_);
-        message_id = fmt::format("{}/{}", batch_id, row);
+        message_id = fmt::format("{}/{}", id_prefix, row);
         headers_.back().number = static_cast<int64_t>(row);
         message.body = body_;
         message.message_id = message_id;
@@ -101,7 +140,7 @@ class AmqpSink final : public Sink {
                               "bound to exchange '{}' for routing key '{}'; bind one, or let the sink declare it "
                               "(declare: {{ queue: <name> }})",
                               config_.where, confirms->returned, batch_id, confirms->first_return_text,
-                              exchange_.empty() ? "(default)" : exchange_, routing_key_));
+                              exchange_.empty() ? "(default)" : exchange_, *key));
     }
     if (confirms->nacked > 0) {
       return fail(ErrorKind::kUnknownOutcome, fmt::format("{}: the broker nacked {} message(s) of batch {}; it is "
@@ -118,6 +157,8 @@ class AmqpSink final : public Sink {
   std::optional<ObjectEncoder> encoder_;  // message_per: batch
   Declarations declare_;
   std::unique_ptr<AmqpConnection> connection_;
+  bool source_streams_;
+  std::set<std::string> bound_;  // routing keys the declared queue is bound to on this connection
   std::vector<AmqpHeader> headers_;
   std::string body_;
 };
@@ -132,11 +173,15 @@ ConnectorSpec amqp_sink_spec() {
       "an AMQP 0-9-1 exchange (RabbitMQ): persistent messages with publisher confirms, message_id from the "
       "BatchId";
   spec.guarantee = Guarantee::kAtLeastOnce;
+  // Each stream under its own routing key ({stream} in routing_key), or all under one, each message naming its stream.
+  spec.lands_streams = true;
   spec.params = {
       {"url", ParamType::kString, true, nullptr,
        "amqp://user:password@host:port/vhost (or amqps://); give the password as ${VAR}"},
       {"exchange", ParamType::kString, false, "", "the exchange to publish to; empty: the default exchange"},
-      {"routing_key", ParamType::kString, false, "", "the routing key (with the default exchange: the queue's name)"},
+      {"routing_key", ParamType::kString, false, "",
+       "the routing key (with the default exchange: the queue's name). With a source of several streams it may hold "
+       "{stream}, each stream's name (raw.{stream}); every message names its stream in the x-skippr-stream header"},
       {"message_per", ParamType::kString, false, "row", "row: one JSON message per row; batch: one per batch"},
       {"format", ParamType::kString, false, "json",
        "json (row: a JSON object; batch: JSON lines), or with message_per batch: jsonl, csv, parquet"},
@@ -225,8 +270,14 @@ ConnectorSpec amqp_sink_spec() {
         }
       }
     }
+    if (routing_key.find(kStreamPlaceholder) != std::string::npos && !ctx.source_streams) {
+      return fail(ErrorKind::kConfig, fmt::format("{}: routing_key '{}' holds {{stream}}, and the pipeline's source "
+                                                  "names one stream; name the routing key, or give the source several "
+                                                  "streams",
+                                                  where, routing_key));
+    }
     return std::make_unique<AmqpSink>(std::move(config), exchange, routing_key, per, std::move(encoder),
-                                      std::move(declare));
+                                      std::move(declare), ctx.source_streams);
   };
   return spec;
 }
