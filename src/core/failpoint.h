@@ -24,7 +24,10 @@ inline constexpr std::string_view kAll[] = {kWalBeforeFsync,   kWalAfterFsync, k
 // Points only some sinks pass, armed by name (SKIPPR_CHAOS_FAILPOINT) by their tests. Iceberg's storage catalog:
 // v<N+1>.metadata.json is created (the commit), its version hint not yet written.
 inline constexpr std::string_view kLakeBeforeVersionHint = "lake.before_version_hint";
-inline constexpr std::string_view kSinkSpecific[] = {kLakeBeforeVersionHint};
+// A batch of several streams landing one table after another (sinks without a transaction across tables): some of
+// its tables landed, the next not yet.
+inline constexpr std::string_view kSinkBetweenTables = "sink.between_tables";
+inline constexpr std::string_view kSinkSpecific[] = {kLakeBeforeVersionHint, kSinkBetweenTables};
 
 // The point of that name (kAll or kSinkSpecific, whose names live for the program), or nullopt.
 inline std::optional<std::string_view> known_point(std::string_view name) {

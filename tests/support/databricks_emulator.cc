@@ -601,7 +601,7 @@ DatabricksEmulator& SharedDatabricks() {
 std::string databricks_sink(const std::string& endpoint, const std::string& table, const std::string& extra) {
   return fmt::format(
       "Databricks: {{ host: dbc-test.cloud.databricks.com, token: \"{}\", warehouse_id: {}, catalog: {}, schema: {}, "
-      "volume: {}, table: {}, endpoint: \"{}\"{} }}",
+      "volume: {}, table: \"{}\", endpoint: \"{}\"{} }}",
       DatabricksEmulator::kToken, DatabricksEmulator::kWarehouse, DatabricksEmulator::kCatalog,
       DatabricksEmulator::kSchema, DatabricksEmulator::kVolume, table, endpoint, extra);
 }

@@ -4,8 +4,11 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <span>
 
 #include "clients/databricks/databricks_client.h"
 #include "core/change_fields.h"
@@ -18,6 +21,7 @@
 #include "sinks/kit/merge_sql.h"
 #include "sinks/kit/per_batch_sink.h"
 #include "sinks/kit/schema_evolution.h"
+#include "sinks/kit/stream_tables.h"
 
 namespace skippr {
 namespace {
@@ -35,9 +39,10 @@ std::string file_stem(const BatchId& id) {
   return fmt::format("{}-{}-{}", id.lineage.empty() ? "none" : id.lineage, id.epoch, id.seq);
 }
 
-// A name this sink wrote in its folder: "<stem>.rows.json", ".rejects.json" or ".landing.json"; others are left alone.
+// A name this sink wrote in its folder: "<stem>.rows.json", ".rejects.json" or ".landing.json", a part of a batch of
+// several streams with its table between ("<stem>.<table>.rows.json"); others are left alone.
 bool ours(const std::string& name) {
-  static const std::regex kName(R"(^[0-9A-Za-z_]+-[0-9]+-[0-9]+\.(rows|rejects|landing)\.json$)");
+  static const std::regex kName(R"(^[0-9A-Za-z_]+-[0-9]+-[0-9]+(\.[0-9A-Za-z_]+)?\.(rows|rejects|landing)\.json$)");
   return std::regex_match(name, kName);
 }
 
@@ -51,32 +56,44 @@ bool needs_column_mapping(const Schema& schema) {
 
 class DatabricksSink final : public PerBatchSink {
  public:
+  // `tables` says where each stream lands (one table, or a {stream} pattern: sinks/kit/stream_tables.h); `merge`
+  // lands by key, on `pipeline_key` or each batch's own (merge_key_of). A batch of several streams has one landing
+  // file for all its tables: Delta commits per table, and the landing file makes the batch one commitment.
   DatabricksSink(DatabricksClient client, std::string signing_key, std::string catalog, std::string schema,
-                 std::string table, std::string volume_root, std::string pipeline, std::vector<std::string> merge_key)
+                 StreamTables tables, std::string volume_root, std::string pipeline, bool merge,
+                 std::vector<std::string> pipeline_key)
       : client_(std::move(client)),
         signing_key_(std::move(signing_key)),
         catalog_(std::move(catalog)),
         schema_(std::move(schema)),
-        table_(std::move(table)),
+        tables_(std::move(tables)),
+        table_(tables_.pattern()),
         volume_(volume_root),
-        folder_(fmt::format("{}/_skippr/{}/{}", volume_root, table_, pipeline)),
+        folder_(fmt::format("{}/_skippr/{}/{}", volume_root, tables_as_one_name(table_), pipeline)),
         pipeline_(std::move(pipeline)),
-        merge_key_(std::move(merge_key)) {}
+        merge_(merge),
+        pipeline_key_(std::move(pipeline_key)),
+        merge_key_(merge ? pipeline_key_ : std::vector<std::string>()) {}
 
   Guarantee guarantee() const override { return Guarantee::kExactlyOnce; }
   bool keeps_ledger() const override { return true; }
   Status open() override;
   Result<std::optional<LedgerTip>> ledger_tip() override;
+  // The parts of one batch (its streams) under one landing file; batches one after another.
+  Result<std::vector<BatchLanded>> write_group(std::span<const BatchToLand> group) override;
 
  private:
   std::string prefix() const { return dbx_quote_identifier(catalog_) + "." + dbx_quote_identifier(schema_) + "."; }
-  std::string target() const { return prefix() + dbx_quote_identifier(table_); }
+  std::string target_of(std::string_view table) const { return prefix() + dbx_quote_identifier(table); }
+  std::string target() const { return target_of(table_); }
   std::string rejects() const { return prefix() + dbx_quote_identifier(table_ + std::string(kRejectedSuffix)); }
   std::string tombstones() const { return prefix() + dbx_quote_identifier(table_ + std::string(kTombstoneSuffix)); }
-  bool merging() const { return !merge_key_.empty(); }
+  bool merging() const { return merge_; }
   std::string where() const { return fmt::format("{}: table {}.{}.{}", client_.where(), catalog_, schema_, table_); }
   LedgerDialect ledger() const { return {prefix(), "", dbx_quote_literal, "STRING", "BIGINT", dbx_quote_identifier}; }
   Status describe();
+  // Points table_ (and what is known of it) at the table `batch`'s stream lands in, and merge_key_ at its key.
+  Status use_table_of(const Batch& batch);
   Status prepare_table(const Batch& batch);
   Result<bool> held(const std::string& landed_sql);
   // The statements of a landing file in order, then its files removed.
@@ -88,20 +105,35 @@ class DatabricksSink final : public PerBatchSink {
   // and removes the files of batches that never got one (they were never loaded).
   Status finish_pending();
   Result<WriteOutcome> land(const BatchToLand& item) override;
+  // One batch: its parts (one per stream, all with its id) under one landing file.
+  Result<std::vector<BatchLanded>> land_batch(std::span<const BatchToLand> parts);
+  // The statements and files of one part of a batch, added to `landing`; the rows it rejects.
+  Result<uint64_t> add_part(const BatchToLand& item, const std::string& stem, LandingFile& landing);
   // The SELECT list that reads `fields` from a batch's file into the target's column types.
   std::string converted_columns(const Schema& schema, bool keep_change_fields, bool row_numbers) const;
 
   DatabricksClient client_;
   std::string signing_key_;  // the token: landing files are signed with it
-  std::string catalog_, schema_, table_;
+  std::string catalog_, schema_;
+  StreamTables tables_;
+  std::string table_;   // the table being landed in (use_table_of)
   std::string volume_;  // /Volumes/<catalog>/<schema>/<volume>[/folder]
-  std::string folder_;  // where this table's batches wait: <volume>/_skippr/<table>/<pipeline>
+  // Where the pipeline's batches wait: <volume>/_skippr/<table>/<pipeline> (a {stream} pattern as one name).
+  std::string folder_;
   std::string pipeline_;
-  std::vector<std::string> merge_key_;  // merge_by_key's primary key; empty: append
+  bool merge_ = false;                     // landing: merge_by_key
+  std::vector<std::string> pipeline_key_;  // the pipeline's primary_key (empty: each batch carries its own)
+  std::vector<std::string> merge_key_;     // the key of the batch being landed
   bool opened_ = false;
-  std::vector<TableColumn> columns_;  // the target's, as last described (empty: not there yet)
+  std::vector<TableColumn> columns_;  // table_'s, as last described (empty: not there yet)
   bool rejects_ready_ = false;
   bool pending_finished_ = false;
+  struct TableState {
+    std::vector<TableColumn> columns;
+    bool rejects_ready = false;
+    bool described = false;
+  };
+  KnownPerTable<TableState> other_tables_;  // what is known of the stream tables other than table_
 };
 
 Status DatabricksSink::open() {
@@ -112,7 +144,7 @@ Status DatabricksSink::open() {
       "lineage STRING, epoch BIGINT, seq BIGINT, `rows` BIGINT, position_after STRING, landed_at TIMESTAMP DEFAULT "
       "current_timestamp()) TBLPROPERTIES ('delta.feature.allowColumnDefaults' = 'supported')",
       prefix(), kLedgerTable)));
-  SKIPPR_TRY(describe());
+  if (!tables_.per_stream()) SKIPPR_TRY(describe());
   // The volume itself (its first four segments): a folder below it is made by the first upload.
   size_t root_end = 0;
   for (int slashes = 0; slashes < 5 && root_end != std::string::npos; ++slashes)
@@ -140,6 +172,27 @@ Status DatabricksSink::describe() {
   return ok();
 }
 
+Status DatabricksSink::use_table_of(const Batch& batch) {
+  if (merging()) {
+    merge_key_ = merge_key_of(batch, pipeline_key_);
+    if (merge_key_.empty()) return no_merge_key(batch, where());
+  }
+  const std::string table = tables_.table_for(batch.stream);
+  // Before anything else, also for the table landed in last: two streams may fold to one name (a.b and a_b). Unity
+  // Catalog keeps names in lower case: Orders and orders are one table.
+  SKIPPR_TRY(tables_.claim(batch.stream, table, [](std::string_view t) {
+    std::string folded(t);
+    for (char& c : folded) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return folded;
+  }));
+  if (table == table_) return ok();
+  TableState known = other_tables_.switch_tables(table_, {std::move(columns_), rejects_ready_, true}, table);
+  table_ = table;
+  columns_ = std::move(known.columns);
+  rejects_ready_ = known.rejects_ready;
+  return known.described ? ok() : describe();
+}
+
 Result<bool> DatabricksSink::held(const std::string& landed_sql) {
   auto rows = client_.execute(landed_sql);
   if (!rows) return std::unexpected(rows.error());
@@ -163,6 +216,9 @@ Status DatabricksSink::run_landing(const LandingFile& landing) {
     // After the first statement, with more to come (the rows landed, not yet the rejects or the ledger row): a stop
     // here leaves exactly what the landing file is for.
     if (i == 1) failpoint::hit(failpoint::kSinkInTransaction);
+    if (std::ranges::find(landing.part_starts, i) != landing.part_starts.end()) {
+      failpoint::hit(failpoint::kSinkBetweenTables);
+    }
     auto done = client_.execute(landing.statements[i], /*write=*/true);
     if (!done) {
       return fail(done.error().kind, fmt::format("{} (landing batch {}, {}/{})", done.error().message, landing.batch_id,
@@ -221,7 +277,11 @@ Result<std::optional<LedgerTip>> DatabricksSink::ledger_tip() {
   // A landing of a killed process still executing makes this transient (a COPY INTO of the same file is refused
   // meanwhile): the engine asks again, and the tip is read once every landing that process committed is finished.
   SKIPPR_TRY(finish_pending());
-  auto rows = client_.execute(ledger_tip_sql(ledger(), target(), pipeline_));
+  auto rows = client_.execute(
+      tables_.per_stream()
+          ? ledger_tip_any_table_sql(ledger(), tables_.target_like([this](std::string_view t) { return target_of(t); }),
+                                     pipeline_)
+          : ledger_tip_sql(ledger(), target(), pipeline_));
   if (!rows) return fail(rows.error().kind, fmt::format("reading the ledger of {}: {}", where(), rows.error().message));
   return ledger_tip_of(*rows);
 }
@@ -274,22 +334,68 @@ std::string DatabricksSink::converted_columns(const Schema& schema, bool keep_ch
   return fmt::format("{}", fmt::join(select, ", "));
 }
 
+Result<std::vector<BatchLanded>> DatabricksSink::write_group(std::span<const BatchToLand> group) {
+  std::vector<BatchLanded> landed;
+  for (size_t first = 0; first < group.size();) {
+    size_t end = first + 1;  // the parts of one batch: consecutive items with its id
+    while (end < group.size() && group[end].id.str() == group[first].id.str()) ++end;
+    auto batch = land_batch(group.subspan(first, end - first));
+    if (!batch) return std::unexpected(batch.error());
+    landed.insert(landed.end(), batch->begin(), batch->end());
+    first = end;
+  }
+  return landed;
+}
+
 Result<WriteOutcome> DatabricksSink::land(const BatchToLand& item) {
+  last_rejected_ = 0;
+  auto landed = land_batch(std::span(&item, 1));
+  if (!landed) return std::unexpected(landed.error());
+  last_rejected_ = landed->front().rows_rejected;
+  return landed->front().outcome;
+}
+
+Result<std::vector<BatchLanded>> DatabricksSink::land_batch(std::span<const BatchToLand> parts) {
   SKIPPR_TRY(open());
   SKIPPR_TRY(finish_pending());
-  last_rejected_ = 0;
-  const std::string stem = file_stem(item.id);
+  const BatchId& id = parts.front().id;
+  const bool several = tables_.per_stream();
+  const std::string stem = file_stem(id);
+  // A part's files carry its table between the stem and the suffix when the batch may have several.
+  const auto part_stem = [&](const BatchToLand& part) {
+    return several ? fmt::format("{}.{}", stem, tables_.table_for(part.batch.stream)) : stem;
+  };
+  const auto outcomes = [&](WriteOutcome outcome, const LandingFile* landing) {
+    std::vector<BatchLanded> out(parts.size(), {outcome, 0});
+    if (landing && landing->rejected_by_part.size() == parts.size()) {
+      for (size_t i = 0; i < parts.size(); ++i) out[i].rows_rejected = landing->rejected_by_part[i];
+    } else if (landing) {
+      out.front().rows_rejected = landing->rejected;
+    }
+    return out;
+  };
+  for (const auto& part : parts) {
+    // Every part's table is claimed before anything is sent: two streams that would share a table stop the batch
+    // whole.
+    SKIPPR_TRY(use_table_of(part.batch));
+  }
   LandingFile landing;
-  landing.batch_id = item.id.str();
-  landing.landed_sql = ledger_has_sql(ledger(), target(), item.id);
+  landing.batch_id = id.str();
+  // The last part's ledger row is the landing's last statement: once it is there, every part landed.
+  landing.landed_sql = ledger_has_sql(ledger(), target_of(tables_.table_for(parts.back().batch.stream)), id);
   // Only a batch an earlier attempt may have landed can be in the ledger; asking costs a round trip, so only then.
-  if (item.maybe_landed) {
+  if (std::ranges::any_of(parts, [](const BatchToLand& p) { return p.maybe_landed; })) {
     auto landed = held(landing.landed_sql);
     if (!landed) return std::unexpected(landed.error());
     if (*landed) {
-      remove_files(
-          {stem + std::string(kRowsSuffix), stem + std::string(kRejectsSuffix), stem + std::string(kLandingSuffix)});
-      return WriteOutcome::kAlreadyApplied;
+      std::vector<std::string> files;
+      for (const auto& part : parts) {
+        files.push_back(part_stem(part) + std::string(kRowsSuffix));
+        files.push_back(part_stem(part) + std::string(kRejectsSuffix));
+      }
+      files.push_back(stem + std::string(kLandingSuffix));
+      remove_files(files);
+      return outcomes(WriteOutcome::kAlreadyApplied, nullptr);
     }
     // An earlier attempt's landing file is its commitment: finished as written, not made again (this attempt's files
     // could differ from what it loaded already: a column widened in between changes which rows are rejected).
@@ -297,10 +403,34 @@ Result<WriteOutcome> DatabricksSink::land(const BatchToLand& item) {
     if (!earlier) return std::unexpected(earlier.error());
     if (*earlier) {
       SKIPPR_TRY(run_landing(**earlier));
-      last_rejected_ = (*earlier)->rejected;
-      return WriteOutcome::kApplied;
+      return outcomes(WriteOutcome::kApplied, &**earlier);
     }
   }
+  for (const auto& part : parts) {
+    SKIPPR_TRY(use_table_of(part.batch));
+    if (!landing.statements.empty()) landing.part_starts.push_back(landing.statements.size());
+    auto rejected = add_part(part, part_stem(part), landing);
+    if (!rejected) return std::unexpected(rejected.error());
+    landing.rejected += *rejected;
+    if (several) landing.rejected_by_part.push_back(*rejected);
+  }
+  if (!landing.files.empty()) {
+    // From here the batch is committed to the destination: whoever finds this file finishes it.
+    landing.files.push_back(stem + std::string(kLandingSuffix));
+    auto uploaded = client_.upload(folder_ + "/" + landing.files.back(), landing_file_json(landing, signing_key_));
+    if (!uploaded) return std::unexpected(uploaded.error());
+    if (*uploaded == UploadOutcome::kAlreadyThere) {
+      // An earlier attempt committed first (its answer was lost): that landing file is the one to finish.
+      auto earlier = read_landing(landing.files.back());
+      if (!earlier) return std::unexpected(earlier.error());
+      if (*earlier) landing = std::move(**earlier);
+    }
+  }
+  SKIPPR_TRY(run_landing(landing));
+  return outcomes(WriteOutcome::kApplied, &landing);
+}
+
+Result<uint64_t> DatabricksSink::add_part(const BatchToLand& item, const std::string& stem, LandingFile& landing) {
   const ColumnRules rules = dbx_column_rules();
   if (merging()) SKIPPR_TRY(check_merge_rows(item.batch, merge_key_, rules, where()));
   SKIPPR_TRY(prepare_table(item.batch));
@@ -364,22 +494,7 @@ Result<WriteOutcome> DatabricksSink::land(const BatchToLand& item) {
   }
   landing.statements.push_back(
       ledger_insert_unless_landed_sql(ledger(), target(), item.id, item.batch.rows, item.position_after));
-  landing.rejected = rejected.size();
-  if (!landing.files.empty()) {
-    // From here the batch is committed to the destination: whoever finds this file finishes it.
-    landing.files.push_back(stem + std::string(kLandingSuffix));
-    auto uploaded = client_.upload(folder_ + "/" + landing.files.back(), landing_file_json(landing, signing_key_));
-    if (!uploaded) return std::unexpected(uploaded.error());
-    if (*uploaded == UploadOutcome::kAlreadyThere) {
-      // An earlier attempt committed first (its answer was lost): that landing file is the one to finish.
-      auto earlier = read_landing(landing.files.back());
-      if (!earlier) return std::unexpected(earlier.error());
-      if (*earlier) landing = std::move(**earlier);
-    }
-  }
-  SKIPPR_TRY(run_landing(landing));
-  last_rejected_ = landing.rejected;
-  return WriteOutcome::kApplied;
+  return rejected.size();
 }
 
 }  // namespace
@@ -390,6 +505,7 @@ ConnectorSpec databricks_sink_spec() {
   spec.is_source = false;
   spec.summary = "a Delta table on a Databricks SQL warehouse (files in a Unity Catalog volume + COPY INTO)";
   spec.guarantee = Guarantee::kExactlyOnce;
+  spec.lands_streams = true;        // a table per stream, one landing file per batch for all of them
   spec.max_identifier_bytes = 255;  // Unity Catalog column names hold 255 characters; counted in bytes to be safe
   spec.params = {
       {"host", ParamType::kString, true, nullptr, "the workspace host, e.g. dbc-1234abcd-5678.cloud.databricks.com"},
@@ -397,7 +513,9 @@ ConnectorSpec databricks_sink_spec() {
       {"warehouse_id", ParamType::kString, true, nullptr, "the SQL warehouse that runs the statements"},
       {"catalog", ParamType::kString, false, "main", "the Unity Catalog catalog"},
       {"schema", ParamType::kString, false, "default", "the schema in the catalog"},
-      {"table", ParamType::kString, true, nullptr, "the target table, created from the first batch"},
+      {"table", ParamType::kString, false, nullptr,
+       "the target table, created from the first batch; may hold {stream} (default for a source of several streams: "
+       "{stream}, each stream in a table of its own)"},
       {"volume", ParamType::kString, true, nullptr,
        "a volume of the catalog and schema (its name), or a /Volumes/<catalog>/<schema>/<volume>[/folder] path, "
        "where batches wait to be loaded"},
@@ -444,10 +562,12 @@ ConnectorSpec databricks_sink_spec() {
       return fail(ErrorKind::kConfig,
                   fmt::format("{}: volume {} is not a /Volumes/<catalog>/<schema>/<volume> path", where, volume));
     }
+    auto tables = StreamTables::make(where, "table", StreamTables::given(ctx.params, "table"), ctx.source_streams);
+    if (!tables) return std::unexpected(tables.error());
     const std::string catalog = config.catalog, schema = config.schema, token = config.token;
-    return std::make_unique<DatabricksSink>(
-        DatabricksClient(std::move(config)), token, catalog, schema, ctx.params.value("table", std::string()), volume,
-        ctx.pipeline, ctx.landing == Landing::kMergeByKey ? ctx.primary_key : std::vector<std::string>());
+    return std::make_unique<DatabricksSink>(DatabricksClient(std::move(config)), token, catalog, schema,
+                                            std::move(*tables), volume, ctx.pipeline,
+                                            ctx.landing == Landing::kMergeByKey, ctx.primary_key);
   };
   return spec;
 }

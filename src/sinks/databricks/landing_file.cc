@@ -11,11 +11,14 @@ namespace skippr {
 namespace {
 
 nlohmann::json unsigned_json(const LandingFile& l) {
-  return {{"batch_id", l.batch_id},
-          {"landed_sql", l.landed_sql},
-          {"statements", l.statements},
-          {"files", l.files},
-          {"rejected", l.rejected}};
+  nlohmann::json json = {{"batch_id", l.batch_id},
+                         {"landed_sql", l.landed_sql},
+                         {"statements", l.statements},
+                         {"files", l.files},
+                         {"rejected", l.rejected}};
+  // Only when there is one, so a file written before streams is signed over what it holds.
+  if (!l.rejected_by_part.empty()) json["rejected_by_part"] = l.rejected_by_part;
+  return json;
 }
 
 std::string signature(const nlohmann::json& content, std::string_view key) {
@@ -53,6 +56,7 @@ Result<LandingFile> parse_landing_file(std::string_view text, std::string_view s
     l.statements = json["statements"].get<std::vector<std::string>>();
     l.files = json["files"].get<std::vector<std::string>>();
     l.rejected = json.value("rejected", uint64_t{0});
+    if (json.contains("rejected_by_part")) l.rejected_by_part = json["rejected_by_part"].get<std::vector<uint64_t>>();
   } catch (const nlohmann::json::exception&) {
     return not_ours("is not a landing file skipprd wrote");
   }

@@ -19,6 +19,12 @@ struct LandingFile {
   std::vector<std::string> statements;
   std::vector<std::string> files;  // names in the folder, the landing file last
   uint64_t rejected = 0;           // rows the batch sends to the rejects table
+  // A batch of several streams: the rows each part sends to its table's rejects table, in the batch's order (their
+  // sum is `rejected`). Empty for a batch of one stream (and in every file written before streams).
+  std::vector<uint64_t> rejected_by_part;
+  // Not written to the file: the index of each part's first statement after the first part's (the landing this
+  // process made), where a test stops it between tables (failpoint::kSinkBetweenTables).
+  std::vector<size_t> part_starts;
 };
 
 std::string landing_file_json(const LandingFile& landing, std::string_view signing_key);
