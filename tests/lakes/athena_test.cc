@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -16,6 +17,7 @@
 #include "support/iceberg_reader.h"
 #include "support/moto_server.h"
 #include "support/pipeline_fixture.h"
+#include "support/stream_files.h"
 
 namespace skippr::test {
 namespace {
@@ -160,6 +162,40 @@ TEST(Athena, AfterKillsGluePartitionsMatchTheFoldersAndTheObjectsHoldEveryRowOnc
                                                "duration_s", "firmware", "metadata"}));
   std::printf("[ metrics  ] rows=%llu objects=%zu partitions=%zu %s\n", static_cast<unsigned long long>(kRows), objects,
               registered.size(), runs.summary().c_str());
+}
+
+// Five stream folders into one Glue database: a table per stream (its name folded to a Glue name), each over its
+// stream's folder of the prefix and partitioned there, with exactly that stream's rows in its objects.
+TEST(Athena, EachStreamGetsAGlueTableOverItsOwnFolder) {
+  auto& moto = SharedMoto();
+  const std::string bucket = moto.create_bucket("athena-streams");
+  PipelineFixture f(jsonl_files_to_sink_config(
+      "in/{stream}/*.jsonl",
+      fmt::format(R"(Athena: {{ bucket: {}, prefix: lake/, database: streams, table: "raw_{{stream}}", )"
+                  R"(partition_by: [stream_no] }})",
+                  bucket)));
+  const auto written = write_stream_files(f.root(), 2, 300);
+  auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, moto.env());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  for (const auto& stream : stream_names()) {
+    std::string table = stream_table("raw_", stream);
+    for (char& c : table) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const auto got = glue(moto, {"get-table", "--database-name", "streams", "--name", table});
+    ASSERT_TRUE(got.contains("Table")) << stream << ": no Glue table " << table;
+    // The stream's folder: its name as it is, every byte other than a letter, a digit, '.', '_' or '-' escaped.
+    const std::string folder = fmt::format("s3://{}/lake/{}/", bucket, stream);
+    EXPECT_EQ(got["Table"]["StorageDescriptor"].value("Location", ""), folder) << stream;
+    const auto partitions = glue(moto, {"get-partitions", "--database-name", "streams", "--table-name", table});
+    ASSERT_EQ(partitions["Partitions"].size(), 1u) << stream;
+    EXPECT_TRUE(partitions["Partitions"][0]["StorageDescriptor"].value("Location", "").starts_with(folder)) << stream;
+    TempDir objects;
+    moto.download(bucket, "lake/" + stream + "/", objects.path());
+    EXPECT_EQ(duckdb_memory_value(fmt::format("SELECT count(*) || ' ' || count(DISTINCT id) FROM read_parquet('{}/**/"
+                                              "*.parquet')",
+                                              objects.path().string())),
+              fmt::format("{} {}", written.at(stream), written.at(stream)))
+        << stream;
+  }
 }
 
 // A field that appears later becomes a new Glue column; a field whose type changes stops the run naming it.

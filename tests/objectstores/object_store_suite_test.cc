@@ -1,7 +1,9 @@
 // The sink suite (tests/support/sink_suite.h) on every object store that runs here: S3 (moto_server), GCS (the
-// emulator), AzureBlob (Azurite) and SFTP (OpenSSH's sshd), each in a bucket, container or folder of its own.
+// emulator), AzureBlob (Azurite) and SFTP (OpenSSH's sshd), each in a bucket, container or folder of its own; and
+// Athena (Hive Parquet on moto's S3, its tables in moto's Glue), read back from its objects.
 #include <fmt/format.h>
 
+#include <cctype>
 #include <filesystem>
 
 #include "support/azurite_server.h"
@@ -30,6 +32,34 @@ const SinkUnderTest& s3_under_test() {
         {"S3: { bucket: no-such-bucket-here, prefix: p, format: parquet }", "no-such-bucket-here", ""},
         {fmt::format(R"(S3: {{ bucket: {}, prefix: "p/{{stream}}", format: parquet }})", bucket), "holds {stream}", ""},
         {fmt::format("S3: {{ bucket: {}/folder, format: parquet }}", bucket), "must be a bucket name", ""},
+    };
+    return s;
+  }();
+  return sut;
+}
+
+// Athena's Glue table is named after the prefix's first folder, with {stream} in it when the prefix has one.
+const SinkUnderTest& athena_under_test() {
+  static const SinkUnderTest sut = [] {
+    const std::string bucket = SharedMoto().create_bucket("suite-athena");
+    SinkUnderTest s = object_store_under_test(
+        "Athena",
+        [bucket](const std::string& prefix) {
+          std::string table = prefix.substr(0, prefix.find('/'));
+          for (char& c : table) c = std::isalnum(static_cast<unsigned char>(c)) ? std::tolower(c) : '_';
+          if (prefix.find("{stream}") != std::string::npos) table += "_{stream}";
+          return fmt::format(R"(Athena: {{ bucket: {}, prefix: "{}", database: suite, table: "{}" }})", bucket, prefix,
+                             table);
+        },
+        [bucket](const std::string& prefix, const std::filesystem::path& dir) {
+          SharedMoto().download(bucket, prefix, dir);
+          return dir;
+        });
+    s.env = SharedMoto().env();
+    s.mistakes = {
+        {fmt::format(R"(Athena: {{ bucket: {}, database: suite, table: Trips }})", bucket), "is not a Glue name", ""},
+        {fmt::format(R"(Athena: {{ bucket: {}, database: suite, table: "t_{{stream}}" }})", bucket), "names one stream",
+         ""},
     };
     return s;
   }();
@@ -119,6 +149,7 @@ const SinkUnderTest& sftp_under_test() {
 }  // namespace
 
 INSTANTIATE_SINK_SUITE(S3, s3_under_test());
+INSTANTIATE_SINK_SUITE(Athena, athena_under_test());
 INSTANTIATE_SINK_SUITE(GCS, gcs_under_test());
 INSTANTIATE_SINK_SUITE(AzureBlob, azure_under_test());
 INSTANTIATE_SINK_SUITE(SFTP, sftp_under_test());

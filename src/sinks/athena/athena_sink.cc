@@ -2,12 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+#include <map>
 #include <set>
 
 #include "clients/aws/glue_client.h"
 #include "formats/iceberg/glue_catalog.h"
 #include "formats/iceberg/iceberg_schema.h"
 #include "sinks/kit/s3_object_sink.h"
+#include "sinks/kit/stream_tables.h"
 
 namespace skippr {
 namespace {
@@ -41,9 +44,16 @@ std::vector<std::string> folder_values(const std::string& folder) {
   return values;
 }
 
+// Glue keeps names in lower case.
+std::string glue_folded(std::string_view name) {
+  std::string out(name);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
 struct AthenaOptions {
   std::string database;
-  std::string table;
+  StreamTables tables;  // one table, or a {stream} pattern: a Glue table per stream over the stream's folder
 };
 
 class AthenaSink final : public S3ObjectSink {
@@ -62,11 +72,24 @@ class AthenaSink final : public S3ObjectSink {
   }
 
  private:
+  // The folder of the stream being landed (its objects are under the prefix's folder for it), or one of its
+  // partition folders.
   std::string location(const std::string& folder = "") const {
-    return fmt::format("s3://{}/{}{}", s3_options().bucket, object_options().prefix, folder);
+    return fmt::format("s3://{}/{}{}", s3_options().bucket, stream_prefix_for(object_options().prefix, stream_),
+                       folder);
   }
 
-  std::string where() const { return fmt::format("Glue table {}.{}", athena_.database, athena_.table); }
+  std::string where() const { return fmt::format("Glue table {}.{}", athena_.database, table_); }
+
+  // Points table_ and what is known of it at the Glue table of `stream`.
+  Status use_table_of(const std::string& stream) {
+    const std::string table = glue_folded(athena_.tables.table_for(stream));
+    SKIPPR_TRY(athena_.tables.claim(stream, table, glue_folded));
+    stream_ = stream;
+    table_ = table;
+    known_ = &known_by_table_[table];
+    return ok();
+  }
 
   // The batch's fields that are columns (partition keys are folders, not columns in the files).
   std::vector<Field> data_fields(const Batch& batch) const {
@@ -85,7 +108,7 @@ class AthenaSink final : public S3ObjectSink {
     nlohmann::json storage = kParquetStorage;
     storage["Location"] = location();
     storage["Columns"] = columns;
-    return {{"Name", athena_.table},
+    return {{"Name", table_},
             {"TableType", "EXTERNAL_TABLE"},
             {"Parameters", {{"classification", "parquet"}, {"EXTERNAL", "TRUE"}}},
             {"PartitionKeys", keys},
@@ -93,11 +116,12 @@ class AthenaSink final : public S3ObjectSink {
   }
 
   Status before_objects(const Batch& batch) override {
+    SKIPPR_TRY(use_table_of(batch.stream));
     bool all_known = true;
-    for (const auto& f : data_fields(batch)) all_known = all_known && known_columns_.contains(f.name);
-    if (all_known && table_checked_) return ok();
+    for (const auto& f : data_fields(batch)) all_known = all_known && known_->columns.contains(f.name);
+    if (all_known && known_->checked) return ok();
     for (int attempt = 0; attempt < 20; ++attempt) {
-      auto table = glue_->get_table(athena_.database, athena_.table);
+      auto table = glue_->get_table(athena_.database, table_);
       if (!table) return std::unexpected(table.error());
       nlohmann::json columns = nlohmann::json::array();
       std::string version;
@@ -128,9 +152,9 @@ class AthenaSink final : public S3ObjectSink {
       }
       if (!wrote) return std::unexpected(wrote.error());
       if (*wrote != GlueWrite::kApplied) continue;  // another writer changed the table: read it again
-      known_columns_.clear();
-      for (const auto& c : columns) known_columns_.insert(c.value("Name", ""));
-      table_checked_ = true;
+      known_->columns.clear();
+      for (const auto& c : columns) known_->columns.insert(c.value("Name", ""));
+      known_->checked = true;
       return ok();
     }
     return fail(ErrorKind::kUnavailable,
@@ -151,23 +175,29 @@ class AthenaSink final : public S3ObjectSink {
     std::vector<nlohmann::json> partitions;
     std::vector<std::string> fresh;
     for (const auto& folder : folders) {
-      if (folder.empty() || registered_.contains(folder)) continue;
+      if (folder.empty() || known_->registered.contains(folder)) continue;
       nlohmann::json storage = kParquetStorage;
       storage["Location"] = location(folder);
       partitions.push_back({{"Values", folder_values(folder)}, {"StorageDescriptor", storage}});
       fresh.push_back(folder);
     }
     if (partitions.empty()) return ok();
-    SKIPPR_TRY(glue_->create_partitions(athena_.database, athena_.table, partitions));
-    registered_.insert(fresh.begin(), fresh.end());
+    SKIPPR_TRY(glue_->create_partitions(athena_.database, table_, partitions));
+    known_->registered.insert(fresh.begin(), fresh.end());
     return ok();
   }
 
   AthenaOptions athena_;
   std::optional<GlueClient> glue_;
-  bool table_checked_ = false;
-  std::set<std::string> known_columns_;
-  std::set<std::string> registered_;  // partition folders this process registered
+  struct Known {
+    bool checked = false;
+    std::set<std::string> columns;
+    std::set<std::string> registered;  // partition folders this process registered
+  };
+  std::map<std::string, Known, std::less<>> known_by_table_;
+  // The stream being landed (before_objects), its Glue table, and what is known of that table.
+  std::string stream_, table_;
+  Known* known_ = nullptr;
 };
 
 }  // namespace
@@ -178,17 +208,24 @@ ConnectorSpec athena_sink_spec() {
   spec.is_source = false;
   spec.summary = "Hive-partitioned Parquet on S3 with its AWS Glue table and partitions (Athena); one object per batch";
   spec.guarantee = Guarantee::kOverwriteOnRetry;
+  spec.lands_streams = true;        // a Glue table per stream, over the stream's folder of the prefix
   spec.max_identifier_bytes = 255;  // Glue column names hold 255 characters; counted in bytes to be safe
   spec.params = s3_object_sink_params(/*with_format=*/false);
   spec.params.push_back({"database", ParamType::kString, true, nullptr, "the Glue database (created if missing)"});
-  spec.params.push_back({"table", ParamType::kString, true, nullptr, "the Glue table (created by the first batch)"});
+  spec.params.push_back({"table", ParamType::kString, false, nullptr,
+                         "the Glue table (created by the first batch); may hold {stream} (default for a source of "
+                         "several streams: {stream}, a table per stream over the stream's folder of prefix)"});
   spec.make_sink = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Sink>> {
     auto s3 = read_s3_object_sink_options(ctx, "Athena");
     if (!s3) return std::unexpected(s3.error());
-    AthenaOptions o{ctx.params.value("database", std::string()), ctx.params.value("table", std::string())};
+    auto tables =
+        StreamTables::make(s3->object.what, "table", StreamTables::given(ctx.params, "table"), ctx.source_streams);
+    if (!tables) return std::unexpected(tables.error());
+    AthenaOptions o{ctx.params.value("database", std::string()), std::move(*tables)};
     SKIPPR_TRY(check_glue_name(s3->object.what, o.database));
-    SKIPPR_TRY(check_glue_name(s3->object.what, o.table));
-    if (s3->object.prefix.empty()) s3->object.prefix = o.table + "/";  // the table's own folder
+    // A stream's table is the pattern with a plain name in it: checked with one.
+    SKIPPR_TRY(check_glue_name(s3->object.what, o.tables.table_for(o.tables.per_stream() ? "x" : "")));
+    if (s3->object.prefix.empty()) s3->object.prefix = o.tables.pattern() + "/";  // the table's own folder
     return std::make_unique<AthenaSink>(std::move(*s3), std::move(o));
   };
   return spec;
