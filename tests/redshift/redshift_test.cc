@@ -5,6 +5,7 @@
 // change: late upserts stay under newer deletes and older changes never overwrite newer ones.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <libpq-fe.h>
 
 #include <algorithm>
 #include <fstream>
@@ -56,6 +57,23 @@ std::map<std::string, std::string> redshift_env(const RedshiftEmulator& emulator
   for (const auto& [k, v] : postgres_env(SharedPostgres(), db)) env[k] = v;
   env["RS_PORT"] = std::to_string(emulator.port());
   return env;
+}
+
+// Redshift reads a backslash in a string literal as an escape; PostgreSQL, by default, does not. The emulator's
+// sessions read them as Redshift does, so SQL right only on PostgreSQL fails here too.
+TEST(Redshift, TheEmulatorReadsBackslashesInLiteralsAsRedshiftDoes) {
+  RedshiftEmulator emulator(SharedPostgres(), SharedMoto().env());
+  const std::string conninfo = fmt::format("host=127.0.0.1 port={} user={} password={} dbname=postgres",
+                                           emulator.port(), PostgresServer::kUser, PostgresServer::kPassword);
+  PGconn* conn = PQconnectdb(conninfo.c_str());
+  ASSERT_EQ(PQstatus(conn), CONNECTION_OK) << PQerrorMessage(conn);
+  PGresult* r = PQexec(conn, R"(SELECT length('a\\b'), 'a_b' LIKE 'a\\_b', 'axb' LIKE 'a\\_b')");
+  ASSERT_EQ(PQresultStatus(r), PGRES_TUPLES_OK) << PQerrorMessage(conn);
+  EXPECT_STREQ(PQgetvalue(r, 0, 0), "3");  // a, one backslash, b
+  EXPECT_STREQ(PQgetvalue(r, 0, 1), "t");
+  EXPECT_STREQ(PQgetvalue(r, 0, 2), "f");
+  PQclear(r);
+  PQfinish(conn);
 }
 
 TEST(Redshift, KilledAndDroppedCommitsEndExactlyOnceAsUnkilled) {

@@ -18,6 +18,8 @@ what the sink sends. Those differences live here, in one place:
   errors (raised in the server, so the transaction is aborted as in Redshift). `REGION [AS] 'region'`: Redshift
   requires it when the bucket is in another region than the cluster (--cluster-region, us-east-1 by default), and
   it must then name the bucket's region (GetBucketLocation); otherwise S3's PermanentRedirect, as Redshift reports it.
+- String literals: a backslash is an escape, as in Redshift (the session runs with PostgreSQL's
+  standard_conforming_strings = off, set in the startup message).
 - SSLRequest and GSSENCRequest are answered "N" (no TLS on loopback).
 
 Faults: with --drop-commit-every N, every Nth COMMIT is run by the server and then the connection to the client is
@@ -54,6 +56,18 @@ NULL_AS = re.compile(r"\bNULL\s+AS\s+'(?P<null>(?:[^']|'')*)'", re.IGNORECASE)
 IGNORE_HEADER = re.compile(r"\bIGNOREHEADER\s+(?:AS\s+)?(?P<lines>\d+)", re.IGNORECASE)
 REGION = re.compile(r"\bREGION\s+(?:AS\s+)?'(?P<region>[^']*)'", re.IGNORECASE)
 FORMAT_AS = re.compile(r"\bFORMAT\s+(?:AS\s+)?(?P<format>\w+)", re.IGNORECASE)
+
+
+def redshift_string_literals(startup):
+    """The startup message with the session reading string literals as Redshift does: a backslash in '...' is an
+    escape (PostgreSQL's standard_conforming_strings = off, without its warning about it). So SQL that is right only
+    on PostgreSQL ('a\\b' meant as three characters) fails or differs here as on Redshift."""
+    version, rest = startup[:4], startup[4:]
+    fields = rest.split(b"\0")
+    pairs = dict(zip(fields[0:-2:2], fields[1:-2:2]))
+    extra = b"-c standard_conforming_strings=off -c escape_string_warning=off"
+    pairs[b"options"] = (pairs[b"options"] + b" " + extra) if pairs.get(b"options") else extra
+    return version + b"".join(k + b"\0" + v + b"\0" for k, v in pairs.items()) + b"\0"
 
 
 def read_exact(sock, n):
@@ -128,7 +142,8 @@ class Session:
             if code == CANCEL_REQUEST:
                 return False
             self.server = socket.create_connection(("127.0.0.1", self.args.upstream_port))
-            self.server.sendall(struct.pack("!I", length) + body)
+            body = redshift_string_literals(body)
+            self.server.sendall(struct.pack("!I", len(body) + 4) + body)
             break
         # Authentication goes back and forth until the server's first ReadyForQuery.
         while True:
