@@ -150,7 +150,7 @@ TEST(FileStreams, SetupMistakesStopBeforeAnythingIsRead) {
     File: { path: "in/{stream}/*.jsonl" }
 data_sinks:
   out:
-    Athena: { bucket: b, database: d, table: t }
+    SkipprLake: { path: lake, table: t }
 pipelines:
   many:
     data_source: data_sources.files
@@ -158,7 +158,8 @@ pipelines:
 )");
     auto run = fixture.skipprd({"validate"});
     EXPECT_EQ(run.exit_code, 2) << run.err;
-    EXPECT_NE(run.err.find("names several streams, and a Athena sink lands one table"), std::string::npos) << run.err;
+    EXPECT_NE(run.err.find("names several streams, and a SkipprLake sink lands one table"), std::string::npos)
+        << run.err;
   }
   {  // {stream} in a table whose source has one stream.
     PipelineFixture fixture(

@@ -406,6 +406,7 @@ TEST_P(SinkSuite, SetupMistakesStopWithExitTwoAndNoSecret) {
     if (!mistake.secret.empty()) {
       EXPECT_EQ(run.err.find(mistake.secret), std::string::npos) << run.err;
       EXPECT_EQ(run.out.find(mistake.secret), std::string::npos) << run.out;
+      EXPECT_TRUE(files_containing(f.path("data"), mistake.secret).empty()) << mistake.sink;
     }
     EXPECT_FALSE(std::filesystem::exists(f.path("data/pipelines/bikehire/wal")) &&
                  !std::filesystem::is_empty(f.path("data/pipelines/bikehire/wal")))
