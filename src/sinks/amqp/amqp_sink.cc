@@ -22,7 +22,7 @@ struct Declarations {
   std::string queue_type = "classic";
 };
 
-// AMQP's routing key is a short string: at most 255 bytes.
+// AMQP's routing key and message id are short strings: at most 255 bytes.
 constexpr size_t kRoutingKeyBytes = 255;
 
 class AmqpSink final : public Sink {
@@ -100,6 +100,12 @@ class AmqpSink final : public Sink {
     const std::string batch_id = id.str();
     // Ids unique across a batch's streams: <batch>/<stream>[/<row>]. One stream keeps the form it always had.
     const std::string id_prefix = source_streams_ ? fmt::format("{}/{}", batch_id, batch.stream) : batch_id;
+    // message_id is a short string too: room for "/<row>" after the prefix.
+    if (id_prefix.size() + 1 + std::to_string(batch.rows).size() > kRoutingKeyBytes) {
+      return fail(ErrorKind::kConfig, fmt::format("{}: the message ids of stream '{}' would be longer than AMQP's {} "
+                                                  "bytes; shorten the stream's name (or the pipeline's)",
+                                                  config_.where, batch.stream, kRoutingKeyBytes));
+    }
     auto key = routing_key_of(batch.stream);
     if (!key) return std::unexpected(key.error());
     SKIPPR_TRY(bind(*key));

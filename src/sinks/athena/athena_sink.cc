@@ -225,7 +225,9 @@ ConnectorSpec athena_sink_spec() {
     SKIPPR_TRY(check_glue_name(s3->object.what, o.database));
     // A stream's table is the pattern with a plain name in it: checked with one.
     SKIPPR_TRY(check_glue_name(s3->object.what, o.tables.table_for(o.tables.per_stream() ? "x" : "")));
-    if (s3->object.prefix.empty()) s3->object.prefix = o.tables.pattern() + "/";  // the table's own folder
+    // Without a prefix: the table's own folder; for a table pattern, the pattern's with each stream's folder in it
+    // (raw_{stream}/), so sinks of other patterns in the bucket keep to their own folders.
+    if (StreamTables::given(ctx.params, "prefix").value_or("").empty()) s3->object.prefix = o.tables.pattern() + "/";
     return std::make_unique<AthenaSink>(std::move(*s3), std::move(o));
   };
   return spec;

@@ -386,7 +386,6 @@ Result<std::optional<BigQuerySink::Prepared>> BigQuerySink::prepare(const BatchT
       return std::optional<Prepared>();
     }
   }
-  if (merging()) SKIPPR_TRY(check_merge_rows(item.batch, merge_key_, bq_column_rules(), where()));
   SKIPPR_TRY(prepare_table(item.batch));
   auto conformed = conform_batch(item.batch, columns_, bq_column_rules(), where());
   if (!conformed) return std::unexpected(conformed.error());
@@ -454,7 +453,6 @@ Result<std::optional<BigQuerySink::Prepared>> BigQuerySink::prepare(const BatchT
 }
 
 Status BigQuerySink::send_transaction(const BatchId& id, std::span<const Prepared> parts) {
-  SKIPPR_TRY(fence_.hold(id));
   // The first statement updates the fence row, so two landing transactions cannot run side by side.
   std::vector<std::string> statements = {"BEGIN TRANSACTION", fence().hold()};
   for (const auto& part : parts) statements.insert(statements.end(), part.inside.begin(), part.inside.end());
@@ -484,6 +482,10 @@ Result<std::vector<BatchLanded>> BigQuerySink::write_group(std::span<const Batch
   for (size_t first = 0; first < group.size();) {
     size_t end = first + 1;  // the parts of one batch: consecutive items with its id
     while (end < group.size() && group[end].id.str() == group[first].id.str()) ++end;
+    // Before anything of the batch is written (a table, a column, a stage): a lineage that lost the fence stops here,
+    // and two streams that would share a table stop the batch whole.
+    SKIPPR_TRY(fence_.hold(group[first].id));
+    for (size_t i = first; i < end; ++i) SKIPPR_TRY(use_table_of(group[i].batch));
     std::vector<Prepared> parts;
     std::vector<size_t> positions;  // of parts' items in the group
     for (size_t i = first; i < end; ++i) {

@@ -40,9 +40,9 @@ std::string file_stem(const BatchId& id) {
 }
 
 // A name this sink wrote in its folder: "<stem>.rows.json", ".rejects.json" or ".landing.json", a part of a batch of
-// several streams with its table between ("<stem>.<table>.rows.json"); others are left alone.
+// several streams with its place in the batch between ("<stem>.2.rows.json"); others are left alone.
 bool ours(const std::string& name) {
-  static const std::regex kName(R"(^[0-9A-Za-z_]+-[0-9]+-[0-9]+(\.[0-9A-Za-z_]+)?\.(rows|rejects|landing)\.json$)");
+  static const std::regex kName(R"(^[0-9A-Za-z_]+-[0-9]+-[0-9]+(\.[0-9]+)?\.(rows|rejects|landing)\.json$)");
   return std::regex_match(name, kName);
 }
 
@@ -361,9 +361,10 @@ Result<std::vector<BatchLanded>> DatabricksSink::land_batch(std::span<const Batc
   const BatchId& id = parts.front().id;
   const bool several = tables_.per_stream();
   const std::string stem = file_stem(id);
-  // A part's files carry its table between the stem and the suffix when the batch may have several.
+  // A part's files carry its place in the batch (the WAL keeps the parts' order) between the stem and the suffix
+  // when the batch may have several: a table's name may hold any character, and two may differ only in case.
   const auto part_stem = [&](const BatchToLand& part) {
-    return several ? fmt::format("{}.{}", stem, tables_.table_for(part.batch.stream)) : stem;
+    return several ? fmt::format("{}.{}", stem, &part - parts.data()) : stem;
   };
   const auto outcomes = [&](WriteOutcome outcome, const LandingFile* landing) {
     std::vector<BatchLanded> out(parts.size(), {outcome, 0});
