@@ -198,13 +198,9 @@ class BigQuerySink final : public PerBatchSink {
   LedgerDialect ledger_;
   DestinationFence fence_;
   bool opened_ = false;
-  bool stages_checked_ = false;       // drop_stages_left_behind ran in this process
-  std::vector<TableColumn> columns_;  // table_'s, as last described (empty: not there yet)
-  struct TableState {
-    std::vector<TableColumn> columns;
-    bool described = false;
-  };
-  KnownPerTable<TableState> other_tables_;  // what is known of the stream tables other than table_
+  bool stages_checked_ = false;                           // drop_stages_left_behind ran in this process
+  std::vector<TableColumn> columns_;                      // table_'s, as last described (empty: not there yet)
+  KnownPerTable<std::vector<TableColumn>> other_tables_;  // the same of the stream tables other than table_
 };
 
 Status BigQuerySink::open() {
@@ -316,15 +312,10 @@ Status BigQuerySink::use_table_of(const Batch& batch) {
     merge_key_ = merge_key_of(batch, pipeline_key_);
     if (merge_key_.empty()) return no_merge_key(batch, where());
   }
-  const std::string table = tables_.table_for(batch.stream);
-  // Before anything else, also for the table landed in last: two streams may fold to one name (a.b and a_b). Table
-  // names are case-sensitive in BigQuery: only the same spelling is the same table.
-  SKIPPR_TRY(tables_.claim(batch.stream, table, [](std::string_view t) { return std::string(t); }));
-  if (table == table_) return ok();
-  TableState known = other_tables_.switch_tables(table_, {std::move(columns_), true}, table);
-  table_ = table;
-  columns_ = std::move(known.columns);
-  return known.described ? ok() : describe();
+  // Table names are case-sensitive in BigQuery: only the same spelling is the same table.
+  auto known = other_tables_.enter(tables_, batch.stream, tables_.table_for(batch.stream), same_name, table_, columns_);
+  if (!known) return std::unexpected(known.error());
+  return *known ? ok() : describe();
 }
 
 Status BigQuerySink::prepare_table(const Batch& batch) {

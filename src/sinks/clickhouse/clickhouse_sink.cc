@@ -60,8 +60,7 @@ class ClickHouseSink final : public PerBatchSink {
     // Every part's table is claimed before any part lands: two streams that would share a table stop the batch
     // whole, as a transaction would, rather than after the first of them landed.
     for (const auto& item : group) {
-      SKIPPR_TRY(tables_.claim(item.batch.stream, tables_.table_for(item.batch.stream),
-                               [](std::string_view t) { return std::string(t); }));
+      SKIPPR_TRY(tables_.claim(item.batch.stream, tables_.table_for(item.batch.stream), same_name));
     }
     return PerBatchSink::write_group(group);
   }
@@ -88,14 +87,13 @@ class ClickHouseSink final : public PerBatchSink {
   std::string engine_;  // as configured: {table} is each table's
   bool has_datetime64_ = false;
   bool has_dedup_token_ = false;
-  std::vector<TableColumn> columns_;  // table_'s, as last described (empty: not there yet)
-  bool rejects_ready_ = false;
+  // What is known of table_: its columns as last described (empty: not there yet), whether its rejects table is made.
   struct TableState {
     std::vector<TableColumn> columns;
     bool rejects_ready = false;
-    bool described = false;
   };
-  KnownPerTable<TableState> other_tables_;  // what is known of the stream tables other than table_
+  TableState known_;
+  KnownPerTable<TableState> other_tables_;  // the same of the stream tables other than table_
   std::string encoded_;                     // reused across batches
 };
 
@@ -123,16 +121,10 @@ Status ClickHouseSink::open() {
 }
 
 Status ClickHouseSink::use_table_of(const Batch& batch) {
-  const std::string table = tables_.table_for(batch.stream);
-  // Also for the table landed in last: two streams may fold to one name (a.b and a_b). ClickHouse's table names are
-  // case-sensitive: only the same spelling is the same table.
-  SKIPPR_TRY(tables_.claim(batch.stream, table, [](std::string_view t) { return std::string(t); }));
-  if (table == table_) return ok();
-  TableState known = other_tables_.switch_tables(table_, {std::move(columns_), rejects_ready_, true}, table);
-  table_ = table;
-  columns_ = std::move(known.columns);
-  rejects_ready_ = known.rejects_ready;
-  if (known.described) return ok();
+  // ClickHouse's table names are case-sensitive: only the same spelling is the same table.
+  auto known = other_tables_.enter(tables_, batch.stream, tables_.table_for(batch.stream), same_name, table_, known_);
+  if (!known) return std::unexpected(known.error());
+  if (*known) return ok();
   auto columns = describe();
   if (!columns) return std::unexpected(columns.error());
   return ok();
@@ -159,12 +151,12 @@ Result<std::vector<TableColumn>> ClickHouseSink::describe() {
     }
     columns.push_back({std::string(line.substr(0, tab)), std::move(type)});
   }
-  columns_ = columns;
+  known_.columns = columns;
   return columns;
 }
 
 Status ClickHouseSink::prepare_table(const Batch& batch) {
-  if (columns_.empty()) {
+  if (known_.columns.empty()) {
     std::string sql = fmt::format("CREATE TABLE IF NOT EXISTS {} (", target());
     for (const auto& field : batch.schema.fields) {
       if (field.name == kBatchIdColumn || field.name == kRowColumn) continue;
@@ -176,13 +168,13 @@ Status ClickHouseSink::prepare_table(const Batch& batch) {
     SKIPPR_TRY(describe());
   }
   for (std::string_view ours : {kBatchIdColumn, kRowColumn}) {
-    if (!find_column(columns_, ours, ch_column_rules())) {
+    if (!find_column(known_.columns, ours, ch_column_rules())) {
       return fail(ErrorKind::kConfig, fmt::format("{} has no column {}, which every row of this sink carries; add it "
                                                   "({} String, {} UInt32) or choose another table",
                                                   where(), ours, kBatchIdColumn, kRowColumn));
     }
   }
-  auto missing = fields_to_add(columns_, batch.schema, ch_column_rules(), where(), /*skip_change_fields=*/false);
+  auto missing = fields_to_add(known_.columns, batch.schema, ch_column_rules(), where(), /*skip_change_fields=*/false);
   if (!missing) return std::unexpected(missing.error());
   if (missing->empty()) return ok();
   for (const auto& field : *missing) {
@@ -192,7 +184,7 @@ Status ClickHouseSink::prepare_table(const Batch& batch) {
                                            ch_new_column_type(field.type, has_datetime64_)));
     if (!added) {
       SKIPPR_TRY(describe());
-      if (!find_column(columns_, field.name, ch_column_rules())) return std::unexpected(added.error());
+      if (!find_column(known_.columns, field.name, ch_column_rules())) return std::unexpected(added.error());
     }
   }
   SKIPPR_TRY(describe());
@@ -207,12 +199,12 @@ Result<uint64_t> ClickHouseSink::rows_there(const BatchId& id) {
 }
 
 Status ClickHouseSink::write_rejects(const BatchId& id, const std::vector<RejectedRow>& rows) {
-  if (!rejects_ready_) {
+  if (!known_.rejects_ready) {
     SKIPPR_TRY(client_.query(
         fmt::format("CREATE TABLE IF NOT EXISTS {} (batch_id String, `row` Int64, reason String, record String, "
                     "rejected_at DateTime DEFAULT now()) ENGINE = ReplacingMergeTree ORDER BY (batch_id, `row`)",
                     rejects())));
-    rejects_ready_ = true;
+    known_.rejects_ready = true;
   }
   for (const auto& sql : rejects_insert_sql(rejects(), id.str(), rows, ch_quote_literal)) {
     SKIPPR_TRY(client_.query(sql));
@@ -224,9 +216,9 @@ Result<WriteOutcome> ClickHouseSink::land(const BatchToLand& item) {
   const Batch& batch = item.batch;
   last_rejected_ = 0;
   SKIPPR_TRY(use_table_of(batch));
-  const bool table_was_there = !columns_.empty();
+  const bool table_was_there = !known_.columns.empty();
   SKIPPR_TRY(prepare_table(batch));
-  auto conformed = conform_batch(batch, columns_, ch_column_rules(), where());
+  auto conformed = conform_batch(batch, known_.columns, ch_column_rules(), where());
   if (!conformed) return std::unexpected(conformed.error());
   const Batch& rows = *conformed ? (*conformed)->batch : batch;
   std::vector<RejectedRow> rejected = *conformed ? std::move((*conformed)->rejected) : std::vector<RejectedRow>();
@@ -236,7 +228,7 @@ Result<WriteOutcome> ClickHouseSink::land(const BatchToLand& item) {
   std::vector<ChColumnEncoding> encodings;
   std::string column_list;
   for (const auto& field : rows.schema.fields) {
-    const TableColumn* column = find_column(columns_, field.name, ch_column_rules());
+    const TableColumn* column = find_column(known_.columns, field.name, ch_column_rules());
     auto encoding = column ? ch_encoding(column->type) : std::nullopt;
     if (!encoding) {
       return fail(ErrorKind::kConfig, fmt::format("{}: column {} has type {}, which this sink cannot write; change "

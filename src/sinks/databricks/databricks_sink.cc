@@ -5,12 +5,12 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <cctype>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <span>
 
 #include "clients/databricks/databricks_client.h"
+#include "core/ascii.h"
 #include "core/change_fields.h"
 #include "core/failpoint.h"
 #include "formats/json_rows.h"
@@ -125,15 +125,14 @@ class DatabricksSink final : public PerBatchSink {
   std::vector<std::string> pipeline_key_;  // the pipeline's primary_key (empty: each batch carries its own)
   std::vector<std::string> merge_key_;     // the key of the batch being landed
   bool opened_ = false;
-  std::vector<TableColumn> columns_;  // table_'s, as last described (empty: not there yet)
-  bool rejects_ready_ = false;
   bool pending_finished_ = false;
+  // What is known of table_: its columns as last described (empty: not there yet), whether its rejects table is made.
   struct TableState {
     std::vector<TableColumn> columns;
     bool rejects_ready = false;
-    bool described = false;
   };
-  KnownPerTable<TableState> other_tables_;  // what is known of the stream tables other than table_
+  TableState known_;
+  KnownPerTable<TableState> other_tables_;  // the same of the stream tables other than table_
 };
 
 Status DatabricksSink::open() {
@@ -167,8 +166,8 @@ Status DatabricksSink::describe() {
                   "lower({}) AND lower(table_name) = lower({}) ORDER BY ordinal_position",
                   dbx_quote_identifier(catalog_), dbx_quote_literal(schema_), dbx_quote_literal(table_)));
   if (!rows) return std::unexpected(rows.error());
-  columns_.clear();
-  for (const auto& row : *rows) columns_.push_back({row.at(0).value_or(""), row.at(1).value_or("")});
+  known_.columns.clear();
+  for (const auto& row : *rows) known_.columns.push_back({row.at(0).value_or(""), row.at(1).value_or("")});
   return ok();
 }
 
@@ -177,20 +176,11 @@ Status DatabricksSink::use_table_of(const Batch& batch) {
     merge_key_ = merge_key_of(batch, pipeline_key_);
     if (merge_key_.empty()) return no_merge_key(batch, where());
   }
-  const std::string table = tables_.table_for(batch.stream);
-  // Before anything else, also for the table landed in last: two streams may fold to one name (a.b and a_b). Unity
-  // Catalog keeps names in lower case: Orders and orders are one table.
-  SKIPPR_TRY(tables_.claim(batch.stream, table, [](std::string_view t) {
-    std::string folded(t);
-    for (char& c : folded) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return folded;
-  }));
-  if (table == table_) return ok();
-  TableState known = other_tables_.switch_tables(table_, {std::move(columns_), rejects_ready_, true}, table);
-  table_ = table;
-  columns_ = std::move(known.columns);
-  rejects_ready_ = known.rejects_ready;
-  return known.described ? ok() : describe();
+  // Unity Catalog keeps names in lower case: Orders and orders are one table.
+  auto known =
+      other_tables_.enter(tables_, batch.stream, tables_.table_for(batch.stream), ascii_lowercase, table_, known_);
+  if (!known) return std::unexpected(known.error());
+  return *known ? ok() : describe();
 }
 
 Result<bool> DatabricksSink::held(const std::string& landed_sql) {
@@ -288,7 +278,7 @@ Result<std::optional<LedgerTip>> DatabricksSink::ledger_tip() {
 
 Status DatabricksSink::prepare_table(const Batch& batch) {
   const ColumnRules rules = dbx_column_rules();
-  if (columns_.empty()) {
+  if (known_.columns.empty()) {
     const auto definitions =
         new_table_definitions(batch.schema, rules, dbx_new_column_type, merging() ? kTokenType : "");
     const char* mapping = needs_column_mapping(batch.schema)
@@ -299,8 +289,8 @@ Status DatabricksSink::prepare_table(const Batch& batch) {
         fmt::format("CREATE TABLE IF NOT EXISTS {} ({}){}", target(), fmt::join(definitions, ", "), mapping)));
     SKIPPR_TRY(describe());
   }
-  SKIPPR_TRY(check_key_columns(columns_, merge_key_, rules, where()));
-  auto missing = fields_to_add(columns_, batch.schema, rules, where(), merging());
+  SKIPPR_TRY(check_key_columns(known_.columns, merge_key_, rules, where()));
+  auto missing = fields_to_add(known_.columns, batch.schema, rules, where(), merging());
   if (!missing) return std::unexpected(missing.error());
   for (const auto& field : *missing) {
     // ADD COLUMNS has no IF NOT EXISTS: a resend after a lost answer fails on the column it added, which the
@@ -309,7 +299,7 @@ Status DatabricksSink::prepare_table(const Batch& batch) {
                                              dbx_quote_identifier(field.name), dbx_new_column_type(field.type)));
     if (!added) {
       SKIPPR_TRY(describe());
-      if (!find_column(columns_, field.name, rules)) return std::unexpected(added.error());
+      if (!find_column(known_.columns, field.name, rules)) return std::unexpected(added.error());
     }
   }
   return missing->empty() ? ok() : describe();
@@ -324,7 +314,7 @@ std::string DatabricksSink::converted_columns(const Schema& schema, bool keep_ch
       if (keep_change_fields) select.push_back(name);  // read as text; the MERGE converts the order token itself
       continue;
     }
-    const TableColumn* column = find_column(columns_, field.name, rules);
+    const TableColumn* column = find_column(known_.columns, field.name, rules);
     select.push_back(fmt::format("{} AS {}", dbx_convert(name, column ? column->type : "STRING"), name));
   }
   if (row_numbers) {
@@ -435,7 +425,7 @@ Result<uint64_t> DatabricksSink::add_part(const BatchToLand& item, const std::st
   const ColumnRules rules = dbx_column_rules();
   if (merging()) SKIPPR_TRY(check_merge_rows(item.batch, merge_key_, rules, where()));
   SKIPPR_TRY(prepare_table(item.batch));
-  auto conformed = conform_batch(item.batch, columns_, rules, where());
+  auto conformed = conform_batch(item.batch, known_.columns, rules, where());
   if (!conformed) return std::unexpected(conformed.error());
   const Batch& rows = *conformed ? (*conformed)->batch : item.batch;
   const std::vector<RejectedRow> rejected = *conformed ? (*conformed)->rejected : std::vector<RejectedRow>();
@@ -457,7 +447,7 @@ Result<uint64_t> DatabricksSink::add_part(const BatchToLand& item, const std::st
                       converted_columns(rows.schema, /*keep_change_fields=*/true, /*row_numbers=*/true),
                       dbx_quote_literal(folder_ + "/" + rows_name));
       // A truncate's token as a literal: Databricks' DELETE takes no subquery nested in its condition.
-      const MergeSql m{target(), tombstones(), stage, merge_key_, columns_, rules, std::string(kTokenType),
+      const MergeSql m{target(), tombstones(), stage, merge_key_, known_.columns, rules, std::string(kTokenType),
                        "EXCEPT", false,        true};
       landing.statements.push_back(tombstones_create_sql(m));
       // Without a transaction the MERGE statements can stop between one another; run again from the first, each
@@ -471,12 +461,12 @@ Result<uint64_t> DatabricksSink::add_part(const BatchToLand& item, const std::st
     }
   }
   if (!rejected.empty()) {
-    if (!rejects_ready_) {
+    if (!known_.rejects_ready) {
       SKIPPR_TRY(
           client_.execute(fmt::format("CREATE TABLE IF NOT EXISTS {} (batch_id STRING NOT NULL, `row` BIGINT "
                                       "NOT NULL, reason STRING, record STRING, rejected_at TIMESTAMP)",
                                       rejects())));
-      rejects_ready_ = true;
+      known_.rejects_ready = true;
     }
     std::string bytes;
     for (const auto& r : rejected) {

@@ -58,6 +58,9 @@ class StreamTables {
   std::map<std::string, std::string, std::less<>> streams_by_table_;  // folded table -> the stream that lands there
 };
 
+// The fold of a destination whose table names are compared as written (quoted identifiers, case-sensitive names).
+inline std::string same_name(std::string_view name) { return std::string(name); }
+
 // A name for all of a pipeline's tables as one (its fence table, its staging folder): `table` itself, or for a
 // {stream} pattern the pattern with its placeholder as _streams_ (no engine takes braces in a plain name).
 std::string tables_as_one_name(std::string table);
@@ -67,14 +70,22 @@ std::string tables_as_one_name(std::string table);
 template <class Known>
 class KnownPerTable {
  public:
-  // Keeps `known` as `from`'s and returns what is known of `to` (Known{} when nothing yet).
-  Known switch_tables(const std::string& from, Known known, const std::string& to) {
-    others_[from] = std::move(known);
+  // Claims `to`, the table `stream` lands in, in `tables` (StreamTables::claim: kConfig when another stream has it,
+  // in the spelling `fold` gives). When `to` is not `table` (the one landed in last), `known` (what is known of
+  // `table`) is kept, what was kept of `to` (Known{} the first time) takes its place, and `table` becomes `to`.
+  // True when `known` is what was known of `to` before (or the table did not change); false: describe `to`.
+  Result<bool> enter(StreamTables& tables, std::string_view stream, const std::string& to,
+                     const std::function<std::string(std::string_view)>& fold, std::string& table, Known& known) {
+    // Before anything else, also for the table landed in last: two streams may fold to one name (a.b and a_b).
+    SKIPPR_TRY(tables.claim(stream, to, fold));
+    if (to == table) return true;
+    others_[table] = std::move(known);
     auto found = others_.find(to);
-    if (found == others_.end()) return Known{};
-    Known out = std::move(found->second);
-    others_.erase(found);
-    return out;
+    const bool was_known = found != others_.end();
+    known = was_known ? std::move(found->second) : Known{};
+    if (was_known) others_.erase(found);
+    table = to;
+    return was_known;
   }
   // Forgets every table (a rolled-back transaction took their DDL with it).
   void clear() { others_.clear(); }

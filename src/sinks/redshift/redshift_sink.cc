@@ -158,12 +158,10 @@ Status RedshiftSink::use_table_of(const Batch& batch) {
     config_.primary_key.clear();
     for (const auto& k : key) config_.primary_key.push_back(rs_folded(k));
   }
-  const std::string table = rs_folded(config_.tables.table_for(batch.stream));
-  // Before anything else, also for the table landed in last: two streams may fold to one name (Orders, orders).
-  SKIPPR_TRY(config_.tables.claim(batch.stream, table, rs_folded));
-  if (table == config_.table) return ok();
-  columns_ = other_columns_.switch_tables(config_.table, std::move(columns_), table);
-  config_.table = table;
+  // Names are folded to lower case: Orders and orders are one table. Columns are read again when needed.
+  auto entered = other_columns_.enter(config_.tables, batch.stream, rs_folded(config_.tables.table_for(batch.stream)),
+                                      rs_folded, config_.table, columns_);
+  if (!entered) return std::unexpected(entered.error());
   return ok();
 }
 

@@ -151,8 +151,9 @@ class SnowflakeSink final : public PerBatchSink {
   std::vector<TableColumn> stage_columns(const Batch& rows, bool row_numbers) const {
     std::vector<TableColumn> stage;
     for (const Field& field : rows.schema.fields) {
-      const TableColumn* column =
-          merging() && is_change_field(field.name) ? nullptr : find_column(columns_, field.name, sf_column_rules());
+      const TableColumn* column = merging() && is_change_field(field.name)
+                                      ? nullptr
+                                      : find_column(known_.columns, field.name, sf_column_rules());
       stage.push_back({field.name, column ? column->type : "VARCHAR"});
     }
     if (row_numbers) stage.push_back({std::string(kRowNumberColumn), std::string(kTokenType)});
@@ -186,14 +187,13 @@ class SnowflakeSink final : public PerBatchSink {
   std::vector<std::string> pipeline_key_;  // the pipeline's primary_key (empty: each batch carries its own)
   std::vector<std::string> merge_key_;     // the key of the batch being landed
   bool opened_ = false;
-  std::vector<TableColumn> columns_;  // table_'s, as last described (empty: not there yet)
-  bool rejects_ready_ = false;
+  // What is known of table_: its columns as last described (empty: not there yet), whether its rejects table is made.
   struct TableState {
     std::vector<TableColumn> columns;
     bool rejects_ready = false;
-    bool described = false;
   };
-  KnownPerTable<TableState> other_tables_;  // what is known of the stream tables other than table_
+  TableState known_;
+  KnownPerTable<TableState> other_tables_;  // the same of the stream tables other than table_
   std::optional<SnowflakeStage> stage_;
   bool staged_ = false;  // this batch travels through the stage
   DestinationFence fence_;
@@ -219,8 +219,8 @@ Status SnowflakeSink::describe() {
                   "table_name = {} ORDER BY ordinal_position",
                   sf_quote_identifier(database_), sf_quote_literal(schema_), sf_quote_literal(table_)));
   if (!rows) return std::unexpected(rows.error());
-  columns_.clear();
-  for (const auto& row : rows->rows) columns_.push_back({row.at(0).value_or(""), row.at(1).value_or("")});
+  known_.columns.clear();
+  for (const auto& row : rows->rows) known_.columns.push_back({row.at(0).value_or(""), row.at(1).value_or("")});
   return ok();
 }
 
@@ -229,16 +229,10 @@ Status SnowflakeSink::use_table_of(const Batch& batch) {
     merge_key_ = merge_key_of(batch, pipeline_key_);
     if (merge_key_.empty()) return no_merge_key(batch, where());
   }
-  const std::string table = tables_.table_for(batch.stream);
-  // Before anything else, also for the table landed in last: two streams may fold to one name (a.b and a_b). Quoted
-  // identifiers keep their case in Snowflake: only the same spelling is the same table.
-  SKIPPR_TRY(tables_.claim(batch.stream, table, [](std::string_view t) { return std::string(t); }));
-  if (table == table_) return ok();
-  TableState known = other_tables_.switch_tables(table_, {std::move(columns_), rejects_ready_, true}, table);
-  table_ = table;
-  columns_ = std::move(known.columns);
-  rejects_ready_ = known.rejects_ready;
-  return known.described ? ok() : describe();
+  // Quoted identifiers keep their case in Snowflake: only the same spelling is the same table.
+  auto known = other_tables_.enter(tables_, batch.stream, tables_.table_for(batch.stream), same_name, table_, known_);
+  if (!known) return std::unexpected(known.error());
+  return *known ? ok() : describe();
 }
 
 Result<std::optional<LedgerTip>> SnowflakeSink::ledger_tip() {
@@ -263,15 +257,15 @@ Result<bool> SnowflakeSink::ledger_has(const BatchId& id) {
 }
 
 Status SnowflakeSink::prepare_table(const Batch& batch) {
-  if (columns_.empty()) {
+  if (known_.columns.empty()) {
     const auto definitions =
         new_table_definitions(batch.schema, sf_column_rules(), sf_new_column_type, merging() ? kTokenType : "");
     SKIPPR_TRY(
         client_.query(fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", target(), fmt::join(definitions, ", "))));
     SKIPPR_TRY(describe());
   }
-  SKIPPR_TRY(check_key_columns(columns_, merge_key_, sf_column_rules(), where()));
-  auto missing = fields_to_add(columns_, batch.schema, sf_column_rules(), where(), merging());
+  SKIPPR_TRY(check_key_columns(known_.columns, merge_key_, sf_column_rules(), where()));
+  auto missing = fields_to_add(known_.columns, batch.schema, sf_column_rules(), where(), merging());
   if (!missing) return std::unexpected(missing.error());
   if (missing->empty()) return ok();
   // DDL commits on its own in Snowflake, so it runs before the batch's transaction (IF NOT EXISTS: a retry is fine).
@@ -317,7 +311,7 @@ std::vector<std::string> SnowflakeSink::insert_statements(const Batch& rows, con
 void SnowflakeSink::merge_statements(const Batch& rows, const BatchId& id, const std::string& stage_table,
                                      std::vector<std::string>& before, std::vector<std::string>& inside) const {
   const std::vector<TableColumn> stage = stage_columns(rows, /*row_numbers=*/true);
-  const MergeSql m{target(),          tombstones(),           stage_table, merge_key_, columns_,
+  const MergeSql m{target(),          tombstones(),           stage_table, merge_key_, known_.columns,
                    sf_column_rules(), std::string(kTokenType)};
   before.push_back(temporary_table_sql(m.stage, stage));
   before.push_back(tombstones_create_sql(m));
@@ -339,16 +333,16 @@ Result<std::optional<SnowflakeSink::Prepared>> SnowflakeSink::prepare(const Batc
   }
   if (merging()) SKIPPR_TRY(check_merge_rows(item.batch, merge_key_, sf_column_rules(), where()));
   SKIPPR_TRY(prepare_table(item.batch));
-  auto conformed = conform_batch(item.batch, columns_, sf_column_rules(), where());
+  auto conformed = conform_batch(item.batch, known_.columns, sf_column_rules(), where());
   if (!conformed) return std::unexpected(conformed.error());
   const Batch& rows = *conformed ? (*conformed)->batch : item.batch;
   const std::vector<RejectedRow> rejected = *conformed ? (*conformed)->rejected : std::vector<RejectedRow>();
-  if (!rejected.empty() && !rejects_ready_) {
+  if (!rejected.empty() && !known_.rejects_ready) {
     SKIPPR_TRY(client_.query(fmt::format(
         "CREATE TABLE IF NOT EXISTS {} (batch_id VARCHAR NOT NULL, \"row\" NUMBER(38,0) NOT NULL, reason VARCHAR, "
         "record VARCHAR, rejected_at TIMESTAMP_LTZ DEFAULT CURRENT_TIMESTAMP())",
         rejects())));
-    rejects_ready_ = true;
+    known_.rejects_ready = true;
   }
 
   Prepared p;
@@ -392,7 +386,7 @@ Result<std::optional<SnowflakeSink::Prepared>> SnowflakeSink::prepare(const Batc
                                    not_landed(item.id)));
     p.after.push_back(fmt::format("DROP TABLE IF EXISTS {}", stage));
   } else if (rows.rows > 0) {
-    p.inside = insert_statements(rows, target(), columns_, not_landed(item.id), /*row_numbers=*/false);
+    p.inside = insert_statements(rows, target(), known_.columns, not_landed(item.id), /*row_numbers=*/false);
   }
   for (auto& sql :
        rejects_insert_sql(rejects(), item.id.str(), rejected, sf_quote_literal, nullptr, not_landed(item.id))) {

@@ -149,13 +149,10 @@ class SynapseSink final : public GroupLandingSink {
 };
 
 Status SynapseSink::use_table_of(const Batch& batch) {
-  const std::string table = config_.tables.table_for(batch.stream);
-  // Before anything else, also for the table landed in last: two streams may fold to one name (Orders, orders), as
-  // SQL Server's names are case-insensitive.
-  SKIPPR_TRY(config_.tables.claim(batch.stream, table, folded));
-  if (table == config_.table) return ok();
-  columns_ = other_columns_.switch_tables(config_.table, std::move(columns_), table);
-  config_.table = table;
+  // SQL Server's names are case-insensitive: Orders and orders are one table. Columns are read again when needed.
+  auto entered = other_columns_.enter(config_.tables, batch.stream, config_.tables.table_for(batch.stream), folded,
+                                      config_.table, columns_);
+  if (!entered) return std::unexpected(entered.error());
   return ok();
 }
 
