@@ -1,12 +1,14 @@
 #include "engine/control.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
 #include <set>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "engine/pipeline_storage.h"
 #include "state/state_store.h"
@@ -230,6 +232,20 @@ Result<QueryResult> resync_stream(const std::string& name, const std::string& st
   if (!storage) return std::unexpected(storage.error());
   SKIPPR_TRY(check_not_running_elsewhere(**storage, name, "re-sync it there",
                                          fmt::format("POST /api/pipelines/{}/resync/{}", name, stream)));
+  // A name no stream of the pipeline ever had (a typo) would be a request nobody answers: refused, naming the streams
+  // the pipeline has landed. Before anything landed there is nothing to check it against (and nothing to re-read).
+  const auto landed = (*storage)->state().load_stats().stream_rows_landed;
+  if (!landed.empty() && !landed.contains(stream)) {
+    std::vector<std::string> names;
+    for (const auto& [known, rows] : landed) names.push_back(known);
+    constexpr size_t kNamed = 12;
+    const size_t more = names.size() > kNamed ? names.size() - kNamed : 0;
+    names.resize(std::min(names.size(), kNamed));
+    return fail(ErrorKind::kConfig,
+                fmt::format("pipeline '{}' has landed no rows of a stream '{}'; its streams: {}{} (SHOW STATS FOR {} "
+                            "lists them)",
+                            name, stream, fmt::join(names, ", "), more ? fmt::format(" and {} more", more) : "", name));
+  }
   auto lease = (*storage)->state().acquire();
   if (!lease) return std::unexpected(lease.error());
   auto state = (*storage)->state().load();

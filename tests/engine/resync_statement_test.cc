@@ -82,5 +82,52 @@ pipelines:
   EXPECT_FALSE(std::filesystem::exists(dir / "data" / "pipelines" / "p" / "state.json"));
 }
 
+// A stream the pipeline never landed (a typo) is refused naming the streams it has; one it has is recorded. Before
+// anything landed there is nothing to check a name against.
+TEST(ResyncStatement, AStreamThePipelineNeverLandedIsRefusedNamingTheOnesItHas) {
+  test::TempDir dir;
+  test::write_text(dir / "skippr.yml", R"(data_sources:
+  app:
+    Postgres: { dsn: "postgresql://u@127.0.0.1:1/app", tables: [orders, items], mode: snapshot_then_cdc }
+data_sinks:
+  k:
+    DuckDB: { path: db.duckdb }
+pipelines:
+  p:
+    data_source: app
+    data_sink: k
+    landing: merge_by_key
+)");
+  auto config = load_config(dir / "skippr.yml");
+  ASSERT_TRUE(config) << config.error().message;
+  Settings settings;
+  settings.data_dir = dir / "data";
+  const auto paths = PipelinePaths::of(settings.data_dir, "p");
+  std::filesystem::create_directories(paths.root);
+  const auto resync = [&](const char* sql) {
+    auto statement = parse_statement(sql);
+    EXPECT_TRUE(statement) << sql;
+    return execute_statement(*statement, &*config, settings);
+  };
+  ASSERT_TRUE(resync("RESYNC TABLE p.ordrs")) << "nothing landed yet: nothing to check against";
+
+  PipelineStats stats;
+  stats.stream_rows_landed = {{"orders", 10}, {"items", 4}};
+  ASSERT_TRUE(save_stats(paths, stats));
+  auto refused = resync("RESYNC TABLE p.ordrs");
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, ErrorKind::kConfig);
+  EXPECT_THAT(refused.error().message, HasSubstr("no rows of a stream 'ordrs'"));
+  EXPECT_THAT(refused.error().message, HasSubstr("items, orders"));
+  auto state = load_state(paths);
+  ASSERT_TRUE(state);
+  EXPECT_EQ(state->resync_requests, (std::map<std::string, uint64_t>{{"ordrs", 1}}));  // only the first, unchecked
+
+  ASSERT_TRUE(resync("RESYNC STREAM orders IN PIPELINE p"));
+  state = load_state(paths);
+  ASSERT_TRUE(state);
+  EXPECT_EQ(state->resync_requests.at("orders"), 1u);
+}
+
 }  // namespace
 }  // namespace skippr
