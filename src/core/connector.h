@@ -34,6 +34,8 @@ struct DeadLetter {
   uint64_t line = 0;   // 1-based line (or record) number there; 0 when not applicable
   std::string reason;  // what is wrong with it
   std::string raw;     // the record as read
+  // The stream the record was of, for a source of several; "" for the poll's own (Poll::records.stream).
+  std::string stream = {};
 };
 
 // The unit a source counts what it still has to read in, declared by its spec (ConnectorSpec::backlog): a Kafka

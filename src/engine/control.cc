@@ -125,8 +125,10 @@ Result<QueryResult> show_stats(const std::string& name, const Config* config, co
   add("last_run_finished", s.last_run_finished.empty() ? "never" : s.last_run_finished);
   add("last_exit_code", s.last_exit_code);
   add("last_rows_per_second", fmt::format("{:.0f}", s.last_rows_per_second));
-  // A pipeline of several streams: the rows landed of each.
-  for (const auto& [stream, rows] : s.stream_rows_landed) add(fmt::format("rows_landed[{}]", stream), rows);
+  // A pipeline of several streams: each stream's rows landed, and its rejects and dead letters where it has some.
+  for (const auto& [name, member] : DeliveryCounts::stream_fields()) {
+    for (const auto& [stream, count] : s.*member) add(fmt::format("{}[{}]", name, stream), count);
+  }
   return r;
 }
 

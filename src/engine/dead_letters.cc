@@ -69,7 +69,13 @@ Status DeadLetterFile::append(uint64_t seq, const std::vector<DeadLetter>& lette
   std::string out;
   const std::string at = format_iso8601_micros(now_micros());
   for (const auto& letter : letters) {
-    fmt::format_to(std::back_inserter(out), R"({{"epoch":{},"seq":{},"file":)", epoch_, seq);
+    fmt::format_to(std::back_inserter(out), R"({{"epoch":{},"seq":{},)", epoch_, seq);
+    if (!letter.stream.empty()) {
+      out += R"("stream":)";
+      append_json_string(letter.stream, out);
+      out.push_back(',');
+    }
+    out += R"("file":)";
     append_json_string(letter.file, out);
     fmt::format_to(std::back_inserter(out), R"(,"line":{},"reason":)", letter.line);
     append_json_string(letter.reason, out);

@@ -79,7 +79,10 @@ class JsonReporter final : public Reporter {
     if (!t.replace_landing.empty()) {
       j["replaced"] = {{"landing", t.replace_landing}, {"syncs", t.syncs_replaced}, {"rows", t.rows_in_replaced_syncs}};
     }
-    if (!t.stream_rows_landed.empty()) j["stream_rows_landed"] = t.stream_rows_landed;  // several streams
+    // Several streams: stream_rows_landed, stream_rows_rejected, stream_dead_letters (each where it has some).
+    for (const auto& [name, member] : DeliveryCounts::stream_fields()) {
+      if (!(t.*member).empty()) j[fmt::format("stream_{}", name)] = t.*member;
+    }
     emit(std::move(j));
   }
   void error(const std::string& message) override { emit({{"event", "error"}, {"message", message}}); }

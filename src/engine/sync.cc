@@ -412,7 +412,10 @@ class SyncRun {
         reporter_.rows_read(snapshot());
       }
       if (polled->backlog && source_backlog_unit()) metrics_->source_backlog({source_backlog_unit(), *polled->backlog});
-      for (auto& letter : polled->dead_letters) pending_dead.push_back(std::move(letter));
+      for (auto& letter : polled->dead_letters) {
+        if (letter.stream.empty()) letter.stream = polled->records.stream;
+        pending_dead.push_back(std::move(letter));
+      }
       position = polled->position_after;
       position_to_keep = position_to_keep || polled->keep_position;
       // A full refresh that read nothing would empty the table: refused unless the pipeline expects it, before its
@@ -513,6 +516,9 @@ class SyncRun {
       add([&](RunTotals& t) {
         t.rows_committed += rows;
         t.dead_letters += item->dead_letters.size();
+        for (const auto& letter : item->dead_letters) {
+          if (!letter.stream.empty()) t.stream_dead_letters[letter.stream] += 1;
+        }
         t.batches_committed += 1;
         t.batches_waiting += 1;  // until it lands (mark_landed); finish() counts the WAL's pending ones again
         t.wal_bytes = wal_->bytes_on_disk();
@@ -715,8 +721,11 @@ class SyncRun {
           if (part.stream.empty() || (outcome ? outcome->outcome : landed[i].outcome) != WriteOutcome::kApplied) {
             continue;
           }
-          const uint64_t part_rejected = outcome ? std::min<uint64_t>(outcome->rows_rejected, part.rows) : 0;
+          // Without outcomes per part the batch has one part, and the batch's rejects are its.
+          const uint64_t part_rejected =
+              outcome ? std::min<uint64_t>(outcome->rows_rejected, part.rows) : (b.parts.size() == 1 ? rejected : 0);
           t.stream_rows_landed[part.stream] += part.rows - part_rejected;
+          if (part_rejected > 0) t.stream_rows_rejected[part.stream] += part_rejected;
         }
         t.rows_landed += rows - rejected;
         t.rows_rejected += rejected;

@@ -28,6 +28,10 @@ constexpr Family kOwnFamilies[] = {
     {"skippr_sink_attempts_total", "counter", "Batches handed to the sink, by how the call ended."},
     {"skippr_stream_rows_landed_total", "counter",
      "The run's rows landed of each stream (a pipeline whose source names several)."},
+    {"skippr_stream_rows_rejected_total", "counter",
+     "The run's rows of each stream landed in its rejects table instead (a pipeline whose source names several)."},
+    {"skippr_stream_dead_letters_total", "counter",
+     "The run's records of each stream written to the dead letters (a pipeline whose source names several)."},
     {"skippr_wal_commit_seconds", "histogram", "Time to commit a batch to the WAL (write and fsync)."},
     {"skippr_landing_seconds", "histogram", "Time of a successful sink call landing one group of batches."},
 };
@@ -160,9 +164,10 @@ void PipelineMetrics::landed(std::optional<double> source_lag_seconds) {
 }
 
 void PipelineMetrics::render(std::string& out, const std::string& family, const RunTotals& totals) const {
-  if (family == "skippr_stream_rows_landed_total") {
-    for (const auto& [stream, rows] : totals.stream_rows_landed) {
-      out += fmt::format("{}{{{},{}}} {}\n", family, labels_, prometheus_label("stream", stream), rows);
+  for (const auto& [field, member] : DeliveryCounts::stream_fields()) {
+    if (family != fmt::format("skippr_stream_{}_total", field)) continue;
+    for (const auto& [stream, count] : totals.*member) {
+      out += fmt::format("{}{{{},{}}} {}\n", family, labels_, prometheus_label("stream", stream), count);
     }
     return;
   }

@@ -135,7 +135,14 @@ std::string counts_text(const PipelineStatus& p) {
     out +=
         fmt::format("<details class=\"streams\"><summary>{} streams</summary>", p.all_runs.stream_rows_landed.size());
     for (const auto& [stream, rows] : p.all_runs.stream_rows_landed) {
-      out += fmt::format("<small>{} {}</small><br>", html_escape(stream), rows);
+      out += fmt::format("<small>{} {}", html_escape(stream), rows);
+      if (auto r = p.all_runs.stream_rows_rejected.find(stream); r != p.all_runs.stream_rows_rejected.end()) {
+        out += fmt::format(", {} rejected", r->second);
+      }
+      if (auto d = p.all_runs.stream_dead_letters.find(stream); d != p.all_runs.stream_dead_letters.end()) {
+        out += fmt::format(", {} dead letters", d->second);
+      }
+      out += "</small><br>";
     }
     out += "</details>";
   }
@@ -198,7 +205,9 @@ std::string status_json(const std::vector<PipelineStatus>& pipelines) {
     }
     nlohmann::json all_runs = nlohmann::json::object();
     for (const auto& [name, member] : DeliveryCounts::fields()) all_runs[name] = p.all_runs.*member;
-    if (!p.all_runs.stream_rows_landed.empty()) all_runs["stream_rows_landed"] = p.all_runs.stream_rows_landed;
+    for (const auto& [name, member] : DeliveryCounts::stream_fields()) {
+      if (!(p.all_runs.*member).empty()) all_runs[fmt::format("stream_{}", name)] = p.all_runs.*member;
+    }
     out.push_back({{"pipeline", p.name},
                    {"source", p.source},
                    {"sink", p.sink},

@@ -20,16 +20,24 @@ struct DeliveryCounts {
   uint64_t already_applied = 0;   // retries the sink recognised as done
   uint64_t dead_letters = 0;      // records written to the dead-letter file (committed with their batch)
   uint64_t rows_rejected = 0;  // landed in the destination's rejects table, not the target (rows_landed excludes them)
-  // Of rows_landed, per named stream (a source of several streams); empty for a one-stream pipeline.
+  // Of rows_landed, rows_rejected and dead_letters, per named stream (a source of several streams); empty for a
+  // one-stream pipeline, and a stream is there only once it has some.
   std::map<std::string, uint64_t> stream_rows_landed;
+  std::map<std::string, uint64_t> stream_rows_rejected;
+  std::map<std::string, uint64_t> stream_dead_letters;
 
   using Member = uint64_t DeliveryCounts::*;
+  using StreamMember = std::map<std::string, uint64_t> DeliveryCounts::*;
   // Every counter with its name, in display order.
   static std::span<const std::pair<const char*, Member>> fields();
+  // The counters kept per stream, named as the pipeline's own ("rows_landed"): SHOW STATS shows rows_landed[<stream>].
+  static std::span<const std::pair<const char*, StreamMember>> stream_fields();
 
   DeliveryCounts& operator+=(const DeliveryCounts& other) {
     for (const auto& [name, member] : fields()) this->*member += other.*member;
-    for (const auto& [stream, rows] : other.stream_rows_landed) stream_rows_landed[stream] += rows;
+    for (const auto& [name, member] : stream_fields()) {
+      for (const auto& [stream, count] : other.*member) (this->*member)[stream] += count;
+    }
     return *this;
   }
 };
@@ -45,6 +53,15 @@ inline std::span<const std::pair<const char*, DeliveryCounts::Member>> DeliveryC
       {"already_applied", &DeliveryCounts::already_applied},
       {"dead_letters", &DeliveryCounts::dead_letters},
       {"rows_rejected", &DeliveryCounts::rows_rejected},
+  };
+  return kFields;
+}
+
+inline std::span<const std::pair<const char*, DeliveryCounts::StreamMember>> DeliveryCounts::stream_fields() {
+  static constexpr std::pair<const char*, StreamMember> kFields[] = {
+      {"rows_landed", &DeliveryCounts::stream_rows_landed},
+      {"rows_rejected", &DeliveryCounts::stream_rows_rejected},
+      {"dead_letters", &DeliveryCounts::stream_dead_letters},
   };
   return kFields;
 }

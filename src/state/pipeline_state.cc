@@ -89,6 +89,13 @@ std::string new_lineage() {
   return out;
 }
 
+namespace {
+// The stats file's key of a per-stream counter: "streams" for rows_landed (as written before the others were kept).
+std::string stream_stats_key(std::string_view counter) {
+  return counter == "rows_landed" ? "streams" : fmt::format("streams_{}", counter);
+}
+}  // namespace
+
 PipelineStats stats_from_json(std::string_view text) {
   PipelineStats s;
   auto j = nlohmann::json::parse(text, nullptr, false);
@@ -99,9 +106,11 @@ PipelineStats stats_from_json(std::string_view text) {
   s.last_run_finished = j.value("last_run_finished", std::string());
   s.last_exit_code = j.value("last_exit_code", -1);
   s.last_rows_per_second = j.value("last_rows_per_second", 0.0);
-  if (j.contains("streams") && j["streams"].is_object()) {
-    for (const auto& [stream, rows] : j["streams"].items()) {
-      if (rows.is_number_unsigned()) s.stream_rows_landed[stream] = rows.get<uint64_t>();
+  for (const auto& [name, member] : DeliveryCounts::stream_fields()) {
+    const std::string key = stream_stats_key(name);
+    if (!j.contains(key) || !j[key].is_object()) continue;
+    for (const auto& [stream, count] : j[key].items()) {
+      if (count.is_number_unsigned()) (s.*member)[stream] = count.get<uint64_t>();
     }
   }
   return s;
@@ -114,7 +123,9 @@ std::string stats_to_json(const PipelineStats& s) {
             {"last_run_finished", s.last_run_finished},
             {"last_exit_code", s.last_exit_code},
             {"last_rows_per_second", s.last_rows_per_second}});
-  if (!s.stream_rows_landed.empty()) j["streams"] = s.stream_rows_landed;
+  for (const auto& [name, member] : DeliveryCounts::stream_fields()) {
+    if (!(s.*member).empty()) j[stream_stats_key(name)] = s.*member;
+  }
   return j.dump(2) + "\n";
 }
 

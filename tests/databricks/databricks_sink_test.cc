@@ -198,47 +198,6 @@ TEST(DatabricksSink, ABatchKilledBeforeItsLedgerRowIsFinishedByARunWithANewDataD
   expect_one_name_per_batch_and_one_load("halfway");
 }
 
-// A batch of five streams stopped between its tables (some landed, with their ledger rows, the rest not), then its
-// DATA_DIR lost: the next run finishes the batch's landing file before it reads the tip, so every table ends equal
-// to an unkilled run's, each batch once in each table's ledger.
-TEST(DatabricksSink, ABatchOfSeveralStreamsStoppedBetweenItsTablesIsFinishedAfterALostDataDir) {
-  const auto config = [](const std::string& prefix) {
-    return jsonl_files_to_sink_config("in/{stream}/*.jsonl",
-                                      databricks_sink(SharedDatabricks().endpoint(), prefix + "_{stream}"));
-  };
-  const std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "64KiB"}};
-  PipelineFixture calm(config("sall"));
-  write_stream_files(calm.root(), 3, 400);
-  ASSERT_EQ(calm.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env).exit_code, 0);
-  PipelineFixture f(config("shalf"));
-  write_stream_files(f.root(), 3, 400);
-  auto killed = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, armed_at(env, "sink.between_tables", 2));
-  ASSERT_EQ(killed.exit_code, 137) << killed.err;
-  // Some tables of the stopped batch hold it, some do not.
-  const auto tables_holding = [](const std::string& prefix) {
-    return SharedDatabricks().query(fmt::format(
-        "SELECT batch_id, count(*) FROM {} WHERE target_table LIKE '`lakehouse`.`analytics`.`{}!_%' ESCAPE '!' "
-        "GROUP BY batch_id HAVING count(*) < {}",
-        table_sql("_skippr_batches"), prefix, stream_names().size()));
-  };
-  EXPECT_FALSE(tables_holding("shalf").empty()) << "the kill left no batch landed in only some of its tables";
-  std::filesystem::remove_all(f.path("data"));
-  auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  EXPECT_NE(run.err.find("finishing batch"), std::string::npos) << run.err;
-  for (const auto& stream : stream_names()) {
-    const auto content = [&](const std::string& prefix) {
-      const auto rows = SharedDatabricks().query(
-          fmt::format("SELECT count(*), count(DISTINCT id), sum(hash(id, label))::VARCHAR FROM {}",
-                      table_sql(stream_table(prefix + "_", stream))));
-      return fmt::format("{} {} {}", rows[0][0], rows[0][1], rows[0][2]);
-    };
-    EXPECT_EQ(content("shalf"), content("sall")) << stream;
-    const auto [rows, ids] = ledger_of(stream_table("shalf_", stream));
-    EXPECT_EQ(rows, ids) << stream;
-  }
-}
-
 // JSON-lines files under `dir`: `rows` rows with ids 1..rows, spread over `files` files.
 void write_jsonl_rows(const std::filesystem::path& dir, int files, int rows) {
   std::filesystem::create_directories(dir);
@@ -520,6 +479,7 @@ const SinkUnderTest& databricks_under_test() {
     SinkUnderTest s;
     s.name = "Databricks";
     s.lands_streams = true;
+    s.lands_tables_one_by_one = true;
     s.sink = [](const std::string& table) { return databricks_sink(SharedDatabricks().endpoint(), table); };
     s.rows = [](const PipelineFixture&, const std::string& table, const std::vector<std::string>& columns) {
       return joined_rows(

@@ -36,6 +36,30 @@ pipelines:
 
 std::string table_of(const std::string& stream) { return stream_table("raw_", stream); }
 
+// The sync_complete event of a run's `--output json` lines (null when there is none).
+nlohmann::json sync_complete(const std::string& out) {
+  nlohmann::json complete;
+  std::istringstream events(out);
+  for (std::string line; std::getline(events, line);) {
+    auto event = nlohmann::json::parse(line, nullptr, false);
+    if (event.is_object() && event.value("event", "") == "sync_complete") complete = event;
+  }
+  return complete;
+}
+
+// SHOW STATS FOR many, stat -> value.
+std::map<std::string, std::string> show_stats(const PipelineFixture& fixture) {
+  auto stats = fixture.skipprd({"query", "--sql", "SHOW STATS FOR many", "--output", "json"});
+  EXPECT_EQ(stats.exit_code, 0) << stats.err;
+  std::map<std::string, std::string> shown;
+  std::istringstream lines(stats.out);
+  for (std::string line; std::getline(lines, line);) {
+    const auto row = nlohmann::json::parse(line, nullptr, false);
+    if (row.is_object()) shown[row.value("stat", "")] = row.value("value", "");
+  }
+  return shown;
+}
+
 // rows | distinct ids | an order-independent hash of every column, per stream's table.
 std::map<std::string, std::string> digests(const std::filesystem::path& db) {
   std::map<std::string, std::string> out;
@@ -72,37 +96,52 @@ TEST(FileStreams, EachFolderLandsInItsOwnTableInOneTransactionPerBatch) {
       << "no batch held more than one stream: the test does not test transactions across tables";
   EXPECT_EQ(duckdb_value(db, "SELECT sum(rows) FROM _skippr_batches"), "6000");
 
-  // A second run reads nothing again; a new file in one folder lands in that stream's table only.
+  // A second run reads nothing again; a new file in one folder lands in that stream's table only, and its bad line
+  // is a dead letter of that stream.
   {
     std::ofstream more(fixture.path("in/users/100.jsonl"));
     more << R"({"id":100000,"stream_no":1,"label":"late"})"
+         << "\n"
+         << R"({"id":100001,"stream_no":)"
          << "\n";
   }
   run = fixture.skipprd({"sync", "--pipeline", "many", "--once", "--output", "json"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   // This run's rows of each stream, in its sync_complete event.
-  nlohmann::json complete;
-  std::istringstream events(run.out);
-  for (std::string line; std::getline(events, line);) {
-    auto event = nlohmann::json::parse(line, nullptr, false);
-    if (event.is_object() && event.value("event", "") == "sync_complete") complete = event;
-  }
+  const nlohmann::json complete = sync_complete(run.out);
   EXPECT_EQ(complete["stream_rows_landed"], (nlohmann::json{{"users", 1}})) << run.out;
+  EXPECT_EQ(complete["stream_dead_letters"], (nlohmann::json{{"users", 1}})) << run.out;
+  EXPECT_NE(read_text(fixture.path("data/pipelines/many/deadletter.jsonl")).find(R"("stream":"users")"),
+            std::string::npos);
   EXPECT_EQ(duckdb_value(db, "SELECT count(*) FROM raw_users"), "1201");
   EXPECT_EQ(duckdb_value(db, "SELECT count(*) FROM raw_orders"), "1200");
   // SHOW STATS counts each stream's rows over both runs.
-  auto stats = fixture.skipprd({"query", "--sql", "SHOW STATS FOR many", "--output", "json"});
-  ASSERT_EQ(stats.exit_code, 0) << stats.err;
-  std::map<std::string, std::string> landed;
-  std::istringstream lines(stats.out);
-  for (std::string line; std::getline(lines, line);) {
-    const auto row = nlohmann::json::parse(line);
-    landed[row["stat"].get<std::string>()] = row["value"].get<std::string>();
-  }
+  auto landed = show_stats(fixture);
   EXPECT_EQ(landed["rows_landed"], "6001");
+  EXPECT_EQ(landed["dead_letters[users]"], "1");
+  EXPECT_EQ(landed.count("dead_letters[orders]"), 0u);
   for (const auto& [stream, count] : rows) {
     EXPECT_EQ(landed["rows_landed[" + stream + "]"], std::to_string(count + (stream == "users" ? 1 : 0))) << stream;
   }
+}
+
+// A stream whose table cannot hold its rows (orders' fractional amounts in a BIGINT column) sends them to that
+// table's rejects table, and the counts say which stream they were of: the run's event, SHOW STATS and no other stream.
+TEST(FileStreams, EachStreamCountsItsOwnRejects) {
+  PipelineFixture fixture(streams_config());
+  write_stream_files(fixture.root(), 1, 50);
+  const auto db = fixture.path("out.duckdb");
+  duckdb_write(db, "CREATE TABLE raw_orders (id BIGINT, stream_no BIGINT, label VARCHAR, amount BIGINT)");
+  auto run = fixture.skipprd({"sync", "--pipeline", "many", "--once", "--output", "json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json complete = sync_complete(run.out);
+  EXPECT_EQ(complete["stream_rows_rejected"], (nlohmann::json{{"orders", 50}})) << run.out;
+  EXPECT_EQ(complete["stream_rows_landed"]["users"], 50) << run.out;
+  EXPECT_EQ(duckdb_value(db, "SELECT count(*) FROM raw_orders__skippr_rejected"), "50");
+  const auto shown = show_stats(fixture);
+  EXPECT_EQ(shown.at("rows_rejected"), "50");
+  EXPECT_EQ(shown.at("rows_rejected[orders]"), "50");
+  EXPECT_EQ(shown.count("rows_rejected[users]"), 0u);
 }
 
 TEST(FileStreams, EveryTableEqualsAnUnkilledRunUnderKill9AndLostDataDirs) {
@@ -143,23 +182,6 @@ TEST(FileStreams, SetupMistakesStopBeforeAnythingIsRead) {
     EXPECT_NE(run.err.find("skippr.yml:"), std::string::npos) << run.err;
     EXPECT_NE(run.err.find("would put every stream of the source in one table"), std::string::npos) << run.err;
     EXPECT_FALSE(std::filesystem::exists(fixture.path("out.duckdb")));
-  }
-  {  // A sink that lands one table cannot take a source of several streams.
-    PipelineFixture fixture(R"(data_sources:
-  files:
-    File: { path: "in/{stream}/*.jsonl" }
-data_sinks:
-  out:
-    SkipprLake: { path: lake, table: t }
-pipelines:
-  many:
-    data_source: data_sources.files
-    data_sink: data_sinks.out
-)");
-    auto run = fixture.skipprd({"validate"});
-    EXPECT_EQ(run.exit_code, 2) << run.err;
-    EXPECT_NE(run.err.find("names several streams, and a SkipprLake sink lands one table"), std::string::npos)
-        << run.err;
   }
   {  // {stream} in a table whose source has one stream.
     PipelineFixture fixture(

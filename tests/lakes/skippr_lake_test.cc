@@ -290,11 +290,13 @@ TEST(SkipprLake, ConfigMistakesStopWithExit2BeforeAnythingIsRead) {
     EXPECT_FALSE(std::filesystem::exists(lakes / "trips" / "metadata"));
   }
 
-  // The Glue-catalogued sinks check their names and bucket at load time.
+  // The Glue-catalogued sinks check their names and bucket at load time, SkipprLake its table's folder.
   for (const auto& [sink, expect] : std::vector<std::pair<std::string, std::string>>{
            {"AthenaIceberg: { bucket: b, database: Sales, table: t }", "'Sales' is not a Glue name"},
            {"Athena: { bucket: b, database: d, table: my-table }", "'my-table' is not a Glue name"},
-           {"AthenaIceberg: { bucket: b/x, database: d, table: t }", "bucket 'b/x' must be a bucket name"}}) {
+           {"AthenaIceberg: { bucket: b/x, database: d, table: t }", "bucket 'b/x' must be a bucket name"},
+           // The landing records' folder is the lake's own.
+           {"SkipprLake: { path: lake, table: .skippr-landings }", "must be a plain name"}}) {
     PipelineFixture f(
         fmt::format("data_sources:\n  s:\n    Sample: {{ rows: 10 }}\ndata_sinks:\n  lake:\n    {}\n"
                     "pipelines:\n  p:\n    data_source: data_sources.s\n    data_sink: data_sinks.lake\n",
@@ -315,7 +317,7 @@ TEST(SkipprLake, ConfigMistakesStopWithExit2BeforeAnythingIsRead) {
   EXPECT_EQ(icebird_digest({file_url(lakes / "trips")}, "trip_id").rows, 1000u);
 }
 
-// The sink suite (tests/support/sink_suite.h) on SkipprLake: a table "trips" in a folder per scenario, read by
+// The sink suite (tests/support/sink_suite.h) on SkipprLake: a table (or a table per stream) per scenario, read by
 // icebird (an Iceberg reader of its own), its ledger the BatchIds in the snapshots' summaries.
 const SinkUnderTest& skipprlake_under_test() {
   static const TempDir lakes;
@@ -323,25 +325,27 @@ const SinkUnderTest& skipprlake_under_test() {
     SinkUnderTest s;
     s.name = "SkipprLake";
     s.sink = [](const std::string& where) {
-      return fmt::format(R"(SkipprLake: {{ path: "{}", table: trips, max_snapshots: 100000 }})",
-                         (lakes.path() / where).string());
+      return fmt::format(R"(SkipprLake: {{ path: "{}", table: "{}", max_snapshots: 100000 }})", lakes.path().string(),
+                         where);
     };
     s.digest = [](const PipelineFixture&, const std::string& where, const std::string& key) {
-      if (!std::filesystem::exists(lakes.path() / where / "trips")) {
+      if (!std::filesystem::exists(lakes.path() / where)) {
         return std::tuple<uint64_t, uint64_t, std::string>(0, 0, "");
       }
-      const IcebergDigest d = icebird_digest({file_url(lakes.path() / where / "trips")}, key);
+      const IcebergDigest d = icebird_digest({file_url(lakes.path() / where)}, key);
       EXPECT_TRUE(d.error.empty()) << d.error;
       return std::tuple<uint64_t, uint64_t, std::string>(d.rows, d.distinct_keys, d.hash);
     };
     s.ledger = [](const PipelineFixture&, const std::string& where) {
-      const auto ids = iceberg_snapshot_batch_ids(iceberg_current_metadata(lakes.path() / where / "trips"));
+      const auto ids = iceberg_snapshot_batch_ids(iceberg_current_metadata(lakes.path() / where));
       const std::set<std::string> distinct(ids.begin(), ids.end());
       return std::pair<uint64_t, uint64_t>(ids.size(), distinct.size());
     };
+    s.lands_streams = true;
+    s.lands_tables_one_by_one = true;
     s.after_landing = [](const PipelineFixture&, const std::string& where) {
-      expect_hint_names_the_newest_version(lakes.path() / where / "trips");
-      expect_linear_lineage(iceberg_current_metadata(lakes.path() / where / "trips"));
+      expect_hint_names_the_newest_version(lakes.path() / where);
+      expect_linear_lineage(iceberg_current_metadata(lakes.path() / where));
     };
     return s;
   }();

@@ -19,6 +19,8 @@ TEST(StreamMetrics, EachStreamHasASeriesOfItsRowsLanded) {
   RunTotals totals;
   totals.rows_landed = 7;
   totals.stream_rows_landed = {{"public.orders", 5}, {"odd\"name", 2}};
+  totals.stream_rows_rejected = {{"public.orders", 3}};
+  totals.stream_dead_letters = {{"odd\"name", 1}};
   auto many = registry.add("many", [&] { return totals; });
   auto one = registry.add("one", [] { return RunTotals{}; });
   const std::string text = registry.render();
@@ -26,6 +28,9 @@ TEST(StreamMetrics, EachStreamHasASeriesOfItsRowsLanded) {
   EXPECT_THAT(text, HasSubstr("skippr_stream_rows_landed_total{pipeline=\"many\",stream=\"public.orders\"} 5\n"));
   EXPECT_THAT(text, HasSubstr("skippr_stream_rows_landed_total{pipeline=\"many\",stream=\"odd\\\"name\"} 2\n"));
   EXPECT_THAT(text, Not(HasSubstr("skippr_stream_rows_landed_total{pipeline=\"one\"")));  // one stream: no series
+  EXPECT_THAT(text, HasSubstr("skippr_stream_rows_rejected_total{pipeline=\"many\",stream=\"public.orders\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("skippr_stream_dead_letters_total{pipeline=\"many\",stream=\"odd\\\"name\"} 1\n"));
+  EXPECT_THAT(text, Not(HasSubstr("skippr_stream_rows_rejected_total{pipeline=\"many\",stream=\"odd")));
 }
 
 TEST(StreamMetrics, TheStatusPageAndApiListEachStreamsRowsOverEveryRun) {

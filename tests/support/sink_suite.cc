@@ -247,6 +247,34 @@ TEST_P(SinkSuite, SeveralStreamsLandApartEachEqualToAnUnkilledRun) {
   std::printf("[ metrics  ] %s streams: %s\n", sut().name.c_str(), runs.summary().c_str());
 }
 
+// A batch of five streams stopped between its tables (some hold it, the rest not), then its DATA_DIR lost: the next
+// run finishes the batch's landing before it reads the tip, so every table ends equal to an unkilled run's, each
+// batch once in each table's ledger.
+TEST_P(SinkSuite, ABatchStoppedBetweenItsTablesIsFinishedAfterALostDataDir) {
+  if (!sut().lands_tables_one_by_one) GTEST_SKIP() << sut().name << " lands a batch's tables in one transaction";
+  const std::string calm_at = unique("sall");
+  const std::string killed_at = unique("shalf");
+  const auto env = with(sut().env, {{"BUFFER_THRESHOLD_BYTES", "64KiB"}});
+  PipelineFixture calm(jsonl_files_to_sink_config("in/{stream}/*.jsonl", sut().sink(stream_pattern(sut(), calm_at))));
+  write_stream_files(calm.root(), 3, 400);
+  ASSERT_EQ(calm.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env).exit_code, 0);
+  PipelineFixture f(jsonl_files_to_sink_config("in/{stream}/*.jsonl", sut().sink(stream_pattern(sut(), killed_at))));
+  write_stream_files(f.root(), 3, 400);
+  auto killed = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, armed_at(env, "sink.between_tables", 2));
+  ASSERT_EQ(killed.exit_code, 137) << killed.err;
+  std::filesystem::remove_all(f.path("data"));
+  auto run = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.err.find("finishing batch"), std::string::npos) << run.err;
+  for (const auto& stream : stream_names()) {
+    const Landed want = landed(sut(), calm, stream_place(sut(), calm_at, stream), kStreamColumns);
+    EXPECT_GT(want.count, 0u) << stream;
+    EXPECT_EQ(landed(sut(), f, stream_place(sut(), killed_at, stream), kStreamColumns).content, want.content) << stream;
+    expect_ledger_once(sut(), f, stream_place(sut(), killed_at, stream));
+    after_landing(sut(), f, stream_place(sut(), killed_at, stream));
+  }
+}
+
 // Five stream folders merged by key (each stream on its own `id`), read again after RESET PIPELINE: every stream's
 // table holds each of its keys once, with the content an append of the same files lands.
 TEST_P(SinkSuite, SeveralStreamsMergedByKeyHoldEachKeyOnceAfterARereadAll) {

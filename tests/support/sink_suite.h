@@ -53,6 +53,9 @@ struct SinkUnderTest {
   bool folders = false;                    // streams land in folders of a prefix (object stores), not tables
   bool lands_streams = false;              // ConnectorSpec::lands_streams
   bool merges = false;                     // landing: merge_by_key
+  // Lands a batch's tables one after another, with the failpoint sink.between_tables between two of them, and a
+  // record of the batch that a run with a lost DATA_DIR finishes first (it says "finishing batch").
+  bool lands_tables_one_by_one = false;
   // The ledger of `table` (rows, distinct batch ids); unset for a sink without one (at least once or overwrite on
   // retry, no lost-DATA_DIR resume). With it the kill loops also delete DATA_DIR now and then.
   std::function<std::pair<uint64_t, uint64_t>(const PipelineFixture& f, const std::string& table)> ledger;

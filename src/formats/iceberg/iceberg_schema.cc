@@ -104,4 +104,15 @@ Result<std::optional<IcebergSchema>> evolve_schema(const std::optional<IcebergSc
   return std::optional<IcebergSchema>(std::move(next));
 }
 
+bool extends_schema(const IcebergSchema& current, int current_last_column_id, const IcebergSchema& planned) {
+  for (const auto& field : current.fields) {
+    const IcebergField* now = planned.find(field.id);
+    if (!now || now->name != field.name || (now->type != field.type && !promotes(field.type, now->type))) return false;
+  }
+  for (const auto& field : planned.fields) {
+    if (!current.find(field.id) && field.id <= current_last_column_id) return false;
+  }
+  return true;
+}
+
 }  // namespace skippr

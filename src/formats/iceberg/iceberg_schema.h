@@ -42,4 +42,9 @@ std::string_view iceberg_type(Type type);
 Result<std::optional<IcebergSchema>> evolve_schema(const std::optional<IcebergSchema>& current, const Schema& batch,
                                                    int& last_column_id, std::string_view where);
 
+// True when `planned` (the schema files were written under) is `current` evolved as evolve_schema does it: each of
+// `current`'s fields in it under the same id and name, its type the same or promoted, and each other field's id above
+// `current_last_column_id` (given out after `current`). False when another writer changed the table in between.
+bool extends_schema(const IcebergSchema& current, int current_last_column_id, const IcebergSchema& planned);
+
 }  // namespace skippr

@@ -101,8 +101,6 @@ struct IcebergTableWriter::Plan {
   int last_column_id = 0;
   PartitionSpec spec;
   SummaryLedger ledger;  // the base's, with the new batches added
-  // What the data files depend on: the ids of the columns and the partition layout.
-  std::string layout() const { return schema.to_json()["fields"].dump() + spec.fields_json().dump(); }
 };
 
 IcebergTableWriter::IcebergTableWriter(IcebergWriterOptions options, std::unique_ptr<TableStore> store,
@@ -192,12 +190,12 @@ Result<IcebergTableWriter::Plan> IcebergTableWriter::plan(const std::optional<Ta
   return p;
 }
 
-Result<std::vector<DataFile>> IcebergTableWriter::write_data_files(const Plan& plan,
-                                                                   std::span<const BatchToLand> batches) {
+Result<std::vector<std::vector<DataFile>>> IcebergTableWriter::write_data_files(const Plan& plan,
+                                                                                std::span<const BatchToLand> batches) {
   if (!parquet_) {
     auto writer = ParquetFileWriter::open();
     if (!writer) return std::unexpected(writer.error());
-    parquet_.emplace(std::move(*writer));
+    parquet_ = std::make_shared<ParquetFileWriter>(std::move(*writer));
   }
   std::error_code ec;
   std::filesystem::create_directories(options_.scratch_dir, ec);
@@ -208,10 +206,11 @@ Result<std::vector<DataFile>> IcebergTableWriter::write_data_files(const Plan& p
   options.json_as_text = true;
   // Readers map a file's columns to the table's by these ids (a file written before a field was added lacks it).
   options.key_value_metadata.emplace_back("iceberg.schema", plan.schema.to_json().dump());
-  std::vector<DataFile> files;
+  std::vector<std::vector<DataFile>> files;
   bool wrote_one = false;
   for (const auto& item : batches) {
     if (wrote_one) failpoint::hit(failpoint::kSinkInGroup);
+    auto& batch_files = files.emplace_back();
     options.field_ids.clear();
     for (const auto& field : item.batch.schema.fields) options.field_ids.push_back(plan.schema.find(field.name)->id);
     for (auto& group : partition_rows(item.batch, plan.spec)) {
@@ -232,7 +231,7 @@ Result<std::vector<DataFile>> IcebergTableWriter::write_data_files(const Plan& p
       const std::string rel = "data/" + partition_path(plan.spec, plan.schema, group.values) + name;
       SKIPPR_TRY(store_->write_file(rel, scratch));
       data_written_.push_back(rel);
-      files.push_back({store_->uri(rel), static_cast<int64_t>(group.rows.size()), size, std::move(group.values)});
+      batch_files.push_back({store_->uri(rel), static_cast<int64_t>(group.rows.size()), size, std::move(group.values)});
     }
     wrote_one = true;
   }
@@ -313,7 +312,7 @@ Result<std::vector<ManifestFile>> IcebergTableWriter::carried_manifests(const nl
 }
 
 Result<nlohmann::json> IcebergTableWriter::next_metadata(const std::optional<TableVersion>& base, const Plan& plan,
-                                                         std::span<const BatchToLand> batches,
+                                                         const std::string& batch_ids,
                                                          const std::vector<DataFile>& files) {
   const int64_t now = now_ms();
   nlohmann::json md;
@@ -387,8 +386,6 @@ Result<nlohmann::json> IcebergTableWriter::next_metadata(const std::optional<Tab
   SKIPPR_TRY(store_->write(list_rel, *list));
   metadata_written_.push_back(list_rel);
 
-  std::string ids;
-  for (const auto& item : batches) ids += (ids.empty() ? "" : ",") + item.id.str();
   const int64_t total_records = (parent ? summary_number(*parent, "total-records") : 0) + added_rows;
   const int64_t total_files =
       (parent ? summary_number(*parent, "total-data-files") : 0) + static_cast<int64_t>(files.size());
@@ -404,7 +401,7 @@ Result<nlohmann::json> IcebergTableWriter::next_metadata(const std::optional<Tab
                                {"total-records", std::to_string(total_records)},
                                {"total-data-files", std::to_string(total_files)},
                                {"total-delete-files", "0"},
-                               {std::string(kSummaryBatchIds), ids},
+                               {std::string(kSummaryBatchIds), batch_ids},
                                {std::string(kSummaryLedger), plan.ledger.dump()}}}};
   if (parent_id) snapshot["parent-snapshot-id"] = *parent_id;
   // Also in the table's properties, which other engines carry forward: the ledger survives another tool expiring
@@ -457,21 +454,43 @@ Result<nlohmann::json> IcebergTableWriter::next_metadata(const std::optional<Tab
 Result<std::vector<BatchLanded>> IcebergTableWriter::land(std::span<const BatchToLand> group) {
   report_ = {};
   committing_ = false;
-  auto landed = commit_group(group);
+  auto landed = land_group(group);
   // A landing that failed before its commit leaves nothing behind (each retry used to add its files); one whose
   // commit failed may have made it, so its files stay (the sweep takes them once their batches are held).
   if (!landed && !committing_) {
     discard(data_written_);
     discard(metadata_written_);
   }
+  after_commit(landed.has_value());
+  return landed;
+}
+
+Result<IcebergTableWriter::Prepared> IcebergTableWriter::prepare(std::span<const BatchToLand> group) {
+  report_ = {};
+  auto prepared = prepare_files(group);
+  // Written files are the caller's from here (its record names them); those of a failure are no one's.
+  if (!prepared) discard(data_written_);
+  data_written_.clear();
+  return prepared;
+}
+
+Result<IcebergTableWriter::Committed> IcebergTableWriter::commit(const PreparedLanding& landing) {
+  report_ = {};
+  committing_ = false;
+  auto committed = commit_files(landing);
+  if (!committed && !committing_) discard(metadata_written_);
+  after_commit(committed.has_value());
+  return committed;
+}
+
+void IcebergTableWriter::after_commit(bool succeeded) {
   discard(abandoned_);
   data_written_.clear();
   metadata_written_.clear();
-  if (landed && !swept_ && report_.snapshot_id != 0) {
+  if (succeeded && !swept_ && report_.snapshot_id != 0) {
     swept_ = true;
     sweep();
   }
-  return landed;
 }
 
 void IcebergTableWriter::discard(std::vector<std::string>& files) {
@@ -497,9 +516,120 @@ void IcebergTableWriter::sweep() {
   }
 }
 
-Result<std::vector<BatchLanded>> IcebergTableWriter::commit_group(std::span<const BatchToLand> group) {
-  std::optional<std::vector<DataFile>> files;
-  std::string files_layout;
+Result<std::vector<BatchLanded>> IcebergTableWriter::land_group(std::span<const BatchToLand> group) {
+  for (int stale = 0; stale <= kMaxConflicts; ++stale) {
+    auto prepared = prepare_files(group);
+    if (!prepared) return std::unexpected(prepared.error());
+    if (prepared->landing.empty()) return prepared->outcomes;
+    auto committed = commit_files(prepared->landing);
+    if (!committed) return std::unexpected(committed.error());
+    if (committed->stale) {
+      // Another writer changed the columns' ids or the layout: the files are written again for the new ones.
+      abandoned_.insert(abandoned_.end(), data_written_.begin(), data_written_.end());
+      data_written_.clear();
+      continue;
+    }
+    for (size_t i = 0; i < committed->held.size(); ++i) {
+      if (!committed->held[i]) continue;
+      prepared->outcomes[prepared->group_index[i]].outcome = WriteOutcome::kAlreadyApplied;
+      // Another writer landed it (a lease being handed over, a lost answer): the files written here for it are
+      // never committed. (A landing read back from a record may hold files that were: commit() keeps them.)
+      for (const auto& file : prepared->landing.batches[i].files) {
+        if (auto rel = relative(file.path)) abandoned_.push_back(*rel);
+      }
+    }
+    return prepared->outcomes;
+  }
+  return fail(ErrorKind::kUnavailable, fmt::format("{}: other writers kept changing the table's columns or layout "
+                                                   "while a landing was written ({} times in a row)",
+                                                   options_.what, kMaxConflicts + 1));
+}
+
+Result<IcebergTableWriter::Prepared> IcebergTableWriter::prepare_files(std::span<const BatchToLand> group) {
+  auto base = catalog_->load();
+  if (!base) return std::unexpected(base.error());
+  SummaryLedger held;
+  if (*base) {
+    auto ledger = SummaryLedger::of_table((*base)->metadata);
+    if (!ledger) return std::unexpected(ledger.error());
+    held = std::move(*ledger);
+  }
+  Prepared out;
+  out.outcomes.resize(group.size());
+  std::vector<BatchToLand> fresh;
+  for (size_t i = 0; i < group.size(); ++i) {
+    if (held.has(group[i].id)) {
+      out.outcomes[i].outcome = WriteOutcome::kAlreadyApplied;
+    } else {
+      fresh.push_back(group[i]);
+      out.group_index.push_back(i);
+    }
+  }
+  if (fresh.empty()) return out;
+  // Each batch's partition fields as the spec needs them (partition_fields.h), from the table's current schema.
+  auto current = current_schema(*base);
+  if (!current) return std::unexpected(current.error());
+  std::vector<std::optional<Batch>> fitted;
+  fitted.reserve(fresh.size());
+  for (const auto& item : fresh) fitted.push_back(fit_partition_fields(item.batch, options_.partition_by, *current));
+  std::vector<BatchToLand> fit;
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    fit.push_back({fitted[i] ? *fitted[i] : fresh[i].batch, fresh[i].id, fresh[i].position_after});
+  }
+  auto p = plan(*base, std::move(held), fit);
+  if (!p) return std::unexpected(p.error());
+  auto files = write_data_files(*p, fit);
+  if (!files) return std::unexpected(files.error());
+  for (size_t i = 0; i < fit.size(); ++i) {
+    out.landing.batches.push_back({fit[i].id, fit[i].position_after, std::move((*files)[i])});
+  }
+  out.landing.schema = p->schema;
+  out.landing.last_column_id = p->last_column_id;
+  out.landing.spec = p->spec.to_json();
+  return out;
+}
+
+Result<std::optional<IcebergTableWriter::Plan>> IcebergTableWriter::plan_commit(
+    const std::optional<TableVersion>& base, SummaryLedger held, const PreparedLanding& landing,
+    const std::vector<const PreparedBatch*>& batches) {
+  Plan p;
+  p.ledger = std::move(held);
+  for (const auto* batch : batches) p.ledger.add(batch->id, batch->position_after);
+  int max_schema_id = -1;
+  int base_last_column_id = 0;
+  if (base) {
+    base_last_column_id = base->metadata.value("last-column-id", 0);
+    for (const auto& s : base->metadata.at("schemas")) max_schema_id = std::max(max_schema_id, s.value("schema-id", 0));
+  }
+  auto current = current_schema(base);
+  if (!current) return std::unexpected(current.error());
+  if (*current && !extends_schema(**current, base_last_column_id, landing.schema)) return std::optional<Plan>();
+  if (*current && (*current)->to_json()["fields"] == landing.schema.to_json()["fields"]) {
+    p.schema = **current;
+    p.last_column_id = base_last_column_id;
+  } else {
+    p.schema = landing.schema;
+    p.schema.schema_id = max_schema_id + 1;
+    p.schema_added = true;
+    p.last_column_id = std::max(base_last_column_id, landing.last_column_id);
+  }
+  auto written_under = PartitionSpec::from_json(landing.spec, p.schema);
+  if (!written_under) return std::unexpected(written_under.error());
+  p.spec = std::move(*written_under);
+  if (base) {
+    const auto& md = base->metadata;
+    for (const auto& s : md.at("partition-specs")) {
+      if (s.value("spec-id", -1) != md.value("default-spec-id", 0)) continue;
+      auto spec = PartitionSpec::from_json(s, p.schema);
+      if (!spec) return std::unexpected(spec.error());
+      if (!spec->same_layout(p.spec)) return std::optional<Plan>();
+      p.spec = std::move(*spec);
+    }
+  }
+  return std::optional<Plan>(std::move(p));
+}
+
+Result<IcebergTableWriter::Committed> IcebergTableWriter::commit_files(const PreparedLanding& landing) {
   for (int conflicts = 0; conflicts <= kMaxConflicts; ++conflicts) {
     auto base = catalog_->load();
     if (!base) return std::unexpected(base.error());
@@ -509,48 +639,31 @@ Result<std::vector<BatchLanded>> IcebergTableWriter::commit_group(std::span<cons
       if (!ledger) return std::unexpected(ledger.error());
       held = std::move(*ledger);
     }
-    std::vector<BatchLanded> outcomes(group.size());
-    std::vector<BatchToLand> fresh;
-    for (size_t i = 0; i < group.size(); ++i) {
-      if (held.has(group[i].id)) {
-        outcomes[i].outcome = WriteOutcome::kAlreadyApplied;
-      } else {
-        fresh.push_back(group[i]);
-      }
+    Committed out;
+    std::vector<const PreparedBatch*> fresh;
+    for (const auto& batch : landing.batches) {
+      out.held.push_back(held.has(batch.id));
+      if (!out.held.back()) fresh.push_back(&batch);
     }
-    if (fresh.empty()) {
-      // Another writer landed them all after a lost race: the files written for them are never committed.
-      abandoned_.insert(abandoned_.end(), data_written_.begin(), data_written_.end());
-      return outcomes;
-    }
-    // Each batch's partition fields as the spec needs them (partition_fields.h), from the table's current schema.
-    auto current = current_schema(*base);
-    if (!current) return std::unexpected(current.error());
-    std::vector<std::optional<Batch>> fitted;
-    fitted.reserve(fresh.size());
-    for (const auto& item : fresh) fitted.push_back(fit_partition_fields(item.batch, options_.partition_by, *current));
-    std::vector<BatchToLand> fit;
-    for (size_t i = 0; i < fresh.size(); ++i) {
-      fit.push_back({fitted[i] ? *fitted[i] : fresh[i].batch, fresh[i].id, fresh[i].position_after});
-    }
-    fresh = std::move(fit);
-    auto p = plan(*base, std::move(held), fresh);
+    if (fresh.empty()) return out;
+    auto p = plan_commit(*base, std::move(held), landing, fresh);
     if (!p) return std::unexpected(p.error());
-    // After a lost race the files stay good unless the winner changed the columns' ids or the layout, or landed
-    // some of the same batches (a lease being handed over): then they are written again for what is left.
-    std::string fresh_ids;
-    for (const auto& item : fresh) fresh_ids += item.id.str() + ",";
-    if (!files || files_layout != p->layout() + fresh_ids) {
-      // Files written for a layout or batches that changed are never committed.
-      abandoned_.insert(abandoned_.end(), data_written_.begin(), data_written_.end());
-      data_written_.clear();
-      auto written = write_data_files(*p, fresh);
-      if (!written) return std::unexpected(written.error());
-      files = std::move(*written);
-      files_layout = p->layout() + fresh_ids;
+    if (!*p) {
+      out.stale = true;
+      return out;
+    }
+    std::vector<DataFile> files;
+    std::string ids;
+    for (const auto* batch : fresh) {
+      for (const auto& file : batch->files) {
+        // A landing read back from a record: only files of this table's own location are committed.
+        if (auto inside = relative(file.path); !inside) return std::unexpected(inside.error());
+      }
+      files.insert(files.end(), batch->files.begin(), batch->files.end());
+      ids += (ids.empty() ? "" : ",") + batch->id.str();
     }
     failpoint::hit(failpoint::kSinkInTransaction);
-    auto metadata = next_metadata(*base, *p, fresh, *files);
+    auto metadata = next_metadata(*base, **p, ids, files);
     if (!metadata) return std::unexpected(metadata.error());
     committing_ = true;
     auto committed = catalog_->commit(*base, *metadata);
@@ -558,7 +671,7 @@ Result<std::vector<BatchLanded>> IcebergTableWriter::commit_group(std::span<cons
     if (*committed == CommitResult::kCommitted) {
       report_.conflicts = conflicts;
       report_.version = *base ? (*base)->version + 1 : 1;
-      return outcomes;
+      return out;
     }
     committing_ = false;
     // This attempt's manifests are named by no version: the next attempt writes its own.

@@ -19,6 +19,7 @@
 #include "formats/iceberg/iceberg_schema.h"
 #include "formats/iceberg/manifests.h"
 #include "formats/iceberg/partition_spec.h"
+#include "formats/iceberg/prepared_landing.h"
 #include "formats/iceberg/summary_ledger.h"
 #include "formats/iceberg/table_store.h"
 
@@ -61,19 +62,53 @@ class IcebergTableWriter {
   // before its commit removes the files it wrote; the first one that commits sweeps the data files of killed
   // landings (orphan_files.h).
   Result<std::vector<BatchLanded>> land(std::span<const BatchToLand> group);
+
+  // land()'s two steps, for a sink that records the landing between them (a batch of several tables:
+  // sinks/kit/iceberg_sink.h). prepare writes the data files of the batches of `group` the table does not hold yet
+  // and gives them (outcomes: kAlreadyApplied for the others); they are the caller's from then on.
+  struct Prepared {
+    std::vector<BatchLanded> outcomes;  // one per batch of the group
+    PreparedLanding landing;
+    std::vector<size_t> group_index;  // the group's index of each of landing's batches
+  };
+  Result<Prepared> prepare(std::span<const BatchToLand> group);
+  // Commits `landing`'s batches that the table does not hold yet as one snapshot. It removes no data file: those of
+  // batches the table holds may be the ones committed (a record finished twice), and a failure leaves the rest to the
+  // caller's record; the sweep of files no snapshot names takes what is left over.
+  struct Committed {
+    // The table's columns or partition layout changed since the files were written (another writer): they cannot be
+    // committed; prepare the batches again.
+    bool stale = false;
+    std::vector<bool> held;  // per batch of the landing: held before this commit (not committed by it)
+  };
+  Result<Committed> commit(const PreparedLanding& landing);
+  // Shares one Parquet writer (an in-memory DuckDB) among the writers of a sink's many tables.
+  void share_parquet(std::shared_ptr<ParquetFileWriter> parquet) { parquet_ = std::move(parquet); }
   const IcebergCommitReport& last_commit() const { return report_; }
 
  private:
   struct Plan;
-  Result<std::vector<BatchLanded>> commit_group(std::span<const BatchToLand> group);
+  Result<std::vector<BatchLanded>> land_group(std::span<const BatchToLand> group);
+  Result<Prepared> prepare_files(std::span<const BatchToLand> group);
+  Result<Committed> commit_files(const PreparedLanding& landing);
+  // After a commit (or a failed one): removes the files no version will name, and once a writer's life, after the
+  // first that succeeded, sweeps the data files of killed landings.
+  void after_commit(bool succeeded);
   // Removes `files` (best effort: one that stays is logged) and empties the list.
   void discard(std::vector<std::string>& files);
   void sweep();
   // `held`: the base's ledger, as land() read it to find the new batches; the plan adds them to it.
   Result<Plan> plan(const std::optional<TableVersion>& base, SummaryLedger held, std::span<const BatchToLand> batches);
-  Result<std::vector<DataFile>> write_data_files(const Plan& plan, std::span<const BatchToLand> batches);
+  // The plan that commits `batches` (of `landing`) on `base`: nullopt when the files cannot be (the table's columns
+  // or layout changed since they were written).
+  Result<std::optional<Plan>> plan_commit(const std::optional<TableVersion>& base, SummaryLedger held,
+                                          const PreparedLanding& landing,
+                                          const std::vector<const PreparedBatch*>& batches);
+  // One list of data files per batch.
+  Result<std::vector<std::vector<DataFile>>> write_data_files(const Plan& plan, std::span<const BatchToLand> batches);
+  // `batch_ids`: the summary's list of the snapshot's batches ("a,b").
   Result<nlohmann::json> next_metadata(const std::optional<TableVersion>& base, const Plan& plan,
-                                       std::span<const BatchToLand> batches, const std::vector<DataFile>& files);
+                                       const std::string& batch_ids, const std::vector<DataFile>& files);
   Result<std::vector<ManifestFile>> carried_manifests(const nlohmann::json& base, const Plan& plan, int64_t snapshot_id,
                                                       int64_t sequence_number);
   Result<std::string> relative(const std::string& location) const;
@@ -81,7 +116,7 @@ class IcebergTableWriter {
   IcebergWriterOptions options_;
   std::unique_ptr<TableStore> store_;
   std::unique_ptr<IcebergCatalog> catalog_;
-  std::optional<ParquetFileWriter> parquet_;
+  std::shared_ptr<ParquetFileWriter> parquet_;
   IcebergCommitReport report_;
   // The files of the landing under way that no version names yet (data, and manifests and manifest lists), those
   // it wrote that none ever will (a lost race's manifests, data files written again), and whether the commit was

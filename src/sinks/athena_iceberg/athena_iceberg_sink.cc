@@ -12,26 +12,36 @@
 namespace skippr {
 namespace {
 
-struct GlueTable {
+// Where the tables go: a Glue database, each table's files under <prefix>/<table>/ of the bucket.
+struct GlueLake {
   std::string bucket;
-  std::string prefix;  // the table's key prefix: <prefix>/<table>
+  std::string prefix;  // no leading or trailing '/'
   std::string database;
-  std::string table;
   AwsOptions aws;
 };
 
-Result<std::unique_ptr<IcebergTableWriter>> make_writer(const GlueTable& at, const IcebergWriterOptions& options) {
-  auto s3 = resolve_aws_service(at.aws, "s3", options.what);
+Result<std::unique_ptr<TableStore>> store_at(const GlueLake& lake, const std::string& table, const std::string& what) {
+  auto s3 = resolve_aws_service(lake.aws, "s3", what);
   if (!s3) return std::unexpected(s3.error());
-  auto glue_service = resolve_aws_service(at.aws, "glue", options.what);
-  if (!glue_service) return std::unexpected(glue_service.error());
   S3Client client(std::move(*s3));
-  SKIPPR_TRY(client.check_bucket(at.bucket));
+  SKIPPR_TRY(client.check_bucket(lake.bucket));
+  std::string prefix = lake.prefix;
+  if (!table.empty()) prefix = prefix.empty() ? table : prefix + "/" + table;
+  return s3_table_store(std::move(client), lake.bucket, prefix);
+}
+
+Result<std::unique_ptr<IcebergTableWriter>> make_writer(const GlueLake& lake, const std::string& stream_table,
+                                                        const IcebergWriterOptions& options) {
+  // Glue keeps names in lower case (a stream's name may have capitals): the table and its folder are spelled so.
+  const std::string table = iceberg_table_fold(stream_table);
+  auto glue_service = resolve_aws_service(lake.aws, "glue", options.what);
+  if (!glue_service) return std::unexpected(glue_service.error());
+  auto store = store_at(lake, table, options.what);
+  if (!store) return std::unexpected(store.error());
   GlueClient glue(std::move(*glue_service));
-  SKIPPR_TRY(glue.ensure_database(at.database));
-  auto store = s3_table_store(std::move(client), at.bucket, at.prefix);
-  auto catalog = glue_catalog(*store, std::move(glue), at.database, at.table);
-  return std::make_unique<IcebergTableWriter>(options, std::move(store), std::move(catalog));
+  SKIPPR_TRY(glue.ensure_database(lake.database));
+  auto catalog = glue_catalog(**store, std::move(glue), lake.database, table);
+  return std::make_unique<IcebergTableWriter>(options, std::move(*store), std::move(catalog));
 }
 
 }  // namespace
@@ -42,12 +52,15 @@ ConnectorSpec athena_iceberg_sink_spec() {
   spec.is_source = false;
   spec.summary = "an Apache Iceberg v2 table on S3 in the AWS Glue catalog (Athena); batch ids in snapshot summaries";
   spec.guarantee = Guarantee::kExactlyOnce;
+  spec.lands_streams = true;        // a Glue table per stream; a landing record makes a batch's tables one commitment
   spec.max_identifier_bytes = 255;  // Glue column names hold 255 characters; counted in bytes to be safe
   spec.params = {
       {"bucket", ParamType::kString, true, nullptr, "the bucket of the table's files"},
       {"prefix", ParamType::kString, false, "", "key prefix; the table's files go under <prefix>/<table>/"},
       {"database", ParamType::kString, true, nullptr, "the Glue database (created if missing)"},
-      {"table", ParamType::kString, true, nullptr, "the Glue table (created by the first batch)"},
+      {"table", ParamType::kString, false, nullptr,
+       "the Glue table (created by the first batch); may hold {stream} (default for a source of several streams: "
+       "{stream}, a table per stream)"},
   };
   for (auto& param : iceberg_table_params()) spec.params.push_back(std::move(param));
   for (auto& param : aws_connection_params()) spec.params.push_back(std::move(param));
@@ -56,22 +69,25 @@ ConnectorSpec athena_iceberg_sink_spec() {
     const std::string what = fmt::format("AthenaIceberg sink '{}'", ctx.name);
     auto options = read_iceberg_table_options(ctx, what);
     if (!options) return std::unexpected(options.error());
-    GlueTable at;
-    at.bucket = p.value("bucket", std::string());
-    at.database = p.value("database", std::string());
-    at.table = p.value("table", std::string());
-    SKIPPR_TRY(check_bucket_name(what, at.bucket));
-    SKIPPR_TRY(check_glue_name(what, at.database));
-    SKIPPR_TRY(check_glue_name(what, at.table));
-    std::string prefix = p.value("prefix", std::string());
-    while (!prefix.empty() && prefix.front() == '/') prefix.erase(0, 1);
-    while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
-    at.prefix = prefix.empty() ? at.table : prefix + "/" + at.table;
+    GlueLake lake;
+    lake.bucket = p.value("bucket", std::string());
+    lake.database = p.value("database", std::string());
+    auto tables = StreamTables::make(what, "table", StreamTables::given(p, "table"), ctx.source_streams);
+    if (!tables) return std::unexpected(tables.error());
+    SKIPPR_TRY(check_bucket_name(what, lake.bucket));
+    SKIPPR_TRY(check_glue_name(what, lake.database));
+    // A stream's table is the pattern with a plain name in it: checked with one.
+    SKIPPR_TRY(check_glue_name(what, tables->table_for(tables->per_stream() ? "x" : "")));
+    lake.prefix = p.value("prefix", std::string());
+    while (!lake.prefix.empty() && lake.prefix.front() == '/') lake.prefix.erase(0, 1);
+    while (!lake.prefix.empty() && lake.prefix.back() == '/') lake.prefix.pop_back();
     auto aws = read_aws_options(p, what);
     if (!aws) return std::unexpected(aws.error());
-    at.aws = std::move(*aws);
-    return std::make_unique<IcebergSink>(what, ctx.pipeline,
-                                         [at, o = std::move(*options)] { return make_writer(at, o); });
+    lake.aws = std::move(*aws);
+    return std::make_unique<IcebergSink>(
+        what, ctx.pipeline, std::move(*tables),
+        [lake, o = std::move(*options)](const std::string& t) { return make_writer(lake, t, o); },
+        [lake, what] { return store_at(lake, "", what); });
   };
   return spec;
 }

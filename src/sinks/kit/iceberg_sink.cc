@@ -4,16 +4,45 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <regex>
+
+#include "core/failpoint.h"
 
 namespace skippr {
 
 Status IcebergSink::open() {
-  if (writer_) return ok();
-  auto writer = make_writer_();
+  if (!tables_.per_stream()) {
+    auto writer = writer_for(tables_.table_for(""));
+    if (!writer) return std::unexpected(writer.error());
+    return ok();
+  }
+  if (root_) return ok();
+  auto root = make_root_store_();
+  if (!root) return std::unexpected(root.error());
+  root_ = std::move(*root);
+  records_folder_ = landing_record_folder(tables_.pattern(), pipeline_);
+  if (auto finished = finish_records(); !finished) {
+    root_.reset();  // asked again on the next attempt
+    return finished;
+  }
+  return ok();
+}
+
+Result<IcebergTableWriter*> IcebergSink::writer_for(const std::string& table) {
+  if (auto found = writers_.find(table); found != writers_.end()) return found->second.get();
+  auto writer = make_writer_(table);
   if (!writer) return std::unexpected(writer.error());
   SKIPPR_TRY((*writer)->open());
-  writer_ = std::move(*writer);
-  return ok();
+  if (tables_.per_stream()) {
+    // One in-memory DuckDB for all of them: a pipeline may have a thousand tables.
+    if (!parquet_) {
+      auto parquet = ParquetFileWriter::open();
+      if (!parquet) return std::unexpected(parquet.error());
+      parquet_ = std::make_shared<ParquetFileWriter>(std::move(*parquet));
+    }
+    (*writer)->share_parquet(parquet_);
+  }
+  return writers_.emplace(table, std::move(*writer)).first->second.get();
 }
 
 Result<WriteOutcome> IcebergSink::write(const Batch& batch, const BatchId& id, const Position& position_after) {
@@ -25,27 +54,157 @@ Result<WriteOutcome> IcebergSink::write(const Batch& batch, const BatchId& id, c
 
 Result<std::vector<BatchLanded>> IcebergSink::write_group(std::span<const BatchToLand> group) {
   SKIPPR_TRY(open());
-  auto landed = writer_->land(group);
+  if (tables_.per_stream()) return land_tables(group);
+  const std::string table = tables_.table_for("");
+  auto writer = writer_for(table);
+  if (!writer) return std::unexpected(writer.error());
+  auto landed = (*writer)->land(group);
   if (!landed) return std::unexpected(landed.error());
-  const auto& r = writer_->last_commit();
+  log_commit(**writer, table, group);
+  return landed;
+}
+
+Result<std::vector<BatchLanded>> IcebergSink::land_tables(std::span<const BatchToLand> group) {
+  // The group's tables in the order their parts come, each with its parts (a batch has a part per stream). Every
+  // table is claimed before anything is written: two streams that would share one stop the group whole.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<size_t>, std::less<>> parts;
+  for (size_t i = 0; i < group.size(); ++i) {
+    const std::string table = tables_.table_for(group[i].batch.stream);
+    SKIPPR_TRY(tables_.claim(group[i].batch.stream, table, iceberg_table_fold));
+    auto [it, added] = parts.try_emplace(table);
+    if (added) order.push_back(table);
+    it->second.push_back(i);
+  }
+  std::vector<BatchLanded> outcomes(group.size());
+  IcebergLandingRecord record;
+  std::vector<std::vector<size_t>> group_index;  // per table of the record: the group's index of each batch
+  for (const auto& table : order) {
+    auto writer = writer_for(table);
+    if (!writer) return std::unexpected(writer.error());
+    std::vector<BatchToLand> items;
+    for (size_t i : parts[table]) items.push_back(group[i]);
+    auto prepared = (*writer)->prepare(items);
+    if (!prepared) return std::unexpected(prepared.error());
+    for (size_t k = 0; k < items.size(); ++k) outcomes[parts[table][k]] = prepared->outcomes[k];
+    if (prepared->landing.empty()) continue;
+    std::vector<size_t> index;
+    for (size_t k : prepared->group_index) index.push_back(parts[table][k]);
+    group_index.push_back(std::move(index));
+    record.tables.emplace_back(table, std::move(prepared->landing));
+  }
+  if (record.tables.empty()) return outcomes;
+  // The group's batches come in order: its last is the newest, and so the pipeline's tip once the record is done.
+  const BatchToLand& last = group.back();
+  record.tip = {last.id.str(), last.position_after, last.id.epoch};
+  const std::string name = landing_record_name(last.id);
+  // From here the group is committed to the lake: whoever finds the record commits what is left of it.
+  SKIPPR_TRY(root_->write(records_folder_ + "/" + name, landing_record_json(record)));
+  SKIPPR_TRY(commit_record(
+      record, [&](size_t t, size_t i) { outcomes[group_index[t][i]].outcome = WriteOutcome::kAlreadyApplied; },
+      /*earlier_run=*/false));
+  tip_ = record.tip;
+  newest_record(name);
+  return outcomes;
+}
+
+Status IcebergSink::commit_record(const IcebergLandingRecord& record, const std::function<void(size_t, size_t)>& held,
+                                  bool earlier_run) {
+  for (size_t t = 0; t < record.tables.size(); ++t) {
+    const auto& [table, landing] = record.tables[t];
+    if (t > 0) failpoint::hit(failpoint::kSinkBetweenTables);
+    if (!tables_.may_name(table)) {
+      return fail(ErrorKind::kCorruption,
+                  fmt::format("{}: a landing record in {} names table '{}', which `table` ({}) does not make; if the "
+                              "record is not this pipeline's, move it away",
+                              what_, root_->where(), table, tables_.pattern()));
+    }
+    auto writer = writer_for(table);
+    if (!writer) return std::unexpected(writer.error());
+    auto committed = (*writer)->commit(landing);
+    if (!committed) return std::unexpected(committed.error());
+    if (committed->stale) {
+      return fail(ErrorKind::kUnavailable,
+                  fmt::format("{}: table '{}' changed its columns or partition layout (another writer) after the data "
+                              "files of batch {} were written; they are written again on the next attempt",
+                              what_, table, record.tip.batch_id));
+    }
+    for (size_t i = 0; i < committed->held.size(); ++i) {
+      if (committed->held[i]) held(t, i);
+    }
+    const auto& r = (*writer)->last_commit();
+    if (r.snapshot_id != 0 && earlier_run) {
+      spdlog::warn("{}: finishing batch {} in table '{}', which an earlier run recorded but did not commit there",
+                   what_, record.tip.batch_id, table);
+    } else if (r.snapshot_id != 0) {
+      spdlog::debug("{}: table '{}' snapshot {} (version {}) with {} data file(s), up to batch {}", what_, table,
+                    r.snapshot_id, r.version, r.data_files, record.tip.batch_id);
+    }
+  }
+  return ok();
+}
+
+Status IcebergSink::finish_records() {
+  auto listed = root_->list(records_folder_);
+  if (!listed) return std::unexpected(listed.error());
+  static const std::regex kRecord(R"(.*/\d{20}-\d{20}\.json$)");
+  std::vector<std::string> names;
+  for (const auto& path : *listed) {
+    if (std::regex_match(path, kRecord)) names.push_back(path.substr(path.rfind('/') + 1));
+  }
+  std::sort(names.begin(), names.end());
+  for (const auto& name : names) {
+    const std::string path = records_folder_ + "/" + name;
+    auto text = root_->read(path);
+    if (!text) return std::unexpected(text.error());
+    if (!*text) continue;
+    auto record = parse_landing_record(**text, fmt::format("{}: {}", root_->where(), path));
+    if (!record) return std::unexpected(record.error());
+    // Finished records commit nothing (every table holds their batches); the newest gives the tip.
+    SKIPPR_TRY(commit_record(
+        *record, [](size_t, size_t) {}, /*earlier_run=*/true));
+    tip_ = record->tip;
+  }
+  records_ = names;
+  if (!names.empty()) newest_record(names.back());
+  return ok();
+}
+
+void IcebergSink::newest_record(const std::string& name) {
+  for (const auto& older : records_) {
+    if (older == name) continue;
+    if (auto removed = root_->remove(records_folder_ + "/" + older); !removed) {
+      spdlog::debug("{}: landing record {} stays behind: {}", what_, older, removed.error().message);
+    }
+  }
+  records_ = {name};
+}
+
+Result<std::optional<LedgerTip>> IcebergSink::ledger_tip() {
+  SKIPPR_TRY(open());
+  if (tables_.per_stream()) return tip_;
+  auto writer = writer_for(tables_.table_for(""));
+  if (!writer) return std::unexpected(writer.error());
+  return (*writer)->ledger_tip(pipeline_);
+}
+
+void IcebergSink::log_commit(const IcebergTableWriter& writer, std::string_view table,
+                             std::span<const BatchToLand> group) const {
+  const auto& r = writer.last_commit();
   if (r.snapshot_id != 0) {
     spdlog::debug("{}: snapshot {} (version {}) with {} data file(s) for {}", what_, r.snapshot_id, r.version,
                   r.data_files, group_ids(group));
   }
   if (r.conflicts > 0) {
-    spdlog::info("{}: {} commit(s) lost to another writer before version {} was committed", what_, r.conflicts,
-                 r.version);
+    spdlog::info("{}: {} commit(s) lost to another writer before version {} of '{}' was committed", what_, r.conflicts,
+                 r.version, table);
   }
   if (r.manifests_merged > 0 || r.snapshots_expired > 0) {
-    spdlog::info("{}: table maintenance at version {}: {} manifest(s) merged into one, {} old snapshot(s) expired",
-                 what_, r.version, r.manifests_merged, r.snapshots_expired);
+    spdlog::info(
+        "{}: table maintenance of '{}' at version {}: {} manifest(s) merged into one, {} old snapshot(s) "
+        "expired",
+        what_, table, r.version, r.manifests_merged, r.snapshots_expired);
   }
-  return landed;
-}
-
-Result<std::optional<LedgerTip>> IcebergSink::ledger_tip() {
-  SKIPPR_TRY(open());
-  return writer_->ledger_tip(pipeline_);
 }
 
 std::vector<ParamSpec> iceberg_table_params() {
@@ -86,6 +245,12 @@ Result<IcebergWriterOptions> read_iceberg_table_options(const ConnectorContext& 
   o.scratch_dir = ctx.pipeline_dir.empty() ? std::filesystem::temp_directory_path() / "skippr-lake"
                                            : ctx.pipeline_dir / "lake-scratch";
   return o;
+}
+
+std::string iceberg_table_fold(std::string_view table) {
+  std::string out(table);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
 }
 
 }  // namespace skippr

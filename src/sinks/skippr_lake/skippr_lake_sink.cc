@@ -9,28 +9,34 @@
 namespace skippr {
 namespace {
 
-struct Location {
-  std::string folder;  // a local table root, or
-  std::string bucket;  // an S3 one: bucket and key prefix of the table
-  std::string prefix;
+// The lake: a local folder, or an S3 bucket and key prefix; each table is a folder of it.
+struct Lake {
+  std::string folder;
+  std::string bucket;
+  std::string prefix;  // no leading or trailing '/'
   AwsOptions aws;
 };
 
-Result<std::unique_ptr<IcebergTableWriter>> make_writer(const Location& at, const IcebergWriterOptions& options) {
-  std::unique_ptr<TableStore> store;
-  if (!at.bucket.empty()) {
-    auto service = resolve_aws_service(at.aws, "s3", options.what);
-    if (!service) return std::unexpected(service.error());
-    S3Client client(std::move(*service));
-    SKIPPR_TRY(client.check_bucket(at.bucket));
-    store = s3_table_store(std::move(client), at.bucket, at.prefix);
-  } else {
-    auto folder = folder_table_store(at.folder);
-    if (!folder) return std::unexpected(folder.error());
-    store = std::move(*folder);
+Result<std::unique_ptr<TableStore>> store_at(const Lake& lake, const std::string& table, const std::string& what) {
+  if (lake.bucket.empty()) {
+    return folder_table_store(table.empty() ? std::filesystem::path(lake.folder)
+                                            : std::filesystem::path(lake.folder) / table);
   }
-  auto catalog = storage_catalog(*store);
-  return std::make_unique<IcebergTableWriter>(options, std::move(store), std::move(catalog));
+  auto service = resolve_aws_service(lake.aws, "s3", what);
+  if (!service) return std::unexpected(service.error());
+  S3Client client(std::move(*service));
+  SKIPPR_TRY(client.check_bucket(lake.bucket));
+  std::string prefix = lake.prefix;
+  if (!table.empty()) prefix = prefix.empty() ? table : prefix + "/" + table;
+  return s3_table_store(std::move(client), lake.bucket, prefix);
+}
+
+Result<std::unique_ptr<IcebergTableWriter>> make_writer(const Lake& lake, const std::string& table,
+                                                        const IcebergWriterOptions& options) {
+  auto store = store_at(lake, table, options.what);
+  if (!store) return std::unexpected(store.error());
+  auto catalog = storage_catalog(**store);
+  return std::make_unique<IcebergTableWriter>(options, std::move(*store), std::move(catalog));
 }
 
 }  // namespace
@@ -41,9 +47,12 @@ ConnectorSpec skippr_lake_sink_spec() {
   spec.is_source = false;
   spec.summary = "an Apache Iceberg v2 table in a folder or on S3; each batch's id in its snapshot's summary";
   spec.guarantee = Guarantee::kExactlyOnce;
+  spec.lands_streams = true;  // a table per stream; a landing record makes a batch's tables one commitment
   spec.params = {
       {"path", ParamType::kString, true, nullptr, "the lake: a local folder, or s3://bucket/prefix"},
-      {"table", ParamType::kString, true, nullptr, "the table's folder under path"},
+      {"table", ParamType::kString, false, nullptr,
+       "the table's folder under path; may hold {stream} (default for a source of several streams: {stream}, a "
+       "table per stream)"},
   };
   for (auto& param : iceberg_table_params()) spec.params.push_back(std::move(param));
   for (auto& param : aws_connection_params()) spec.params.push_back(std::move(param));
@@ -53,32 +62,39 @@ ConnectorSpec skippr_lake_sink_spec() {
     auto options = read_iceberg_table_options(ctx, what);
     if (!options) return std::unexpected(options.error());
     const std::string path = p.value("path", std::string());
-    const std::string table = p.value("table", std::string());
-    if (table.empty() || table.find('/') != std::string::npos || table == "." || table == "..") {
-      return fail(ErrorKind::kConfig, fmt::format("{}: table '{}' must be a plain name (no '/')", what, table));
+    auto tables = StreamTables::make(what, "table", StreamTables::given(p, "table"), ctx.source_streams);
+    if (!tables) return std::unexpected(tables.error());
+    // A stream's table is the pattern with a plain name in it: checked with one.
+    const std::string table = tables->table_for(tables->per_stream() ? "x" : "");
+    if (table.empty() || table.find('/') != std::string::npos || table == "." || table == ".." ||
+        table.starts_with(".skippr")) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("{}: table '{}' must be a plain name (no '/', not starting with .skippr)", what,
+                              tables->pattern()));
     }
-    Location at;
+    Lake lake;
     if (path.starts_with("s3://")) {
       const std::string rest = path.substr(5);
       const auto slash = rest.find('/');
-      at.bucket = rest.substr(0, slash);
-      std::string prefix = slash == std::string::npos ? "" : rest.substr(slash + 1);
-      while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
-      at.prefix = prefix.empty() ? table : prefix + "/" + table;
-      if (at.bucket.empty()) {
+      lake.bucket = rest.substr(0, slash);
+      lake.prefix = slash == std::string::npos ? "" : rest.substr(slash + 1);
+      while (!lake.prefix.empty() && lake.prefix.back() == '/') lake.prefix.pop_back();
+      if (lake.bucket.empty()) {
         return fail(ErrorKind::kConfig, fmt::format("{}: path '{}' names no bucket (s3://bucket/prefix)", what, path));
       }
       auto aws = read_aws_options(p, what);
       if (!aws) return std::unexpected(aws.error());
-      at.aws = std::move(*aws);
+      lake.aws = std::move(*aws);
     } else if (path.find("://") != std::string::npos) {
       return fail(ErrorKind::kConfig,
                   fmt::format("{}: path '{}' must be a local folder or s3://bucket/prefix", what, path));
     } else {
-      at.folder = (std::filesystem::path(path) / table).string();
+      lake.folder = path;
     }
-    return std::make_unique<IcebergSink>(what, ctx.pipeline,
-                                         [at, o = std::move(*options)] { return make_writer(at, o); });
+    return std::make_unique<IcebergSink>(
+        what, ctx.pipeline, std::move(*tables),
+        [lake, o = std::move(*options)](const std::string& t) { return make_writer(lake, t, o); },
+        [lake, what] { return store_at(lake, "", what); });
   };
   return spec;
 }

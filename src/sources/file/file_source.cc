@@ -118,8 +118,13 @@ class FileSource final : public Source {
           break;
         }
       }
+      // Each bad record is counted under its file's stream (a poll reads several).
+      const std::string stream = stream_of(current_->where.name);
+      const size_t dead_before = out.dead_letters.size();
       auto finished = read_some(out.dead_letters, limits, progress);
-      if (!finished && skip_damaged_rest(finished.error(), out.dead_letters)) continue;
+      const bool skipped = !finished && skip_damaged_rest(finished.error(), out.dead_letters);
+      for (size_t i = dead_before; i < out.dead_letters.size(); ++i) out.dead_letters[i].stream = stream;
+      if (skipped) continue;
       if (!finished) return std::unexpected(finished.error());
       if (*finished) {
         finish_current();

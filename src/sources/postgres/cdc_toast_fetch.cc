@@ -27,7 +27,11 @@ constexpr size_t kFetchRowsPerQuery = 500;
 Status CdcSource::flush_pending(Poll& result) {
   SKIPPR_TRY(fetch_unchanged_toast());
   for (const auto& row : pending_) {
-    if (!row.gone) SKIPPR_TRY(append_pending(part_of(result, row.table), row, result.dead_letters));
+    if (row.gone) continue;
+    Batch& part = part_of(result, row.table);
+    const size_t dead_before = result.dead_letters.size();
+    SKIPPR_TRY(append_pending(part, row, result.dead_letters));
+    for (size_t i = dead_before; i < result.dead_letters.size(); ++i) result.dead_letters[i].stream = part.stream;
   }
   pending_.clear();
   return ok();

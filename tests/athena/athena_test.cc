@@ -1,5 +1,6 @@
-// The Glue-catalogued lakes against moto_server (S3 and Glue): AthenaIceberg under SIGKILLs holds every row once as
-// icebird reads it, with the Glue table pointing at the current metadata file; Athena (Hive Parquet) under SIGKILLs
+// The Glue-catalogued lakes against moto_server (S3 and Glue): AthenaIceberg passes the sink suite (every row once as
+// icebird reads it, under SIGKILLs and lost DATA_DIRs, with the Glue table naming the current metadata file, a table
+// per stream); Athena (Hive Parquet) under SIGKILLs
 // has every partition folder registered in Glue and exactly the rows of an unkilled run in its objects.
 // moto's UpdateTable ignores VersionId, so a lost Glue race cannot be produced here (the folder/S3 catalog's race
 // test in skippr_lake_test.cc covers the writer's retry on a new base).
@@ -17,85 +18,107 @@
 #include "support/iceberg_reader.h"
 #include "support/moto_server.h"
 #include "support/pipeline_fixture.h"
+#include "support/sink_suite.h"
 #include "support/stream_files.h"
 
 namespace skippr::test {
 namespace {
 
-nlohmann::json glue(const MotoServer& moto, const std::vector<std::string>& args) {
+// `aws glue <args>` against moto; `must` = false: a failure (no such table) gives JSON null instead of a failed test.
+nlohmann::json glue(const MotoServer& moto, const std::vector<std::string>& args, bool must = true) {
   std::vector<std::string> argv = {program_path("aws"), "glue", "--region", "us-east-1"};
   argv.insert(argv.end(), args.begin(), args.end());
   argv.insert(argv.end(), {"--output", "json"});
   auto r = run_process(argv, std::filesystem::temp_directory_path(), moto.env(), 120);
+  if (!must && r.exit_code != 0) return nullptr;
   EXPECT_EQ(r.exit_code, 0) << r.err;
   return nlohmann::json::parse(r.out, nullptr, false);
 }
 
-TEST(AthenaIceberg, EveryRowLandsOnceUnderKillsAndGlueNamesTheCurrentMetadata) {
-  auto& moto = SharedMoto();
-  const std::string bucket = moto.create_bucket("athena-ice");
-  constexpr uint64_t kRows = 120000;
-  std::map<std::string, std::string> env = moto.env();
-  env["BUFFER_THRESHOLD_BYTES"] = "128KiB";
-  env["WAL_BYTES_PER_FILE"] = "500000";
-  auto sink = [&](const std::string& table) {
-    return fmt::format(
-        "AthenaIceberg: {{ bucket: {}, prefix: lake, database: analytics, table: {}, "
-        "max_snapshots: 100000 }}",
-        bucket, table);
-  };
-  PipelineFixture unkilled(sample_to_sink_config(sink("trips_unkilled"), kRows, 4));
-  auto clean = unkilled.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env, 300);
-  ASSERT_EQ(clean.exit_code, 0) << clean.err;
-
-  PipelineFixture f(sample_to_sink_config(sink("trips"), kRows, 4));
-  env["SKIPPR_CHAOS_MIN_SECONDS"] = "0.3";
-  env["SKIPPR_CHAOS_MAX_SECONDS"] = "1.2";
-  const ChaosRuns runs =
-      sync_until_done_under_chaos(f, "bikehire", env, 2100, {.lose_data_dir_every = 5, .min_kills = 15});
-  ASSERT_TRUE(runs.finished) << runs.failure;
-  EXPECT_GE(runs.kills, 15) << runs.summary();
-
+// An AthenaIceberg table as the sink suite reads it: the Glue table's current metadata file (Glue keeps no version
+// hint) and every file of the table's folder, downloaded from moto.
+struct GlueIcebergTable {
   TempDir mirror;
-  moto.download(bucket, "", mirror / bucket);
-  // A Glue table has no version hint: the reader is given the metadata file Glue names.
-  auto current = [&](const std::string& name) {
-    const auto t = glue(moto, {"get-table", "--database-name", "analytics", "--name", name})["Table"];
-    const std::string location = t["Parameters"].value("metadata_location", "");
-    return fmt::format("s3://{}/lake/{}@{}", bucket, name, location.substr(location.rfind('/') + 1));
-  };
-  const IcebergDigest want = icebird_digest({current("trips_unkilled")}, "trip_id", mirror.path());
-  const IcebergDigest got = icebird_digest({current("trips")}, "trip_id", mirror.path());
-  ASSERT_TRUE(want.error.empty()) << want.error;
-  ASSERT_TRUE(got.error.empty()) << got.error;
-  EXPECT_EQ(want.rows, kRows);
-  EXPECT_EQ(got.rows, kRows);
-  EXPECT_EQ(got.distinct_keys, kRows);
-  EXPECT_EQ(got.hash, want.hash);
+  nlohmann::json glue_table;  // null when there is no such table
+  nlohmann::json metadata;
+  std::string uri;  // s3://bucket/lake/<table>@<metadata file>, as icebird_digest takes it
+};
 
-  // Glue names the newest metadata file, and the one before it.
-  const auto table = glue(moto, {"get-table", "--database-name", "analytics", "--name", "trips"})["Table"];
-  const auto parameters = table["Parameters"];
-  EXPECT_EQ(parameters.value("table_type", ""), "ICEBERG");
-  const std::string location = parameters.value("metadata_location", "");
+std::unique_ptr<GlueIcebergTable> glue_iceberg_table(const std::string& bucket, const std::string& table) {
+  auto out = std::make_unique<GlueIcebergTable>();
+  const auto got = glue(SharedMoto(), {"get-table", "--database-name", "suite", "--name", table}, false);
+  if (got.is_null()) return out;
+  out->glue_table = got["Table"];
+  SharedMoto().download(bucket, "lake/" + table + "/", out->mirror / bucket / "lake" / table);
+  const std::string location = out->glue_table["Parameters"].value("metadata_location", "");
   const std::string prefix = fmt::format("s3://{}/", bucket);
-  ASSERT_TRUE(location.starts_with(prefix)) << location;
-  std::ifstream in(mirror / bucket / location.substr(prefix.size()));
+  EXPECT_TRUE(location.starts_with(prefix)) << location;
+  std::ifstream in(out->mirror / bucket / location.substr(prefix.size()));
   std::stringstream text;
   text << in.rdbuf();
-  const auto metadata = nlohmann::json::parse(text.str(), nullptr, false);
-  ASSERT_TRUE(metadata.is_object()) << location;
-  EXPECT_FALSE(parameters.value("previous_metadata_location", "").empty());
-  const auto ids = iceberg_snapshot_batch_ids(metadata);
-  EXPECT_EQ(std::set<std::string>(ids.begin(), ids.end()).size(), ids.size());
-  uint64_t added = 0;
-  for (const auto& s : metadata["snapshots"]) added += std::stoull(s["summary"].value("added-records", "0"));
-  EXPECT_EQ(added, kRows);
-  EXPECT_EQ(metadata["snapshots"].back()["summary"].value("total-records", ""), std::to_string(kRows));
-  std::vector<std::string> columns;
-  for (const auto& c : table["StorageDescriptor"]["Columns"]) columns.push_back(c.value("Name", ""));
-  EXPECT_EQ(columns, got.columns);
-  std::printf("[ metrics  ] rows=%llu %s\n", static_cast<unsigned long long>(kRows), runs.summary().c_str());
+  out->metadata = nlohmann::json::parse(text.str(), nullptr, false);
+  out->uri = fmt::format("s3://{}/lake/{}@{}", bucket, table, location.substr(location.rfind('/') + 1));
+  return out;
+}
+
+// The sink suite (tests/support/sink_suite.h) on AthenaIceberg: a Glue table (or one per stream) per scenario in one
+// database over moto, read by icebird from the metadata file Glue names; its ledger the snapshots' BatchIds. After
+// each landing: Glue names an Iceberg table whose metadata adds up (each batch once, the added records the total) and
+// whose columns Glue lists.
+const SinkUnderTest& athena_iceberg_under_test() {
+  static const SinkUnderTest sut = [] {
+    static const std::string bucket = SharedMoto().create_bucket("ice-suite");
+    SinkUnderTest s;
+    s.name = "AthenaIceberg";
+    s.env = SharedMoto().env();
+    s.sink = [](const std::string& where) {
+      return fmt::format(R"(AthenaIceberg: {{ bucket: {}, prefix: lake, database: suite, table: "{}", )"
+                         "max_snapshots: 100000 }}",
+                         bucket, where);
+    };
+    s.digest = [](const PipelineFixture&, const std::string& where, const std::string& key) {
+      const auto table = glue_iceberg_table(bucket, where);
+      if (table->glue_table.is_null()) return std::tuple<uint64_t, uint64_t, std::string>(0, 0, "");
+      const IcebergDigest d = icebird_digest({table->uri}, key, table->mirror.path());
+      EXPECT_TRUE(d.error.empty()) << d.error;
+      return std::tuple<uint64_t, uint64_t, std::string>(d.rows, d.distinct_keys, d.hash);
+    };
+    s.ledger = [](const PipelineFixture&, const std::string& where) {
+      const auto ids = iceberg_snapshot_batch_ids(glue_iceberg_table(bucket, where)->metadata);
+      const std::set<std::string> distinct(ids.begin(), ids.end());
+      return std::pair<uint64_t, uint64_t>(ids.size(), distinct.size());
+    };
+    s.after_landing = [](const PipelineFixture&, const std::string& where) {
+      const auto table = glue_iceberg_table(bucket, where);
+      ASSERT_FALSE(table->glue_table.is_null()) << where;
+      EXPECT_EQ(table->glue_table["Parameters"].value("table_type", ""), "ICEBERG") << where;
+      const auto& metadata = table->metadata;
+      ASSERT_TRUE(metadata.is_object()) << where;
+      const auto ids = iceberg_snapshot_batch_ids(metadata);
+      EXPECT_EQ(std::set<std::string>(ids.begin(), ids.end()).size(), ids.size()) << where;
+      uint64_t added = 0;
+      for (const auto& snapshot : metadata["snapshots"]) {
+        added += std::stoull(snapshot["summary"].value("added-records", "0"));
+      }
+      EXPECT_EQ(std::to_string(added), metadata["snapshots"].back()["summary"].value("total-records", "")) << where;
+      std::vector<std::string> glue_columns, fields;
+      for (const auto& c : table->glue_table["StorageDescriptor"]["Columns"])
+        glue_columns.push_back(c.value("Name", ""));
+      for (const auto& schema : metadata["schemas"]) {
+        if (schema.value("schema-id", -1) != metadata.value("current-schema-id", 0)) continue;
+        for (const auto& field : schema["fields"]) fields.push_back(field.value("name", ""));
+      }
+      EXPECT_EQ(glue_columns, fields) << where;
+    };
+    s.lands_streams = true;
+    s.lands_tables_one_by_one = true;
+    // moto answers slower than a folder: a smaller loop, with as many kills.
+    s.kill_loop_rows = 40000;
+    s.chaos_min_seconds = 0.3;
+    s.chaos_max_seconds = 1.2;
+    return s;
+  }();
+  return sut;
 }
 
 std::string parquet_digest(const std::filesystem::path& dir) {
@@ -249,4 +272,7 @@ pipelines:
 }
 
 }  // namespace
+
+INSTANTIATE_SINK_SUITE(AthenaIceberg, athena_iceberg_under_test());
+
 }  // namespace skippr::test
