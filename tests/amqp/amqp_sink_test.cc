@@ -1,7 +1,9 @@
 // The AMQP sink against a real RabbitMQ broker: persistent messages with ids from the BatchId, one per row or per
 // batch, config mistakes (login, vhost, exchange, an unroutable key) stopping with exit 2, a broker that is not there
-// with 75, and a SIGKILL loop into a quorum queue where every repeat carries an id seen before.
+// with 75, a SIGKILL loop into a quorum queue where every repeat carries an id seen before, and the sink suite read
+// through a consumer that drops repeated ids.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -12,6 +14,7 @@
 #include "support/chaos_loop.h"
 #include "support/pipeline_fixture.h"
 #include "support/rabbitmq_server.h"
+#include "support/sink_suite.h"
 #include "support/stream_files.h"
 
 namespace skippr::test {
@@ -108,66 +111,6 @@ TEST(AmqpSink, MistakesStopWithExitTwoOrSeventyFive) {
   }
 }
 
-std::string streams_to_amqp(const std::string& queue) {
-  return jsonl_files_to_sink_config(
-      "in/{stream}/*.jsonl",
-      fmt::format(
-          R"(AMQP: {{ url: "{}", exchange: amq.topic, routing_key: "raw.{{stream}}", declare: {{ queue: {} }} }})",
-          SharedRabbitMq().url(), queue));
-}
-
-// Per stream: each distinct message id's body (a consumer that drops an id it has seen keeps these).
-std::map<std::string, std::map<std::string, std::string>> by_stream(const std::vector<ReceivedMessage>& messages) {
-  std::map<std::string, std::map<std::string, std::string>> out;
-  for (const auto& m : messages) {
-    EXPECT_EQ(m.routing_key, "raw." + m.stream_header) << m.message_id;
-    EXPECT_TRUE(m.message_id.starts_with(m.batch_id_header + "/" + m.stream_header + "/")) << m.message_id;
-    auto [at, added] = out[m.stream_header].emplace(m.message_id, m.body);
-    if (!added) {
-      EXPECT_EQ(at->second, m.body) << "one id, two bodies: " << m.message_id;
-    }
-  }
-  return out;
-}
-
-// Five stream folders to a topic exchange under raw.<stream>, the declared queue bound to each stream's key as the
-// stream appears; under kill -9 every stream's messages, with repeats dropped by id, are the unkilled run's.
-TEST(AmqpSink, EachStreamUnderItsOwnRoutingKeyEqualsAnUnkilledRunUnderKills) {
-  auto& mq = SharedRabbitMq();
-  const std::map<std::string, std::string> env = {{"BUFFER_THRESHOLD_BYTES", "64KiB"}};
-  PipelineFixture calm(streams_to_amqp("streams_calm"));
-  const auto written = write_stream_files(calm.root(), 6, 1500);
-  auto clean = calm.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
-  ASSERT_EQ(clean.exit_code, 0) << clean.err;
-  const auto want = by_stream(mq.drain("streams_calm"));
-
-  PipelineFixture f(streams_to_amqp("streams_killed"));
-  write_stream_files(f.root(), 6, 1500);
-  auto chaos = env;
-  chaos["SKIPPR_CHAOS_MIN_SECONDS"] = "0.05";
-  chaos["SKIPPR_CHAOS_MAX_SECONDS"] = "0.4";
-  const ChaosRuns runs = sync_until_done_under_chaos(f, "bikehire", chaos, 5100, {.min_kills = 10});
-  ASSERT_TRUE(runs.finished) << runs.failure;
-  EXPECT_GE(runs.kills, 10) << runs.summary();
-  const auto got = by_stream(mq.drain("streams_killed"));
-  ASSERT_EQ(want.size(), stream_names().size());
-  for (const auto& stream : stream_names()) {
-    ASSERT_TRUE(want.contains(stream) && got.contains(stream)) << stream;
-    EXPECT_EQ(want.at(stream).size(), written.at(stream)) << stream;
-    std::multiset<std::string> want_bodies, got_bodies;
-    for (const auto& [id, body] : want.at(stream)) want_bodies.insert(body);
-    for (const auto& [id, body] : got.at(stream)) got_bodies.insert(body);
-    EXPECT_EQ(got_bodies, want_bodies) << stream;
-  }
-  std::printf("[ metrics  ] AMQP streams: %s\n", runs.summary().c_str());
-
-  // {stream} in the routing key of a source of one stream is a setup mistake.
-  PipelineFixture one(sample_to_amqp(10, R"(url: "amqp://guest:guest@127.0.0.1:1/", routing_key: "raw.{stream}")"));
-  auto refused = one.skipprd({"validate"});
-  EXPECT_EQ(refused.exit_code, 2) << refused.err;
-  EXPECT_NE(refused.err.find("names one stream"), std::string::npos) << refused.err;
-}
-
 TEST(AmqpSink, KillLoopIntoAQuorumQueueRepeatsOnlyKnownIds) {
   auto& mq = SharedRabbitMq();
   constexpr uint64_t kRows = 200000;
@@ -211,5 +154,76 @@ TEST(AmqpSink, KillLoopIntoAQuorumQueueRepeatsOnlyKnownIds) {
               messages.size(), repeats, runs.summary().c_str());
 }
 
+// The sink suite (tests/support/sink_suite.h) on AMQP. Each scenario's place is a routing key on amq.topic with a queue
+// of its own that the sink declares and binds (for a {stream} pattern, one queue bound to each stream's key). What it
+// holds is what a consumer that drops repeated ids keeps: every message drained so far, once per id (one id with two
+// bodies fails the test), each row the message's JSON body with its fields as text.
+std::string queue_of(const std::string& pattern) {
+  std::string queue = pattern;
+  if (const auto at = queue.find("{stream}"); at != std::string::npos) queue.replace(at, 8, "_streams_");
+  return queue;
+}
+
+const SinkUnderTest& amqp_under_test() {
+  static std::set<std::string> patterns;                                      // every place sink() was given
+  static std::map<std::string, std::map<std::string, ReceivedMessage>> kept;  // queue -> message id -> message
+  static const SinkUnderTest sut = [] {
+    SinkUnderTest s;
+    s.name = "AMQP";
+    s.sink = [](const std::string& where) {
+      patterns.insert(where);
+      return fmt::format(R"(AMQP: {{ url: "{}", exchange: amq.topic, routing_key: "{}", message_per: row, )"
+                         "declare: {{ queue: {} }} }}",
+                         SharedRabbitMq().url(), where, queue_of(where));
+    };
+    s.rows = [](const PipelineFixture&, const std::string& where, const std::vector<std::string>& columns) {
+      std::vector<std::string> out;
+      for (const auto& pattern : patterns) {
+        const auto at = pattern.find("{stream}");
+        const std::string before = pattern.substr(0, at);
+        if (at == std::string::npos ? pattern != where : !where.starts_with(before)) continue;
+        auto& messages = kept[queue_of(pattern)];
+        for (auto& m : SharedRabbitMq().drain(queue_of(pattern))) {
+          auto [seen, added] = messages.emplace(m.message_id, m);
+          if (!added) {
+            EXPECT_EQ(seen->second.body, m.body) << "one id, two bodies: " << m.message_id;
+          }
+        }
+        for (const auto& [id, m] : messages) {
+          // A stream's place is the pattern with the stream's name made plain (sink_suite.cc's stream_place); its
+          // messages go under the pattern's key with the name as it is, each id naming its batch and stream.
+          if (at != std::string::npos && stream_table(before, m.stream_header) != where) continue;
+          if (at != std::string::npos) {
+            EXPECT_EQ(m.routing_key, before + m.stream_header + pattern.substr(at + 8)) << id;
+            EXPECT_TRUE(id.starts_with(m.batch_id_header + "/" + m.stream_header + "/")) << id;
+          }
+          const auto body = nlohmann::json::parse(m.body, nullptr, false);
+          std::vector<std::string> values;
+          for (const auto& column : columns) {
+            const auto value = body.is_object() ? body.value(column, nlohmann::json()) : nlohmann::json();
+            values.push_back(value.is_null() ? "NULL" : value.is_string() ? value.get<std::string>() : value.dump());
+          }
+          out.push_back(fmt::format("{}", fmt::join(values, "|")));
+        }
+      }
+      return out;
+    };
+    s.lands_streams = true;
+    s.at_least_once = true;
+    // {stream} in the routing key of a source of one stream.
+    s.mistakes = {
+        {R"(AMQP: { url: "amqp://guest:guest@127.0.0.1:1/", routing_key: "raw.{stream}" })", "names one stream", ""}};
+    s.keeps_stream_names = true;
+    s.kill_loop_rows = 50000;
+    s.chaos_min_seconds = 0.05;
+    s.chaos_max_seconds = 0.5;
+    return s;
+  }();
+  return sut;
+}
+
 }  // namespace
+
+INSTANTIATE_SINK_SUITE(AMQP, amqp_under_test());
+
 }  // namespace skippr::test

@@ -209,9 +209,11 @@ TEST_P(SinkSuite, AReplayedBatchIsRecognisedAsLandedAndNotLandedTwice) {
   ASSERT_EQ(killed.exit_code, 137) << killed.err;
   auto again = f.skipprd({"sync", "--pipeline", "bikehire", "--once"}, env);
   ASSERT_EQ(again.exit_code, 0) << again.err;
-  std::smatch said;
-  ASSERT_TRUE(std::regex_search(again.out, said, std::regex(R"((\d+) already applied)"))) << again.out;
-  EXPECT_GE(std::stoi(said[1]), 1) << again.out;
+  if (!sut().at_least_once) {
+    std::smatch said;
+    ASSERT_TRUE(std::regex_search(again.out, said, std::regex(R"((\d+) already applied)"))) << again.out;
+    EXPECT_GE(std::stoi(said[1]), 1) << again.out;
+  }
   const Landed all = landed(sut(), f, where, kTripColumns);
   EXPECT_EQ(all.count, 6000u);
   EXPECT_EQ(all.keys, 6000u);
@@ -307,7 +309,9 @@ TEST_P(SinkSuite, SeveralStreamsMergedByKeyHoldEachKeyOnceAfterARereadAll) {
 // Streams a.b and a_b would both land in table <prefix>_a_b: the run stops with exit 2 naming both, and the second
 // never lands there (the sink checks every part, whether the part before it was of another table or of this one).
 TEST_P(SinkSuite, TwoStreamsThatWouldShareATableStopTheRunNamingBoth) {
-  if (!sut().lands_streams || sut().folders || !sut().rows) GTEST_SKIP() << sut().name << " lands no stream tables";
+  if (!sut().lands_streams || sut().folders || sut().keeps_stream_names || !sut().rows) {
+    GTEST_SKIP() << sut().name << " lands no stream tables (or keeps stream names as written)";
+  }
   const std::string at = unique("shared");
   PipelineFixture f(jsonl_files_to_sink_config("in/{stream}/*.jsonl", sut().sink(stream_pattern(sut(), at))));
   for (const std::string stream : {"a.b", "a_b"}) {

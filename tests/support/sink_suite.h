@@ -53,6 +53,11 @@ struct SinkUnderTest {
   bool folders = false;                    // streams land in folders of a prefix (object stores), not tables
   bool lands_streams = false;              // ConnectorSpec::lands_streams
   bool merges = false;                     // landing: merge_by_key
+  // Delivers a replayed batch again under the same ids (a broker: AMQP), for the consumer to drop by id; `rows` gives
+  // what such a consumer keeps. The replay scenario then checks the rows, not that the run said "already applied".
+  bool at_least_once = false;
+  // Keeps stream names as written in where it lands them (AMQP routing keys): no two streams ever share a place.
+  bool keeps_stream_names = false;
   // Lands a batch's tables one after another, with the failpoint sink.between_tables between two of them, and a
   // record of the batch that a run with a lost DATA_DIR finishes first (it says "finishing batch").
   bool lands_tables_one_by_one = false;
