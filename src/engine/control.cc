@@ -224,10 +224,10 @@ Result<QueryResult> resync_stream(const std::string& name, const std::string& st
     const ConnectorConfig& source = config->sources.at((*pipeline)->data_source);
     if (!source_resyncs_streams(source)) {
       return fail(ErrorKind::kConfig,
-                  fmt::format("pipeline '{}' cannot re-sync one stream: its source '{}' ({}) does not read streams "
-                              "it can snapshot one at a time (a Postgres CDC source of several tables can); RESET "
-                              "PIPELINE {} reads everything again",
-                              name, (*pipeline)->data_source, source.type, name));
+                  fmt::format("pipeline '{}' cannot re-sync one stream ('{}'): its source '{}' ({}) does not read "
+                              "streams it can snapshot one at a time (a Postgres CDC source of several tables can); "
+                              "RESET PIPELINE {} reads everything again",
+                              name, stream, (*pipeline)->data_source, source.type, name));
     }
   }
   auto storage = known_storage(name, config, settings);

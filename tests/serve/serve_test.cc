@@ -207,6 +207,11 @@ TEST(Serve, ThreePipelinesOneDeadThePageShowsThemAllAndActionsNeedTheToken) {
   EXPECT_EQ(pipeline(all, "alpha").value("state", ""), "running");
   auto unknown = call("POST", base + "/api/pipelines/nosuch/disable", "Bearer serve-test-token");
   EXPECT_EQ(unknown->status, 404);
+  // A stream's name in a resync action is URL-decoded (a name may hold a space or a slash): the answer names it as
+  // written (alpha's source has one stream, so it is refused).
+  auto resync = call("POST", base + "/api/pipelines/alpha/resync/odd%20name%2Fx", "Bearer serve-test-token");
+  ASSERT_TRUE(resync.has_value());
+  EXPECT_NE(resync->body.find("one stream ('odd name/x')"), std::string::npos) << resync->body;
 
   auto metrics = call("GET", base + "/metrics");
   ASSERT_TRUE(metrics.has_value());
