@@ -413,7 +413,8 @@ class SyncRun {
       }
       if (polled->backlog && source_backlog_unit()) metrics_->source_backlog({source_backlog_unit(), *polled->backlog});
       for (auto& letter : polled->dead_letters) {
-        if (letter.stream.empty()) letter.stream = polled->records.stream;
+        // A letter the source did not tag is of the poll's stream when the poll has one only.
+        if (letter.stream.empty() && polled->other_streams.empty()) letter.stream = polled->records.stream;
         pending_dead.push_back(std::move(letter));
       }
       position = polled->position_after;
@@ -721,9 +722,7 @@ class SyncRun {
           if (part.stream.empty() || (outcome ? outcome->outcome : landed[i].outcome) != WriteOutcome::kApplied) {
             continue;
           }
-          // Without outcomes per part the batch has one part, and the batch's rejects are its.
-          const uint64_t part_rejected =
-              outcome ? std::min<uint64_t>(outcome->rows_rejected, part.rows) : (b.parts.size() == 1 ? rejected : 0);
+          const uint64_t part_rejected = outcome ? std::min<uint64_t>(outcome->rows_rejected, part.rows) : 0;
           t.stream_rows_landed[part.stream] += part.rows - part_rejected;
           if (part_rejected > 0) t.stream_rows_rejected[part.stream] += part_rejected;
         }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -131,16 +132,25 @@ std::string counts_text(const PipelineStatus& p) {
   if (p.all_runs.dead_letters > 0) {
     out += fmt::format("<br><small class=\"dead-letters\">{} dead letters</small>", p.all_runs.dead_letters);
   }
-  if (!p.all_runs.stream_rows_landed.empty()) {  // a source of several streams: each one's rows, folded away
-    out +=
-        fmt::format("<details class=\"streams\"><summary>{} streams</summary>", p.all_runs.stream_rows_landed.size());
-    for (const auto& [stream, rows] : p.all_runs.stream_rows_landed) {
-      out += fmt::format("<small>{} {}", html_escape(stream), rows);
-      if (auto r = p.all_runs.stream_rows_rejected.find(stream); r != p.all_runs.stream_rows_rejected.end()) {
-        out += fmt::format(", {} rejected", r->second);
+  // A source of several streams: each one's rows, rejects and dead letters, folded away (a stream whose records were
+  // all dead letters is listed too).
+  std::set<std::string> streams;
+  for (const auto& [name, member] : DeliveryCounts::stream_fields()) {
+    for (const auto& [stream, count] : p.all_runs.*member) streams.insert(stream);
+  }
+  if (!streams.empty()) {
+    out += fmt::format("<details class=\"streams\"><summary>{} streams</summary>", streams.size());
+    const auto count_of = [](const std::map<std::string, uint64_t>& counts, const std::string& stream) {
+      auto found = counts.find(stream);
+      return found == counts.end() ? uint64_t{0} : found->second;
+    };
+    for (const auto& stream : streams) {
+      out += fmt::format("<small>{} {}", html_escape(stream), count_of(p.all_runs.stream_rows_landed, stream));
+      if (const auto rejected = count_of(p.all_runs.stream_rows_rejected, stream)) {
+        out += fmt::format(", {} rejected", rejected);
       }
-      if (auto d = p.all_runs.stream_dead_letters.find(stream); d != p.all_runs.stream_dead_letters.end()) {
-        out += fmt::format(", {} dead letters", d->second);
+      if (const auto dead = count_of(p.all_runs.stream_dead_letters, stream)) {
+        out += fmt::format(", {} dead letters", dead);
       }
       out += "</small><br>";
     }

@@ -147,6 +147,53 @@ TEST(IcebergFormat, SchemasEvolveAsTheSpecAllows) {
       << bad.error().message;
 }
 
+// Files written under one schema and committed after another writer changed the table: what it added stays, what the
+// files add is added, a type they widen widens; ids that now name something else cannot be committed.
+TEST(IcebergFormat, FilesWrittenBeforeAnotherWritersChangeAreCommittedUnderBothWhenTheirIdsAllow) {
+  const IcebergSchema files{0, {{1, "n", "long"}, {2, "x", "float"}, {3, "added_by_us", "string"}}};
+  // Another writer added field 3 as "theirs": ids 1..3 given out; ours would reuse 3 for another name.
+  EXPECT_FALSE(
+      schema_for_files(IcebergSchema{1, {{1, "n", "int"}, {2, "x", "float"}, {3, "theirs", "string"}}}, 3, files));
+  // The table as the files were planned from (last id 2), plus nothing: the files' field is added, int widens.
+  auto merged = schema_for_files(IcebergSchema{0, {{1, "n", "int"}, {2, "x", "float"}}}, 2, files);
+  ASSERT_TRUE(merged);
+  ASSERT_EQ(merged->fields.size(), 3u);
+  EXPECT_EQ(merged->fields[0].type, "long");
+  EXPECT_EQ(merged->fields[2].name, "added_by_us");
+  // Another writer added field 4 after ours was planned (its id above ours): both stay.
+  const IcebergSchema later{0, {{1, "n", "long"}, {2, "x", "double"}, {3, "added_by_us", "string"}, {4, "z", "int"}}};
+  auto both = schema_for_files(later, 4, files);
+  ASSERT_TRUE(both);
+  EXPECT_EQ(both->to_json()["fields"], later.to_json()["fields"]);  // float files read as the table's double
+  // A field renamed under the files' id, or a new field whose id the table gave out and dropped again.
+  EXPECT_FALSE(schema_for_files(IcebergSchema{0, {{1, "renamed", "long"}, {2, "x", "float"}}}, 2, files));
+  EXPECT_FALSE(schema_for_files(IcebergSchema{0, {{1, "n", "long"}, {2, "x", "float"}}}, 3, files));
+}
+
+// A landing written down before its commit (a record of several tables) reads back as written.
+TEST(IcebergFormat, APreparedLandingReadsBackAsWritten) {
+  PreparedLanding landing;
+  landing.schema = IcebergSchema{2, {{1, "n", "long"}, {4, "day", "date"}}};
+  landing.last_column_id = 4;
+  landing.spec = {{"spec-id", 0}, {"fields", nlohmann::json::array()}};
+  landing.batches.push_back({{"p", 3, 7, "abcd"}, Position{"pos-7"}, {}});
+  landing.batches.push_back(
+      {{"p", 3, 8, "abcd"},
+       Position{"pos-8"},
+       {{"s3://b/t/data/a.parquet", 10, 2048, {int64_t{19844}, 2.5, std::string("x"), PartitionValue{}}}}});
+  auto back = prepared_landing_from_json(nlohmann::json::parse(to_json(landing).dump()), "test");
+  ASSERT_TRUE(back) << back.error().message;
+  ASSERT_EQ(back->batches.size(), 2u);
+  EXPECT_EQ(back->batches[1].id, landing.batches[1].id);
+  EXPECT_EQ(back->batches[1].position_after, landing.batches[1].position_after);
+  ASSERT_EQ(back->batches[1].files.size(), 1u);
+  EXPECT_EQ(back->batches[1].files[0].path, "s3://b/t/data/a.parquet");
+  EXPECT_EQ(back->batches[1].files[0].partition, landing.batches[1].files[0].partition);
+  EXPECT_EQ(back->schema.to_json(), landing.schema.to_json());
+  EXPECT_EQ(back->last_column_id, 4);
+  EXPECT_FALSE(prepared_landing_from_json(nlohmann::json::object(), "test"));
+}
+
 TEST(IcebergFormat, TheSummaryLedgerAnswersPerLineageAndKeepsTheNewestTip) {
   SummaryLedger ledger;
   ledger.add({"p", 1, 5, "aaaa"}, Position{"five"});

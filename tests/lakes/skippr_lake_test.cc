@@ -268,6 +268,48 @@ TEST(SkipprLake, TwoWritersRacingOnOneTableBothCommitEverything) {
   std::printf("[ metrics  ] snapshots=%zu commits lost and retried: %zu\n", metadata["snapshots"].size(), lost);
 }
 
+// Streams into a lake where a batch holds no rows (every record of a file a dead letter): it needs no table, the run
+// lands what the others hold, counts the dead letters under their stream, and a later run with a lost DATA_DIR
+// resumes after every landed batch (from the newest landing record), adding nothing.
+TEST(SkipprLake, StreamsWithABatchOfOnlyDeadLettersLandTheRestAndResumeAfterALostDataDir) {
+  PipelineFixture f(jsonl_files_to_sink_config("in/{stream}/*.jsonl", R"(SkipprLake: { path: lake })"));
+  const auto write = [&](const std::string& stream, const std::string& file, int from, int to, bool bad = false) {
+    std::filesystem::create_directories(f.path("in") / stream);
+    std::string lines;
+    for (int id = from; id < to; ++id) {
+      lines += bad ? fmt::format(R"({{"id":{},"label":)", id) : fmt::format(R"({{"id":{},"label":"l{}"}})", id, id);
+      lines += "\n";
+    }
+    write_text(f.path("in") / stream / file, lines);
+  };
+  std::filesystem::create_directories(f.path("lake"));
+  write("good", "1.jsonl", 0, 100);
+  write("other", "1.jsonl", 0, 30);
+  ASSERT_EQ(f.skipprd({"sync", "--pipeline", "bikehire", "--once"}).exit_code, 0);
+  write("bad", "1.jsonl", 0, 5, /*bad=*/true);
+  auto only_bad = f.skipprd({"sync", "--pipeline", "bikehire", "--once"});
+  ASSERT_EQ(only_bad.exit_code, 0) << only_bad.err;
+  write("good", "2.jsonl", 100, 150);
+  ASSERT_EQ(f.skipprd({"sync", "--pipeline", "bikehire", "--once"}).exit_code, 0);
+  const auto rows = [&](const std::string& table) {
+    return icebird_digest({file_url(f.path("lake") / table)}, "id").rows;
+  };
+  EXPECT_EQ(rows("good"), 150u);
+  EXPECT_EQ(rows("other"), 30u);
+  EXPECT_FALSE(std::filesystem::exists(f.path("lake/bad"))) << "a stream of no rows got a table";
+  std::set<std::string> tables;
+  for (const auto& e : std::filesystem::directory_iterator(f.path("lake"))) tables.insert(e.path().filename());
+  EXPECT_EQ(tables, (std::set<std::string>{".skippr-landings", "good", "other"}));
+  auto stats = f.skipprd({"query", "--sql", "SHOW STATS FOR bikehire", "--output", "json"});
+  EXPECT_NE(stats.out.find(R"({"stat":"dead_letters[bad]","value":"5"})"), std::string::npos) << stats.out;
+
+  std::filesystem::remove_all(f.path("data"));
+  auto again = f.skipprd({"sync", "--pipeline", "bikehire", "--once"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(rows("good"), 150u);
+  EXPECT_EQ(rows("other"), 30u);
+}
+
 TEST(SkipprLake, ConfigMistakesStopWithExit2BeforeAnythingIsRead) {
   TempDir lakes;
   const std::string path = lakes.path().string();

@@ -38,15 +38,19 @@ TEST(StreamMetrics, TheStatusPageAndApiListEachStreamsRowsOverEveryRun) {
   many.name = "many";
   many.all_runs.rows_landed = 7;
   many.all_runs.stream_rows_landed = {{"orders", 5}, {"<script>", 2}};
+  many.all_runs.stream_rows_rejected = {{"orders", 3}};
+  many.all_runs.stream_dead_letters = {{"only_bad", 4}};  // every record of it a dead letter: listed all the same
   PipelineStatus one;
   one.name = "one";
   const std::string html = status_page_html({many, one}, false);
-  EXPECT_THAT(html, HasSubstr("<details class=\"streams\"><summary>2 streams</summary>"));
-  EXPECT_THAT(html, HasSubstr("<small>orders 5</small>"));
+  EXPECT_THAT(html, HasSubstr("<details class=\"streams\"><summary>3 streams</summary>"));
+  EXPECT_THAT(html, HasSubstr("<small>orders 5, 3 rejected</small>"));
+  EXPECT_THAT(html, HasSubstr("<small>only_bad 0, 4 dead letters</small>"));
   EXPECT_THAT(html, HasSubstr("<small>&lt;script&gt; 2</small>"));
   EXPECT_EQ(html.find("<details"), html.rfind("<details")) << "only the pipeline of several streams lists them";
   const auto api = nlohmann::json::parse(status_json({many, one}));
   EXPECT_EQ(api[0]["all_runs"]["stream_rows_landed"], (nlohmann::json{{"orders", 5}, {"<script>", 2}}));
+  EXPECT_EQ(api[0]["all_runs"]["stream_dead_letters"], (nlohmann::json{{"only_bad", 4}}));
   EXPECT_FALSE(api[1]["all_runs"].contains("stream_rows_landed"));
 }
 

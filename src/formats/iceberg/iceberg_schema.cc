@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace skippr {
 
 const IcebergField* IcebergSchema::find(std::string_view name) const {
@@ -104,15 +106,24 @@ Result<std::optional<IcebergSchema>> evolve_schema(const std::optional<IcebergSc
   return std::optional<IcebergSchema>(std::move(next));
 }
 
-bool extends_schema(const IcebergSchema& current, int current_last_column_id, const IcebergSchema& planned) {
-  for (const auto& field : current.fields) {
-    const IcebergField* now = planned.find(field.id);
-    if (!now || now->name != field.name || (now->type != field.type && !promotes(field.type, now->type))) return false;
+std::optional<IcebergSchema> schema_for_files(const IcebergSchema& current, int current_last_column_id,
+                                              const IcebergSchema& files) {
+  IcebergSchema out = current;
+  for (const auto& field : files.fields) {
+    if (auto have = std::ranges::find(out.fields, field.id, &IcebergField::id); have != out.fields.end()) {
+      if (have->name != field.name) return std::nullopt;
+      if (promotes(have->type, field.type)) {
+        have->type = field.type;  // the files hold the wider type: the table widens
+      } else if (have->type != field.type && !promotes(field.type, have->type)) {
+        return std::nullopt;  // (a narrower type in the files is read as the table's wider one)
+      }
+      continue;
+    }
+    // A field the table lacks: its id must be one the table never gave out, its name not another field's.
+    if (field.id <= current_last_column_id || out.find(field.name)) return std::nullopt;
+    out.fields.push_back(field);
   }
-  for (const auto& field : planned.fields) {
-    if (!current.find(field.id) && field.id <= current_last_column_id) return false;
-  }
-  return true;
+  return out;
 }
 
 }  // namespace skippr

@@ -42,9 +42,11 @@ std::string_view iceberg_type(Type type);
 Result<std::optional<IcebergSchema>> evolve_schema(const std::optional<IcebergSchema>& current, const Schema& batch,
                                                    int& last_column_id, std::string_view where);
 
-// True when `planned` (the schema files were written under) is `current` evolved as evolve_schema does it: each of
-// `current`'s fields in it under the same id and name, its type the same or promoted, and each other field's id above
-// `current_last_column_id` (given out after `current`). False when another writer changed the table in between.
-bool extends_schema(const IcebergSchema& current, int current_last_column_id, const IcebergSchema& planned);
+// The schema under which data files written with `files` (their field ids) can be committed to a table whose schema is
+// now `current`: `current` with what the files add (fields whose ids `current` never gave out, a type they widen).
+// Another writer's changes in between are kept (a column it added stays). nullopt when the ids clash (an id of the
+// files names another field now, or their new field's id or name is taken): the files cannot be committed as written.
+std::optional<IcebergSchema> schema_for_files(const IcebergSchema& current, int current_last_column_id,
+                                              const IcebergSchema& files);
 
 }  // namespace skippr

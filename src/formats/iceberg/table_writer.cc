@@ -20,6 +20,8 @@ namespace {
 
 // Commits lost in a row to other writers before giving up (each loss means another writer made progress).
 constexpr int kMaxConflicts = 50;
+// Landings written again in a row because other writers changed the table's columns or layout under them.
+constexpr int kMaxRewrites = 5;
 
 std::string uuid4() {
   unsigned char b[16];
@@ -493,6 +495,17 @@ void IcebergTableWriter::after_commit(bool succeeded) {
   }
 }
 
+void IcebergTableWriter::discard_files(const PreparedLanding& landing, const std::vector<bool>& which) {
+  std::vector<std::string> files;
+  for (size_t i = 0; i < landing.batches.size(); ++i) {
+    if (!which.empty() && !which[i]) continue;
+    for (const auto& file : landing.batches[i].files) {
+      if (auto rel = relative(file.path)) files.push_back(*rel);
+    }
+  }
+  discard(files);
+}
+
 void IcebergTableWriter::discard(std::vector<std::string>& files) {
   for (const auto& file : files) {
     if (auto removed = store_->remove(file); !removed) {
@@ -517,7 +530,7 @@ void IcebergTableWriter::sweep() {
 }
 
 Result<std::vector<BatchLanded>> IcebergTableWriter::land_group(std::span<const BatchToLand> group) {
-  for (int stale = 0; stale <= kMaxConflicts; ++stale) {
+  for (int rewrites = 0; rewrites <= kMaxRewrites; ++rewrites) {
     auto prepared = prepare_files(group);
     if (!prepared) return std::unexpected(prepared.error());
     if (prepared->landing.empty()) return prepared->outcomes;
@@ -530,30 +543,34 @@ Result<std::vector<BatchLanded>> IcebergTableWriter::land_group(std::span<const 
       continue;
     }
     for (size_t i = 0; i < committed->held.size(); ++i) {
-      if (!committed->held[i]) continue;
-      prepared->outcomes[prepared->group_index[i]].outcome = WriteOutcome::kAlreadyApplied;
-      // Another writer landed it (a lease being handed over, a lost answer): the files written here for it are
-      // never committed. (A landing read back from a record may hold files that were: commit() keeps them.)
-      for (const auto& file : prepared->landing.batches[i].files) {
-        if (auto rel = relative(file.path)) abandoned_.push_back(*rel);
-      }
+      if (committed->held[i]) prepared->outcomes[prepared->group_index[i]].outcome = WriteOutcome::kAlreadyApplied;
     }
+    // Another writer landed those (a lease being handed over, a lost answer): the files written here for them are
+    // never committed.
+    discard_files(prepared->landing, committed->held);
     return prepared->outcomes;
   }
   return fail(ErrorKind::kUnavailable, fmt::format("{}: other writers kept changing the table's columns or layout "
                                                    "while a landing was written ({} times in a row)",
-                                                   options_.what, kMaxConflicts + 1));
+                                                   options_.what, kMaxRewrites + 1));
+}
+
+Result<IcebergTableWriter::Current> IcebergTableWriter::load_current() {
+  auto base = catalog_->load();
+  if (!base) return std::unexpected(base.error());
+  Current current{std::move(*base), {}};
+  if (current.base) {
+    auto ledger = SummaryLedger::of_table(current.base->metadata);
+    if (!ledger) return std::unexpected(ledger.error());
+    current.held = std::move(*ledger);
+  }
+  return current;
 }
 
 Result<IcebergTableWriter::Prepared> IcebergTableWriter::prepare_files(std::span<const BatchToLand> group) {
-  auto base = catalog_->load();
-  if (!base) return std::unexpected(base.error());
-  SummaryLedger held;
-  if (*base) {
-    auto ledger = SummaryLedger::of_table((*base)->metadata);
-    if (!ledger) return std::unexpected(ledger.error());
-    held = std::move(*ledger);
-  }
+  auto loaded = load_current();
+  if (!loaded) return std::unexpected(loaded.error());
+  auto& [base, held] = *loaded;
   Prepared out;
   out.outcomes.resize(group.size());
   std::vector<BatchToLand> fresh;
@@ -567,7 +584,7 @@ Result<IcebergTableWriter::Prepared> IcebergTableWriter::prepare_files(std::span
   }
   if (fresh.empty()) return out;
   // Each batch's partition fields as the spec needs them (partition_fields.h), from the table's current schema.
-  auto current = current_schema(*base);
+  auto current = current_schema(base);
   if (!current) return std::unexpected(current.error());
   std::vector<std::optional<Batch>> fitted;
   fitted.reserve(fresh.size());
@@ -576,7 +593,7 @@ Result<IcebergTableWriter::Prepared> IcebergTableWriter::prepare_files(std::span
   for (size_t i = 0; i < fresh.size(); ++i) {
     fit.push_back({fitted[i] ? *fitted[i] : fresh[i].batch, fresh[i].id, fresh[i].position_after});
   }
-  auto p = plan(*base, std::move(held), fit);
+  auto p = plan(base, std::move(held), fit);
   if (!p) return std::unexpected(p.error());
   auto files = write_data_files(*p, fit);
   if (!files) return std::unexpected(files.error());
@@ -603,12 +620,14 @@ Result<std::optional<IcebergTableWriter::Plan>> IcebergTableWriter::plan_commit(
   }
   auto current = current_schema(base);
   if (!current) return std::unexpected(current.error());
-  if (*current && !extends_schema(**current, base_last_column_id, landing.schema)) return std::optional<Plan>();
-  if (*current && (*current)->to_json()["fields"] == landing.schema.to_json()["fields"]) {
+  std::optional<IcebergSchema> schema = landing.schema;
+  if (*current) schema = schema_for_files(**current, base_last_column_id, landing.schema);
+  if (!schema) return std::optional<Plan>();
+  if (*current && (*current)->to_json()["fields"] == schema->to_json()["fields"]) {
     p.schema = **current;
     p.last_column_id = base_last_column_id;
   } else {
-    p.schema = landing.schema;
+    p.schema = std::move(*schema);
     p.schema.schema_id = max_schema_id + 1;
     p.schema_added = true;
     p.last_column_id = std::max(base_last_column_id, landing.last_column_id);
@@ -631,14 +650,10 @@ Result<std::optional<IcebergTableWriter::Plan>> IcebergTableWriter::plan_commit(
 
 Result<IcebergTableWriter::Committed> IcebergTableWriter::commit_files(const PreparedLanding& landing) {
   for (int conflicts = 0; conflicts <= kMaxConflicts; ++conflicts) {
-    auto base = catalog_->load();
-    if (!base) return std::unexpected(base.error());
-    SummaryLedger held;
-    if (*base) {
-      auto ledger = SummaryLedger::of_table((*base)->metadata);
-      if (!ledger) return std::unexpected(ledger.error());
-      held = std::move(*ledger);
-    }
+    report_ = {};  // what an attempt that lost its race said is not what happened
+    auto loaded = load_current();
+    if (!loaded) return std::unexpected(loaded.error());
+    auto& [base, held] = *loaded;
     Committed out;
     std::vector<const PreparedBatch*> fresh;
     for (const auto& batch : landing.batches) {
@@ -646,7 +661,7 @@ Result<IcebergTableWriter::Committed> IcebergTableWriter::commit_files(const Pre
       if (!out.held.back()) fresh.push_back(&batch);
     }
     if (fresh.empty()) return out;
-    auto p = plan_commit(*base, std::move(held), landing, fresh);
+    auto p = plan_commit(base, std::move(held), landing, fresh);
     if (!p) return std::unexpected(p.error());
     if (!*p) {
       out.stale = true;
@@ -663,14 +678,14 @@ Result<IcebergTableWriter::Committed> IcebergTableWriter::commit_files(const Pre
       ids += (ids.empty() ? "" : ",") + batch->id.str();
     }
     failpoint::hit(failpoint::kSinkInTransaction);
-    auto metadata = next_metadata(*base, **p, ids, files);
+    auto metadata = next_metadata(base, **p, ids, files);
     if (!metadata) return std::unexpected(metadata.error());
     committing_ = true;
-    auto committed = catalog_->commit(*base, *metadata);
+    auto committed = catalog_->commit(base, *metadata);
     if (!committed) return std::unexpected(committed.error());
     if (*committed == CommitResult::kCommitted) {
       report_.conflicts = conflicts;
-      report_.version = *base ? (*base)->version + 1 : 1;
+      report_.version = base ? base->version + 1 : 1;
       return out;
     }
     committing_ = false;

@@ -82,12 +82,21 @@ class IcebergTableWriter {
     std::vector<bool> held;  // per batch of the landing: held before this commit (not committed by it)
   };
   Result<Committed> commit(const PreparedLanding& landing);
+  // Removes the data files of `landing`'s batches (of those `which` marks, when it is not empty): a landing that will
+  // never be committed (its record was not written), or batches another writer landed first. Best effort.
+  void discard_files(const PreparedLanding& landing, const std::vector<bool>& which = {});
   // Shares one Parquet writer (an in-memory DuckDB) among the writers of a sink's many tables.
   void share_parquet(std::shared_ptr<ParquetFileWriter> parquet) { parquet_ = std::move(parquet); }
   const IcebergCommitReport& last_commit() const { return report_; }
 
  private:
   struct Plan;
+  // The table's current version (nullopt before its first commit) and the ledger of its snapshots.
+  struct Current {
+    std::optional<TableVersion> base;
+    SummaryLedger held;
+  };
+  Result<Current> load_current();
   Result<std::vector<BatchLanded>> land_group(std::span<const BatchToLand> group);
   Result<Prepared> prepare_files(std::span<const BatchToLand> group);
   Result<Committed> commit_files(const PreparedLanding& landing);

@@ -4,7 +4,6 @@
 
 #include "clients/aws/aws_params.h"
 #include "clients/aws/glue_client.h"
-#include "clients/aws/s3_client.h"
 #include "formats/iceberg/glue_catalog.h"
 #include "sinks/kit/iceberg_sink.h"
 #include "sinks/kit/object_sink.h"
@@ -21,13 +20,7 @@ struct GlueLake {
 };
 
 Result<std::unique_ptr<TableStore>> store_at(const GlueLake& lake, const std::string& table, const std::string& what) {
-  auto s3 = resolve_aws_service(lake.aws, "s3", what);
-  if (!s3) return std::unexpected(s3.error());
-  S3Client client(std::move(*s3));
-  SKIPPR_TRY(client.check_bucket(lake.bucket));
-  std::string prefix = lake.prefix;
-  if (!table.empty()) prefix = prefix.empty() ? table : prefix + "/" + table;
-  return s3_table_store(std::move(client), lake.bucket, prefix);
+  return s3_lake_store(lake.aws, lake.bucket, lake.prefix, table, what);
 }
 
 Result<std::unique_ptr<IcebergTableWriter>> make_writer(const GlueLake& lake, const std::string& stream_table,

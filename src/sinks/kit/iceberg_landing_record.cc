@@ -28,7 +28,10 @@ Result<IcebergLandingRecord> parse_landing_record(std::string_view text, std::st
   const auto json = nlohmann::json::parse(text, nullptr, false);
   const auto bad = [&] {
     return fail(ErrorKind::kCorruption,
-                fmt::format("{} is not a landing record skipprd wrote; if it is not skipprd's, move it away", where));
+                fmt::format("{} cannot be read as a landing record (a partial copy of the lake?); restore it "
+                            "from the lake it was copied from. Without it, the batches it lists may be missing from "
+                            "some of the pipeline's tables",
+                            where));
   };
   if (!json.is_object() || !json.contains("tip") || !json.contains("tables")) return bad();
   IcebergLandingRecord record;

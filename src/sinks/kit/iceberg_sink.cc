@@ -60,7 +60,7 @@ Result<std::vector<BatchLanded>> IcebergSink::write_group(std::span<const BatchT
   if (!writer) return std::unexpected(writer.error());
   auto landed = (*writer)->land(group);
   if (!landed) return std::unexpected(landed.error());
-  log_commit(**writer, table, group);
+  log_commit(**writer, table, group_ids(group));
   return landed;
 }
 
@@ -70,6 +70,9 @@ Result<std::vector<BatchLanded>> IcebergSink::land_tables(std::span<const BatchT
   std::vector<std::string> order;
   std::map<std::string, std::vector<size_t>, std::less<>> parts;
   for (size_t i = 0; i < group.size(); ++i) {
+    // A part of no rows (a batch whose records were all dead letters, or a position alone) has nothing to land, and
+    // may be of no stream: it needs no table.
+    if (group[i].batch.rows == 0) continue;
     const std::string table = tables_.table_for(group[i].batch.stream);
     SKIPPR_TRY(tables_.claim(group[i].batch.stream, table, iceberg_table_fold));
     auto [it, added] = parts.try_emplace(table);
@@ -79,13 +82,23 @@ Result<std::vector<BatchLanded>> IcebergSink::land_tables(std::span<const BatchT
   std::vector<BatchLanded> outcomes(group.size());
   IcebergLandingRecord record;
   std::vector<std::vector<size_t>> group_index;  // per table of the record: the group's index of each batch
+  // Files no record names are no one's: a landing that stops before its record is written removes them.
+  const auto discard_prepared = [&] {
+    for (const auto& [table, landing] : record.tables) writers_.at(table)->discard_files(landing);
+  };
   for (const auto& table : order) {
     auto writer = writer_for(table);
-    if (!writer) return std::unexpected(writer.error());
+    if (!writer) {
+      discard_prepared();
+      return std::unexpected(writer.error());
+    }
     std::vector<BatchToLand> items;
     for (size_t i : parts[table]) items.push_back(group[i]);
     auto prepared = (*writer)->prepare(items);
-    if (!prepared) return std::unexpected(prepared.error());
+    if (!prepared) {
+      discard_prepared();
+      return std::unexpected(prepared.error());
+    }
     for (size_t k = 0; k < items.size(); ++k) outcomes[parts[table][k]] = prepared->outcomes[k];
     if (prepared->landing.empty()) continue;
     std::vector<size_t> index;
@@ -99,12 +112,15 @@ Result<std::vector<BatchLanded>> IcebergSink::land_tables(std::span<const BatchT
   record.tip = {last.id.str(), last.position_after, last.id.epoch};
   const std::string name = landing_record_name(last.id);
   // From here the group is committed to the lake: whoever finds the record commits what is left of it.
-  SKIPPR_TRY(root_->write(records_folder_ + "/" + name, landing_record_json(record)));
+  if (auto written = root_->write(records_folder_ + "/" + name, landing_record_json(record)); !written) {
+    if (written.error().kind != ErrorKind::kUnknownOutcome) discard_prepared();
+    return std::unexpected(written.error());
+  }
   SKIPPR_TRY(commit_record(
       record, [&](size_t t, size_t i) { outcomes[group_index[t][i]].outcome = WriteOutcome::kAlreadyApplied; },
       /*earlier_run=*/false));
   tip_ = record.tip;
-  newest_record(name);
+  keep_only_record(name);
   return outcomes;
 }
 
@@ -113,33 +129,45 @@ Status IcebergSink::commit_record(const IcebergLandingRecord& record, const std:
   for (size_t t = 0; t < record.tables.size(); ++t) {
     const auto& [table, landing] = record.tables[t];
     if (t > 0) failpoint::hit(failpoint::kSinkBetweenTables);
-    if (!tables_.may_name(table)) {
+    const bool ours =
+        std::ranges::all_of(landing.batches, [&](const PreparedBatch& b) { return b.id.pipeline == pipeline_; });
+    if (!tables_.may_name(table) || !ours) {
       return fail(ErrorKind::kCorruption,
-                  fmt::format("{}: a landing record in {} names table '{}', which `table` ({}) does not make; if the "
-                              "record is not this pipeline's, move it away",
-                              what_, root_->where(), table, tables_.pattern()));
+                  fmt::format("{}: the landing record of batch {} in {} names table '{}' or batches that are not "
+                              "pipeline '{}''s (table: {}); it was not written by this pipeline",
+                              what_, record.tip.batch_id, root_->where(), table, pipeline_, tables_.pattern()));
     }
     auto writer = writer_for(table);
     if (!writer) return std::unexpected(writer.error());
     auto committed = (*writer)->commit(landing);
     if (!committed) return std::unexpected(committed.error());
-    if (committed->stale) {
+    if (committed->stale && !earlier_run) {
       return fail(ErrorKind::kUnavailable,
-                  fmt::format("{}: table '{}' changed its columns or partition layout (another writer) after the data "
-                              "files of batch {} were written; they are written again on the next attempt",
+                  fmt::format("{}: another writer changed the columns or the partition layout of table '{}' after the "
+                              "data files of batch {} were written; they are written again on the next attempt",
                               what_, table, record.tip.batch_id));
     }
+    if (committed->stale) {
+      // The rows are in the record's files only (the WAL that held them may be gone): nothing here can write them
+      // again under the table's new ids, and skipping them would lose them.
+      return fail(ErrorKind::kBadInput,
+                  fmt::format("{}: table '{}' was changed by another writer (a field id of its data files now names "
+                              "another column, or its partition layout changed) after an earlier run wrote the files "
+                              "of batch {} listed in {}/{}; they cannot be committed as written. Undo the change to "
+                              "the table's columns or partition spec and run again",
+                              what_, table, record.tip.batch_id, root_->where(), records_folder_));
+    }
+    // Batches held already: by an earlier run of this pipeline (a record finished twice), or by another writer (a
+    // lease handed over); the files of the landing this run wrote for them are never committed.
+    if (!earlier_run) (*writer)->discard_files(landing, committed->held);
     for (size_t i = 0; i < committed->held.size(); ++i) {
       if (committed->held[i]) held(t, i);
     }
-    const auto& r = (*writer)->last_commit();
-    if (r.snapshot_id != 0 && earlier_run) {
+    if ((*writer)->last_commit().snapshot_id != 0 && earlier_run) {
       spdlog::warn("{}: finishing batch {} in table '{}', which an earlier run recorded but did not commit there",
                    what_, record.tip.batch_id, table);
-    } else if (r.snapshot_id != 0) {
-      spdlog::debug("{}: table '{}' snapshot {} (version {}) with {} data file(s), up to batch {}", what_, table,
-                    r.snapshot_id, r.version, r.data_files, record.tip.batch_id);
     }
+    log_commit(**writer, table, fmt::format("up to batch {}", record.tip.batch_id));
   }
   return ok();
 }
@@ -166,11 +194,11 @@ Status IcebergSink::finish_records() {
     tip_ = record->tip;
   }
   records_ = names;
-  if (!names.empty()) newest_record(names.back());
+  if (!names.empty()) keep_only_record(names.back());
   return ok();
 }
 
-void IcebergSink::newest_record(const std::string& name) {
+void IcebergSink::keep_only_record(const std::string& name) {
   for (const auto& older : records_) {
     if (older == name) continue;
     if (auto removed = root_->remove(records_folder_ + "/" + older); !removed) {
@@ -188,12 +216,11 @@ Result<std::optional<LedgerTip>> IcebergSink::ledger_tip() {
   return (*writer)->ledger_tip(pipeline_);
 }
 
-void IcebergSink::log_commit(const IcebergTableWriter& writer, std::string_view table,
-                             std::span<const BatchToLand> group) const {
+void IcebergSink::log_commit(const IcebergTableWriter& writer, std::string_view table, std::string_view batches) const {
   const auto& r = writer.last_commit();
   if (r.snapshot_id != 0) {
-    spdlog::debug("{}: snapshot {} (version {}) with {} data file(s) for {}", what_, r.snapshot_id, r.version,
-                  r.data_files, group_ids(group));
+    spdlog::debug("{}: table '{}' snapshot {} (version {}) with {} data file(s) for {}", what_, table, r.snapshot_id,
+                  r.version, r.data_files, batches);
   }
   if (r.conflicts > 0) {
     spdlog::info("{}: {} commit(s) lost to another writer before version {} of '{}' was committed", what_, r.conflicts,
@@ -245,6 +272,18 @@ Result<IcebergWriterOptions> read_iceberg_table_options(const ConnectorContext& 
   o.scratch_dir = ctx.pipeline_dir.empty() ? std::filesystem::temp_directory_path() / "skippr-lake"
                                            : ctx.pipeline_dir / "lake-scratch";
   return o;
+}
+
+Result<std::unique_ptr<TableStore>> s3_lake_store(const AwsOptions& aws, const std::string& bucket,
+                                                  const std::string& prefix, const std::string& table,
+                                                  const std::string& what) {
+  auto service = resolve_aws_service(aws, "s3", what);
+  if (!service) return std::unexpected(service.error());
+  S3Client client(std::move(*service));
+  SKIPPR_TRY(client.check_bucket(bucket));
+  std::string key_prefix = prefix;
+  if (!table.empty()) key_prefix = key_prefix.empty() ? table : key_prefix + "/" + table;
+  return s3_table_store(std::move(client), bucket, key_prefix);
 }
 
 std::string iceberg_table_fold(std::string_view table) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "clients/aws/aws_params.h"
 #include "core/connector.h"
 #include "formats/iceberg/table_writer.h"
 #include "sinks/kit/iceberg_landing_record.h"
@@ -52,16 +53,17 @@ class IcebergSink final : public Sink {
   // A group of a source of several streams: each table's files, the record, then each table's commit.
   Result<std::vector<BatchLanded>> land_tables(std::span<const BatchToLand> group);
   // Commits each table's landing of `record` that its table does not hold yet; `held(t, i)` is told of each batch
-  // `i` of table `t` that another writer landed first. `earlier_run`: the record was found, not just written (what
-  // it still commits is said).
+  // `i` of table `t` the table held already (landed by an earlier run, or by another writer). `earlier_run`: the record
+  // was found, not just written (what it still commits is said).
   Status commit_record(const IcebergLandingRecord& record, const std::function<void(size_t, size_t)>& held,
                        bool earlier_run);
   // Once a process, before anything lands: commits what the records earlier runs left name, reads the tip from the
   // newest and removes the others.
   Status finish_records();
-  // Keeps `name` as the newest record and removes the older ones.
-  void newest_record(const std::string& name);
-  void log_commit(const IcebergTableWriter& writer, std::string_view table, std::span<const BatchToLand> group) const;
+  // Keeps `name` (the newest record) and removes the older ones.
+  void keep_only_record(const std::string& name);
+  // What the writer's last commit to `table` did (of `batches`, for the log).
+  void log_commit(const IcebergTableWriter& writer, std::string_view table, std::string_view batches) const;
 
   std::string what_;
   std::string pipeline_;
@@ -82,6 +84,11 @@ std::vector<ParamSpec> iceberg_table_params();
 // Those parameters of sink `ctx`, as the writer's options; kConfig naming `what` for a bad value or a landing other
 // than append.
 Result<IcebergWriterOptions> read_iceberg_table_options(const ConnectorContext& ctx, const std::string& what);
+// The files of `table` in a lake under `prefix` (no leading or trailing '/') of an S3 bucket, or with "" the lake's
+// root; the bucket is checked first, so a missing one is said before anything is written.
+Result<std::unique_ptr<TableStore>> s3_lake_store(const AwsOptions& aws, const std::string& bucket,
+                                                  const std::string& prefix, const std::string& table,
+                                                  const std::string& what);
 // Iceberg catalogs (Glue, Hive, most engines) compare table names without letter case: two streams whose tables
 // differ only in case would share one.
 std::string iceberg_table_fold(std::string_view table);

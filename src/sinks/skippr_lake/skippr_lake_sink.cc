@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "clients/aws/aws_params.h"
-#include "clients/aws/s3_client.h"
 #include "sinks/kit/iceberg_sink.h"
 
 namespace skippr {
@@ -22,13 +21,7 @@ Result<std::unique_ptr<TableStore>> store_at(const Lake& lake, const std::string
     return folder_table_store(table.empty() ? std::filesystem::path(lake.folder)
                                             : std::filesystem::path(lake.folder) / table);
   }
-  auto service = resolve_aws_service(lake.aws, "s3", what);
-  if (!service) return std::unexpected(service.error());
-  S3Client client(std::move(*service));
-  SKIPPR_TRY(client.check_bucket(lake.bucket));
-  std::string prefix = lake.prefix;
-  if (!table.empty()) prefix = prefix.empty() ? table : prefix + "/" + table;
-  return s3_table_store(std::move(client), lake.bucket, prefix);
+  return s3_lake_store(lake.aws, lake.bucket, lake.prefix, table, what);
 }
 
 Result<std::unique_ptr<IcebergTableWriter>> make_writer(const Lake& lake, const std::string& table,

@@ -373,12 +373,15 @@ Result<bool> CdcSource::read_snapshot_page(PgConnection& conn, size_t t, std::ve
   const std::string token = cdc_order_token(since, 0);
   const size_t op = static_cast<size_t>(batch.schema.index_of(kOpField));
   const size_t order = static_cast<size_t>(batch.schema.index_of(kOrderField));
+  const size_t dead_before = result.dead_letters.size();
   for (const auto& row : rows->rows) {
     SKIPPR_TRY(pg_append_row(batch, table.columns, row, what_, table.qualified, result.dead_letters));
     batch.columns[op].append_string("insert");
     batch.columns[order].append_string(token);
     batch.rows += 1;
   }
+  // Counted under this table's stream (the poll may hold others: a table snapshotted while the rest stream).
+  for (size_t i = dead_before; i < result.dead_letters.size(); ++i) result.dead_letters[i].stream = batch.stream;
   if (!rows->rows.empty()) {
     const auto& last = rows->rows.back();
     after.clear();
