@@ -89,6 +89,17 @@ Result<std::optional<IcebergSchema>> current_schema(const std::optional<TableVer
   return std::optional<IcebergSchema>();
 }
 
+// The table's default partition spec, its fields resolved in `schema` (nullopt when the metadata names none).
+Result<std::optional<PartitionSpec>> default_spec(const nlohmann::json& metadata, const IcebergSchema& schema) {
+  for (const auto& s : metadata.at("partition-specs")) {
+    if (s.value("spec-id", -1) != metadata.value("default-spec-id", 0)) continue;
+    auto spec = PartitionSpec::from_json(s, schema);
+    if (!spec) return std::unexpected(spec.error());
+    return std::optional<PartitionSpec>(std::move(*spec));
+  }
+  return std::optional<PartitionSpec>();
+}
+
 std::vector<PartitionRequest> requests_of(const PartitionSpec& spec) {
   std::vector<PartitionRequest> out;
   for (const auto& f : spec.fields) out.push_back({f.source_name, f.transform});
@@ -126,18 +137,17 @@ Status IcebergTableWriter::open() {
     if (s.value("schema-id", -1) == md.value("current-schema-id", 0)) schema = IcebergSchema::from_json(s);
   }
   if (!schema) return fail(ErrorKind::kConfig, fmt::format("{}: {}", options_.what, schema.error().message));
-  for (const auto& s : md.at("partition-specs")) {
-    if (s.value("spec-id", -1) != md.value("default-spec-id", 0)) continue;
-    auto spec = PartitionSpec::from_json(s, *schema);
-    if (!spec) return fail(ErrorKind::kConfig, fmt::format("{}: {}", options_.what, spec.error().message));
+  auto spec = default_spec(md, *schema);
+  if (!spec) return fail(ErrorKind::kConfig, fmt::format("{}: {}", options_.what, spec.error().message));
+  if (*spec) {
     PartitionSpec wanted;
     for (const auto& r : options_.partition_by) wanted.fields.push_back({r.source_name, 0, 0, "", r.transform});
-    if (!spec->same_layout(wanted)) {
-      return fail(
-          ErrorKind::kConfig,
-          fmt::format("{}: the table at {} is partitioned by {}, and partition_by says {}; make them agree "
-                      "(this writer does not change a table's partition spec)",
-                      options_.what, catalog_->where(), describe(requests_of(*spec)), describe(options_.partition_by)));
+    if (!(*spec)->same_layout(wanted)) {
+      return fail(ErrorKind::kConfig,
+                  fmt::format("{}: the table at {} is partitioned by {}, and partition_by says {}; make them agree "
+                              "(this writer does not change a table's partition spec)",
+                              options_.what, catalog_->where(), describe(requests_of(**spec)),
+                              describe(options_.partition_by)));
     }
   }
   return ok();
@@ -175,18 +185,14 @@ Result<IcebergTableWriter::Plan> IcebergTableWriter::plan(const std::optional<Ta
     }
   }
   p.schema = *schema;
-  if (base) {
-    const auto& md = base->metadata;
-    for (const auto& s : md.at("partition-specs")) {
-      if (s.value("spec-id", -1) != md.value("default-spec-id", 0)) continue;
-      auto spec = PartitionSpec::from_json(s, p.schema);
-      if (!spec) return std::unexpected(spec.error());
-      p.spec = std::move(*spec);
-    }
-  } else {
-    auto spec = make_partition_spec(options_.partition_by, p.schema, options_.what);
-    if (!spec) return std::unexpected(spec.error());
-    p.spec = std::move(*spec);
+  auto spec = base ? default_spec(base->metadata, p.schema) : Result<std::optional<PartitionSpec>>(std::nullopt);
+  if (!spec) return std::unexpected(spec.error());
+  if (*spec) {
+    p.spec = std::move(**spec);
+  } else if (!base) {
+    auto made = make_partition_spec(options_.partition_by, p.schema, options_.what);
+    if (!made) return std::unexpected(made.error());
+    p.spec = std::move(*made);
   }
   for (const auto& item : batches) p.ledger.add(item.id, item.position_after);
   return p;
@@ -635,15 +641,11 @@ Result<std::optional<IcebergTableWriter::Plan>> IcebergTableWriter::plan_commit(
   auto written_under = PartitionSpec::from_json(landing.spec, p.schema);
   if (!written_under) return std::unexpected(written_under.error());
   p.spec = std::move(*written_under);
-  if (base) {
-    const auto& md = base->metadata;
-    for (const auto& s : md.at("partition-specs")) {
-      if (s.value("spec-id", -1) != md.value("default-spec-id", 0)) continue;
-      auto spec = PartitionSpec::from_json(s, p.schema);
-      if (!spec) return std::unexpected(spec.error());
-      if (!spec->same_layout(p.spec)) return std::optional<Plan>();
-      p.spec = std::move(*spec);
-    }
+  auto spec = base ? default_spec(base->metadata, p.schema) : Result<std::optional<PartitionSpec>>(std::nullopt);
+  if (!spec) return std::unexpected(spec.error());
+  if (*spec) {
+    if (!(*spec)->same_layout(p.spec)) return std::optional<Plan>();
+    p.spec = std::move(**spec);
   }
   return std::optional<Plan>(std::move(p));
 }
