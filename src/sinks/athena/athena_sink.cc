@@ -2,11 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
 #include <map>
 #include <set>
 
 #include "clients/aws/glue_client.h"
+#include "core/ascii.h"
 #include "formats/iceberg/glue_catalog.h"
 #include "formats/iceberg/iceberg_schema.h"
 #include "sinks/kit/s3_object_sink.h"
@@ -44,13 +44,6 @@ std::vector<std::string> folder_values(const std::string& folder) {
   return values;
 }
 
-// Glue keeps names in lower case.
-std::string glue_folded(std::string_view name) {
-  std::string out(name);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 struct AthenaOptions {
   std::string database;
   StreamTables tables;  // one table, or a {stream} pattern: a Glue table per stream over the stream's folder
@@ -83,8 +76,9 @@ class AthenaSink final : public S3ObjectSink {
 
   // Points table_ and what is known of it at the Glue table of `stream`.
   Status use_table_of(const std::string& stream) {
-    const std::string table = glue_folded(athena_.tables.table_for(stream));
-    SKIPPR_TRY(athena_.tables.claim(stream, table, glue_folded));
+    // Glue keeps names in lower case.
+    const std::string table = ascii_lowercase(athena_.tables.table_for(stream));
+    SKIPPR_TRY(athena_.tables.claim(stream, table, ascii_lowercase));
     stream_ = stream;
     table_ = table;
     known_ = &known_by_table_[table];

@@ -4,6 +4,7 @@
 
 #include "clients/aws/aws_params.h"
 #include "clients/aws/glue_client.h"
+#include "core/ascii.h"
 #include "formats/iceberg/glue_catalog.h"
 #include "sinks/kit/iceberg_sink.h"
 #include "sinks/kit/object_sink.h"
@@ -17,22 +18,29 @@ struct GlueLake {
   std::string prefix;  // no leading or trailing '/'
   std::string database;
   AwsOptions aws;
+  // Shared by every copy (each table's writer, the root's store): the bucket is checked and the database made once
+  // per sink, whatever its number of tables.
+  std::shared_ptr<bool> bucket_checked = std::make_shared<bool>(false);
+  std::shared_ptr<bool> database_ensured = std::make_shared<bool>(false);
 };
 
 Result<std::unique_ptr<TableStore>> store_at(const GlueLake& lake, const std::string& table, const std::string& what) {
-  return s3_lake_store(lake.aws, lake.bucket, lake.prefix, table, what);
+  return s3_lake_store(lake.aws, lake.bucket, lake.prefix, table, what, *lake.bucket_checked);
 }
 
 Result<std::unique_ptr<IcebergTableWriter>> make_writer(const GlueLake& lake, const std::string& stream_table,
                                                         const IcebergWriterOptions& options) {
   // Glue keeps names in lower case (a stream's name may have capitals): the table and its folder are spelled so.
-  const std::string table = iceberg_table_fold(stream_table);
+  const std::string table = ascii_lowercase(stream_table);
   auto glue_service = resolve_aws_service(lake.aws, "glue", options.what);
   if (!glue_service) return std::unexpected(glue_service.error());
   auto store = store_at(lake, table, options.what);
   if (!store) return std::unexpected(store.error());
   GlueClient glue(std::move(*glue_service));
-  SKIPPR_TRY(glue.ensure_database(lake.database));
+  if (!*lake.database_ensured) {
+    SKIPPR_TRY(glue.ensure_database(lake.database));
+    *lake.database_ensured = true;
+  }
   auto catalog = glue_catalog(**store, std::move(glue), lake.database, table);
   return std::make_unique<IcebergTableWriter>(options, std::move(*store), std::move(catalog));
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "core/ascii.h"
 #include "core/failpoint.h"
 
 namespace skippr {
@@ -74,7 +75,9 @@ Result<std::vector<BatchLanded>> IcebergSink::land_tables(std::span<const BatchT
     // may be of no stream: it needs no table.
     if (group[i].batch.rows == 0) continue;
     const std::string table = tables_.table_for(group[i].batch.stream);
-    SKIPPR_TRY(tables_.claim(group[i].batch.stream, table, iceberg_table_fold));
+    // Iceberg catalogs (Glue, Hive, most engines) compare table names without letter case: two streams whose tables
+    // differ only in case would share one.
+    SKIPPR_TRY(tables_.claim(group[i].batch.stream, table, ascii_lowercase));
     auto [it, added] = parts.try_emplace(table);
     if (added) order.push_back(table);
     it->second.push_back(i);
@@ -276,20 +279,17 @@ Result<IcebergWriterOptions> read_iceberg_table_options(const ConnectorContext& 
 
 Result<std::unique_ptr<TableStore>> s3_lake_store(const AwsOptions& aws, const std::string& bucket,
                                                   const std::string& prefix, const std::string& table,
-                                                  const std::string& what) {
+                                                  const std::string& what, bool& bucket_checked) {
   auto service = resolve_aws_service(aws, "s3", what);
   if (!service) return std::unexpected(service.error());
   S3Client client(std::move(*service));
-  SKIPPR_TRY(client.check_bucket(bucket));
+  if (!bucket_checked) {
+    SKIPPR_TRY(client.check_bucket(bucket));
+    bucket_checked = true;
+  }
   std::string key_prefix = prefix;
   if (!table.empty()) key_prefix = key_prefix.empty() ? table : key_prefix + "/" + table;
   return s3_table_store(std::move(client), bucket, key_prefix);
-}
-
-std::string iceberg_table_fold(std::string_view table) {
-  std::string out(table);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 }  // namespace skippr

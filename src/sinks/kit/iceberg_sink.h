@@ -85,12 +85,10 @@ std::vector<ParamSpec> iceberg_table_params();
 // than append.
 Result<IcebergWriterOptions> read_iceberg_table_options(const ConnectorContext& ctx, const std::string& what);
 // The files of `table` in a lake under `prefix` (no leading or trailing '/') of an S3 bucket, or with "" the lake's
-// root; the bucket is checked first, so a missing one is said before anything is written.
+// root. The bucket is checked first, so a missing one is said before anything is written: once per sink, whatever
+// its number of tables (`bucket_checked`, shared by the sink's stores, is set once it has been).
 Result<std::unique_ptr<TableStore>> s3_lake_store(const AwsOptions& aws, const std::string& bucket,
                                                   const std::string& prefix, const std::string& table,
-                                                  const std::string& what);
-// Iceberg catalogs (Glue, Hive, most engines) compare table names without letter case: two streams whose tables
-// differ only in case would share one.
-std::string iceberg_table_fold(std::string_view table);
+                                                  const std::string& what, bool& bucket_checked);
 
 }  // namespace skippr

@@ -14,6 +14,8 @@ struct Lake {
   std::string bucket;
   std::string prefix;  // no leading or trailing '/'
   AwsOptions aws;
+  // Shared by every copy (each table's store, the root's): the bucket is checked once per sink.
+  std::shared_ptr<bool> bucket_checked = std::make_shared<bool>(false);
 };
 
 Result<std::unique_ptr<TableStore>> store_at(const Lake& lake, const std::string& table, const std::string& what) {
@@ -21,7 +23,7 @@ Result<std::unique_ptr<TableStore>> store_at(const Lake& lake, const std::string
     return folder_table_store(table.empty() ? std::filesystem::path(lake.folder)
                                             : std::filesystem::path(lake.folder) / table);
   }
-  return s3_lake_store(lake.aws, lake.bucket, lake.prefix, table, what);
+  return s3_lake_store(lake.aws, lake.bucket, lake.prefix, table, what, *lake.bucket_checked);
 }
 
 Result<std::unique_ptr<IcebergTableWriter>> make_writer(const Lake& lake, const std::string& table,
