@@ -91,4 +91,34 @@ Status check_change_fields(const Batch& batch, const std::vector<size_t>& key_fi
   return ok();
 }
 
+std::string change_order_token(uint64_t position, uint64_t sequence) {
+  unsigned __int128 v = (static_cast<unsigned __int128>(position) << 32) + sequence;
+  std::string digits;
+  do {
+    digits.push_back(static_cast<char>('0' + static_cast<int>(v % 10)));
+    v /= 10;
+  } while (v != 0);
+  return {digits.rbegin(), digits.rend()};
+}
+
+void add_change_fields(Batch& batch) {
+  batch.add_column({std::string(kOpField), Type::kString});
+  batch.add_column({std::string(kOrderField), Type::kString});
+}
+
+void append_truncate_row(Batch& batch, const std::string& token) {
+  const int op = batch.schema.index_of(kOpField);
+  const int order = batch.schema.index_of(kOrderField);
+  for (size_t c = 0; c < batch.columns.size(); ++c) {
+    if (static_cast<int>(c) == op) {
+      batch.columns[c].append_string(kTruncateOp);
+    } else if (static_cast<int>(c) == order) {
+      batch.columns[c].append_string(token);
+    } else {
+      batch.columns[c].append_null();
+    }
+  }
+  batch.rows += 1;
+}
+
 }  // namespace skippr

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "core/change_fields.h"
 #include "sources/postgres/cdc_position.h"
 #include "sources/postgres/pg_table_reader.h"
 #include "sources/postgres/pgoutput.h"
@@ -180,10 +181,10 @@ TEST(CdcPositionToken, RoundTripsAndCoversExactlyTheDeliveredEvents) {
 }
 
 TEST(CdcOrderToken, IsLsnShiftedPlusSequenceInDecimal) {
-  EXPECT_EQ(cdc_order_token(0, 0), "0");
-  EXPECT_EQ(cdc_order_token(1, 2), "4294967298");
+  EXPECT_EQ(change_order_token(0, 0), "0");
+  EXPECT_EQ(change_order_token(1, 2), "4294967298");
   // Beyond 64 bits: LSN 0xFFFFFFFFFFFFFFFF << 32 + 1.
-  EXPECT_EQ(cdc_order_token(~0ULL, 1), "79228162514264337589248983041");
+  EXPECT_EQ(change_order_token(~0ULL, 1), "79228162514264337589248983041");
 }
 
 std::string cell(const Column& c) {

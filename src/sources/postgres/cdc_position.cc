@@ -99,15 +99,4 @@ Result<CdcPosition> CdcPosition::parse(const Position& position) {
   return p;
 }
 
-std::string cdc_order_token(uint64_t lsn, uint64_t sequence) {
-  unsigned __int128 v = (static_cast<unsigned __int128>(lsn) << 32) + sequence;
-  std::string digits;
-  do {
-    digits.push_back(static_cast<char>('0' + static_cast<int>(v % 10)));
-    v /= 10;
-  } while (v != 0);
-  std::ranges::reverse(digits);
-  return digits;
-}
-
 }  // namespace skippr

@@ -66,8 +66,6 @@ struct CdcPosition {
   static Result<CdcPosition> parse(const Position& position);
 };
 
-// The order token the sinks compare per key: (commit LSN << 32) + sequence, as a decimal string. Streamed events use
-// sequence = event index + 1; snapshot rows use (consistent point, 0), so every change streamed later outranks them.
-std::string cdc_order_token(uint64_t lsn, uint64_t sequence);
+// The order token of a change: change_order_token (core/change_fields.h) of its commit LSN and its event index + 1.
 
 }  // namespace skippr

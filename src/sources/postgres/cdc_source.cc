@@ -28,8 +28,7 @@ namespace skippr {
 namespace cdc_detail {
 namespace {
 
-constexpr const char* kTruncateOp = "truncate";  // see emit_truncate and append_snapshot_end
-constexpr size_t kEstimatedRowBytes = 200;       // only sizes the LIMIT of a snapshot page
+constexpr size_t kEstimatedRowBytes = 200;  // only sizes the LIMIT of a snapshot page
 constexpr size_t kMaxRowsPerPage = 50000;
 constexpr int kIdleWaitMs = 100;                               // how long a poll waits for the next message
 constexpr auto kMaxPollTime = std::chrono::milliseconds(500);  // so the engine can cut batches by time
@@ -338,8 +337,7 @@ void CdcSource::start_batch(Batch& batch, const CdcTable& table) const {
   batch.stream = table.stream;
   if (per_table_) batch.key = table.key;
   for (const auto& c : table.columns) batch.add_column({c.name, c.type});
-  batch.add_column({std::string(kOpField), Type::kString});
-  batch.add_column({std::string(kOrderField), Type::kString});
+  add_change_fields(batch);
 }
 
 Batch& CdcSource::part_of(Poll& result, size_t t) const {
@@ -370,7 +368,7 @@ Result<bool> CdcSource::read_snapshot_page(PgConnection& conn, size_t t, std::ve
                 fmt::format("{}: reading {}: {}", what_, table.qualified, rows.error().message));
   }
   Batch& batch = part_of(result, t);
-  const std::string token = cdc_order_token(since, 0);
+  const std::string token = change_order_token(since, 0);
   const size_t op = static_cast<size_t>(batch.schema.index_of(kOpField));
   const size_t order = static_cast<size_t>(batch.schema.index_of(kOrderField));
   const size_t dead_before = result.dead_letters.size();
@@ -388,7 +386,7 @@ Result<bool> CdcSource::read_snapshot_page(PgConnection& conn, size_t t, std::ve
     for (size_t i = 0; i < table.key.size(); ++i) after.push_back(last[table.columns.size() + i].value_or(""));
   }
   const bool finished = rows->rows.size() < limit;
-  if (finished && options_.merge) append_snapshot_end(t, since, batch);
+  if (finished && options_.merge) append_truncate_row(batch, change_order_token(since, 0));
   return finished;
 }
 
@@ -663,7 +661,7 @@ Status CdcSource::handle(const PgoMessage& message) {
     pos_.lsn = tx_commit_lsn_;
     pos_.index = index + 1;
     pos_.tx_done = false;
-    return cdc_order_token(tx_commit_lsn_, index + 1);
+    return change_order_token(tx_commit_lsn_, index + 1);
   };
   if (const auto* insert = std::get_if<PgoInsert>(&message)) {
     const auto t = table_of(insert->relid);
@@ -726,7 +724,7 @@ Status CdcSource::on_truncate(size_t t, const std::string& token) {
     // A change of its own: _skippr_op = truncate, every column NULL. A merging sink deletes every row older than
     // its order token.
     pending_.push_back(
-        PendingRow{t, kTruncateOp, token, std::vector<PendingValue>(table.columns.size()), false, false});
+        PendingRow{t, kTruncateOp.data(), token, std::vector<PendingValue>(table.columns.size()), false, false});
     return ok();
   }
   if (options_.on_truncate == CdcOptions::OnTruncate::kIgnore) {
@@ -749,13 +747,6 @@ Status CdcSource::on_truncate(size_t t, const std::string& token) {
 // drops every row older than the snapshot that the snapshot did not read again (rows deleted while a dropped slot
 // or a RESET lost their deletes, rows a TRUNCATE removed). The snapshot's rows carry the same token and stay; every
 // change streamed later outranks it.
-void CdcSource::append_snapshot_end(size_t t, uint64_t since, Batch& batch) const {
-  for (size_t c = 0; c < tables_[t].columns.size(); ++c) batch.columns[c].append_null();
-  batch.columns[static_cast<size_t>(batch.schema.index_of(kOpField))].append_string(kTruncateOp);
-  batch.columns[static_cast<size_t>(batch.schema.index_of(kOrderField))].append_string(cdc_order_token(since, 0));
-  batch.rows += 1;
-}
-
 Status CdcSource::on_relation(const PgoRelation& relation) {
   const auto found = std::ranges::find_if(
       tables_, [&](const CdcTable& t) { return t.schema == relation.schema && t.name == relation.name; });

@@ -138,7 +138,6 @@ class CdcSource final : public Source {
   Status handle(const PgoMessage& message);
   Status on_relation(const PgoRelation& relation);
   Status on_truncate(size_t t, const std::string& token);
-  void append_snapshot_end(size_t t, uint64_t since, Batch& batch) const;
   // The table a change of relation `relid` belongs to, if the source reads it and the change is not in its snapshot.
   std::optional<size_t> table_of(uint32_t relid) const;
   Status emit(size_t t, const char* op, const std::string& token, const PgoTuple& row, const PgoTuple* full_old_row,

@@ -1,39 +1,6 @@
 #include "sources/postgres/table_selection.h"
 
-#include <fmt/format.h>
-#include <fnmatch.h>
-
-#include <algorithm>
-
 namespace skippr {
-
-namespace {
-
-bool is_pattern(std::string_view entry) { return entry.find_first_of("*?[") != std::string_view::npos; }
-
-// "schema.table" of an entry as written: a name without a schema is in the source's schema.
-std::string qualified_entry(const std::string& entry, const std::string& default_schema) {
-  return entry.find('.') == std::string::npos ? default_schema + "." + entry : entry;
-}
-
-bool matches(const std::string& pattern, const std::string& name) {
-  return fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
-}
-
-}  // namespace
-
-bool TableSelection::names_streams() const {
-  return include.size() > 1 || std::ranges::any_of(include, [](const std::string& e) { return is_pattern(e); });
-}
-
-SelectedTable TableSelection::single() const {
-  SelectedTable out{default_schema, include.front(), ""};
-  if (auto dot = out.table.find('.'); dot != std::string::npos) {
-    out.schema = out.table.substr(0, dot);
-    out.table = out.table.substr(dot + 1);
-  }
-  return out;
-}
 
 Result<std::vector<SelectedTable>> select_tables(PgConnection& conn, const TableSelection& selection,
                                                  std::string_view what) {
@@ -43,42 +10,9 @@ Result<std::vector<SelectedTable>> select_tables(PgConnection& conn, const Table
       "('r', 'p') AND NOT c.relispartition AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname "
       "NOT LIKE 'pg\\_toast%' ORDER BY 1, 2");
   if (!rows) return std::unexpected(rows.error());
-  std::vector<SelectedTable> out;
-  std::vector<bool> used(selection.include.size(), false);
-  for (const auto& row : rows->rows) {
-    const std::string schema = row[0].value_or(""), table = row[1].value_or("");
-    const std::string name = schema + "." + table;
-    bool selected = false;
-    for (size_t i = 0; i < selection.include.size(); ++i) {
-      const std::string& entry = selection.include[i];
-      const std::string wanted = qualified_entry(entry, selection.default_schema);
-      // A pattern never picks skipprd's own tables (a ledger, a landed table in the same database); a name may.
-      const bool hit = is_pattern(entry) ? !table.starts_with("_skippr") && matches(wanted, name) : wanted == name;
-      if (hit) used[i] = selected = true;
-    }
-    if (!selected) continue;
-    const bool excluded = std::ranges::any_of(selection.exclude, [&](const std::string& e) {
-      return matches(qualified_entry(e, selection.default_schema), name);
-    });
-    if (excluded) continue;
-    out.push_back({schema, table, schema == selection.default_schema ? table : name});
-  }
-  for (size_t i = 0; i < selection.include.size(); ++i) {
-    if (used[i]) continue;
-    const std::string& entry = selection.include[i];
-    return fail(
-        ErrorKind::kConfig,
-        is_pattern(entry)
-            ? fmt::format("{}: tables pattern '{}' matches no table on the server; fix it or remove it", what, entry)
-            : fmt::format("{}: table {} does not exist (or this user cannot see it); fix tables", what,
-                          qualified_entry(entry, selection.default_schema)));
-  }
-  if (out.empty()) {
-    return fail(
-        ErrorKind::kConfig,
-        fmt::format("{}: exclude_tables leaves none of the tables named in tables; nothing would be read", what));
-  }
-  return out;
+  std::vector<std::pair<std::string, std::string>> on_server;
+  for (const auto& row : rows->rows) on_server.emplace_back(row[0].value_or(""), row[1].value_or(""));
+  return select_tables_from(on_server, selection, what);
 }
 
 }  // namespace skippr

@@ -1,35 +1,16 @@
-// Which tables a Postgres source reads: `tables` names them, plainly or by pattern (* and ? within a name:
-// public.*, sales.order_*), `exclude_tables` leaves some out. A name without a schema is in the source's `schema`.
-// Each selected table is a stream, named after the table when it is in that schema and schema.table otherwise.
+// Which tables a Postgres source reads (core/table_selection.h): the server's ordinary and partitioned tables.
 #pragma once
 
-#include <string>
+#include <string_view>
 #include <vector>
 
 #include "clients/postgres/pg_client.h"
 #include "core/result.h"
+#include "core/table_selection.h"
 
 namespace skippr {
 
-struct SelectedTable {
-  std::string schema;
-  std::string table;
-  std::string stream;  // the stream's name (see above)
-};
-
-struct TableSelection {
-  std::string default_schema;
-  std::vector<std::string> include;  // as written
-  std::vector<std::string> exclude;
-  // True when it may name several tables (more than one entry, or a pattern): the source then names streams.
-  bool names_streams() const;
-  // The one table of a selection that names one: "schema.table" in `include` overrides `default_schema`.
-  SelectedTable single() const;
-};
-
-// The tables of `selection` on the server, in (schema, table) order. kConfig naming the entry when a plain name is
-// no table, or a pattern matches none (`what` names the source). skipprd's own tables (_skippr_*) never match a
-// pattern.
+// The tables of `selection` on the server, in (schema, table) order (see select_tables_from).
 Result<std::vector<SelectedTable>> select_tables(PgConnection& conn, const TableSelection& selection,
                                                  std::string_view what);
 

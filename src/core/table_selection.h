@@ -1,0 +1,37 @@
+// Which tables a database source reads: `tables` names them, plainly or by pattern (* and ? within a name:
+// public.*, sales.order_*), `exclude_tables` leaves some out. A name without a schema is in the source's default
+// schema (Postgres: `schema`; MySQL: the database). Each selected table is a stream, named after the table when it
+// is in that schema and schema.table otherwise. Shared by the database sources; each lists its server's tables.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/result.h"
+
+namespace skippr {
+
+struct SelectedTable {
+  std::string schema;
+  std::string table;
+  std::string stream;  // the stream's name (see above)
+};
+
+struct TableSelection {
+  std::string default_schema;
+  std::vector<std::string> include;  // as written
+  std::vector<std::string> exclude;
+  // True when it may name several tables (more than one entry, or a pattern): the source then names streams.
+  bool names_streams() const;
+  // The one table of a selection that names one: "schema.table" in `include` overrides `default_schema`.
+  SelectedTable single() const;
+};
+
+// The tables of `selection` among `on_server` ((schema, table) pairs, in the order to read them). kConfig naming the
+// entry when a plain name is no table, or a pattern matches none (`what` names the source). skipprd's own tables
+// (_skippr_*) never match a pattern.
+Result<std::vector<SelectedTable>> select_tables_from(const std::vector<std::pair<std::string, std::string>>& on_server,
+                                                      const TableSelection& selection, std::string_view what);
+
+}  // namespace skippr
