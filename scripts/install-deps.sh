@@ -48,10 +48,19 @@ done
 if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-  $SUDO apt-get install -y -q "${missing[@]}" >/dev/null 2>&1 || {
+  # The servers the tests start privately (PostgreSQL, MariaDB, ...) are not started as system services by their
+  # packages: a policy-rc.d that refuses every start while apt runs (the tests use free ports of their own).
+  policy=/usr/sbin/policy-rc.d
+  placed=""
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null && $SUDO chmod +x "$policy" && placed=yes
+    trap '$SUDO rm -f "$policy"' EXIT  # gone even when the install fails (set -e)
+  fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}" >/dev/null 2>&1 || {
     $SUDO apt-get update -q >/dev/null
-    $SUDO apt-get install -y -q "${missing[@]}"
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
   }
+  [ -z "$placed" ] || { $SUDO rm -f "$policy"; trap - EXIT; }
 fi
 
 # promtool (Debian's prometheus package) checks the /metrics exposition in the tests. Installed without its

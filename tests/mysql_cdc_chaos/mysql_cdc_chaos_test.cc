@@ -90,6 +90,8 @@ struct Workload {
         continue;
       }
       transactions++;
+      // A steady load a run can keep up with between kills (about 100 transactions a second).
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
 };
