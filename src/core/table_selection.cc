@@ -74,4 +74,15 @@ Result<std::vector<SelectedTable>> select_tables_from(const std::vector<std::pai
   return out;
 }
 
+bool cdc_keys_streams(const nlohmann::json& p) {
+  const auto mode = p.contains("mode") && p["mode"].is_string() ? p["mode"].get<std::string>() : std::string();
+  if (mode != "snapshot_then_cdc" && mode != "cdc_only") return false;
+  if (!p.contains("tables") || !p["tables"].is_array()) return false;
+  TableSelection selection;
+  for (const auto& entry : p["tables"]) {
+    if (entry.is_string()) selection.include.push_back(entry.get<std::string>());
+  }
+  return selection.names_streams();
+}
+
 }  // namespace skippr

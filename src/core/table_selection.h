@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/result.h"
 
 namespace skippr {
@@ -33,5 +35,10 @@ struct TableSelection {
 // (_skippr_*) never match a pattern.
 Result<std::vector<SelectedTable>> select_tables_from(const std::vector<std::pair<std::string, std::string>>& on_server,
                                                       const TableSelection& selection, std::string_view what);
+
+// A database source's parameters as written (possibly invalid): true when `mode` is a CDC mode (snapshot_then_cdc,
+// cdc_only) and `tables` may name several tables, so each table's batches carry its own key (ConnectorSpec::
+// keys_streams).
+bool cdc_keys_streams(const nlohmann::json& params);
 
 }  // namespace skippr

@@ -116,6 +116,13 @@ Status check_maria_connection_params(const nlohmann::json& params, std::string_v
   return ok();
 }
 
+std::string maria_database(const nlohmann::json& params) {
+  if (has(params, "database")) return param_text(params["database"]);
+  if (!has(params, "dsn")) return "";
+  auto parts = parse_dsn(param_text(params["dsn"]));
+  return parts ? parts->database : "";
+}
+
 void MariaConnection::Closer::operator()(st_mysql* m) const { mysql_close(m); }
 
 MariaConnection::~MariaConnection() = default;

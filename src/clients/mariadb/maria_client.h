@@ -27,6 +27,9 @@ std::vector<ParamSpec> maria_connection_params();
 // with one sentence and no secret in it. Run by the factory (so `validate` catches it) and before every connect.
 Status check_maria_connection_params(const nlohmann::json& params, std::string_view what);
 
+// The database the parameters name: `database`, else the dsn's ("" when neither does).
+std::string maria_database(const nlohmann::json& params);
+
 struct MariaRows {
   std::vector<std::string> names;
   std::vector<std::vector<std::optional<std::string>>> rows;  // text protocol values; NULL as nullopt

@@ -5,5 +5,5 @@ skippr_connector(MySQL
   HEADER sources/mysql/mysql_source.h
   CLIENTS mariadb
   TEST_DEBIAN mariadb-server sysbench
-  TESTS tests/mysql
+  TESTS tests/mysql tests/mysql_cdc_chaos tests/mysql_snapshot_chaos
 )

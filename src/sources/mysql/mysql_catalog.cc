@@ -167,6 +167,32 @@ Status my_describe_table(MariaConnection& conn, MyTable& table, std::vector<std:
   return ok();
 }
 
+Result<std::vector<MyTable>> my_selected_tables(MariaConnection& conn, const TableSelection& selection,
+                                                const std::vector<std::string>& key, std::string_view what,
+                                                std::string_view key_needed_for) {
+  const bool several = selection.names_streams();
+  std::vector<SelectedTable> selected;
+  if (several) {
+    auto on_server = my_list_tables(conn);
+    if (!on_server) return std::unexpected(on_server.error());
+    auto chosen = select_tables_from(*on_server, selection, what);
+    if (!chosen) return std::unexpected(chosen.error());
+    selected = std::move(*chosen);
+  } else {
+    selected.push_back(selection.single());
+  }
+  std::vector<MyTable> out;
+  for (auto& s : selected) {
+    MyTable& table = out.emplace_back();
+    table.schema = s.schema;
+    table.name = s.table;
+    table.qualified = maria_qualified(s.schema, s.table);
+    table.stream = several ? s.stream : "";
+    SKIPPR_TRY(my_describe_table(conn, table, key, what, key_needed_for));
+  }
+  return out;
+}
+
 std::string my_select_expression(const MyColumn& c) {
   const std::string name = maria_quote_identifier(c.name);
   if (is_geometry(c.data_type)) return fmt::format("ST_AsBinary({0}) AS {0}", name);

@@ -13,6 +13,7 @@
 #include "clients/mariadb/maria_client.h"
 #include "core/batch.h"
 #include "core/connector.h"
+#include "core/table_selection.h"
 
 namespace skippr {
 
@@ -55,6 +56,12 @@ Result<std::vector<std::pair<std::string, std::string>>> my_list_tables(MariaCon
 // key (`key_needed_for` says why one is needed) or lacks a key column.
 Status my_describe_table(MariaConnection& conn, MyTable& table, std::vector<std::string> key, std::string_view what,
                          std::string_view key_needed_for);
+
+// The tables of `selection` on the server (several: a stream each; one: `selection.single()`), each described with
+// my_describe_table.
+Result<std::vector<MyTable>> my_selected_tables(MariaConnection& conn, const TableSelection& selection,
+                                                const std::vector<std::string>& key, std::string_view what,
+                                                std::string_view key_needed_for);
 
 // The select-list expression of a column (aliased to its own name).
 std::string my_select_expression(const MyColumn& column);

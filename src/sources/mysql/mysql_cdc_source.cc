@@ -230,6 +230,7 @@ class MysqlCdcSource final : public Source {
   // The server's binlog end when the dump began (binlog_order_position): a poll reports drained only past it, so a
   // --once run reads everything committed before it started.
   uint64_t catch_up_ = 0;
+  bool caught_up_ = false;  // the first transaction boundary past catch_up_ was reported drained
   unsigned dump_last_errno_ = 0;
 };
 
@@ -322,27 +323,11 @@ Status MysqlCdcSource::open() {
   auto conn = sql();
   if (!conn) return std::unexpected(conn.error());
   SKIPPR_TRY(check_server(**conn));
-  std::vector<SelectedTable> selected;
-  if (per_table_) {
-    auto on_server = my_list_tables(**conn);
-    if (!on_server) return std::unexpected(on_server.error());
-    auto chosen = select_tables_from(*on_server, selection_, what_);
-    if (!chosen) return std::unexpected(chosen.error());
-    selected = std::move(*chosen);
-  } else {
-    selected.push_back(selection_.single());
-  }
+  auto tables =
+      my_selected_tables(**conn, selection_, key_, what_, "keys its changes (merge_by_key) and orders its snapshot");
+  if (!tables) return std::unexpected(tables.error());
   tables_.clear();
-  for (auto& s : selected) {
-    CdcTable t;
-    t.table.schema = s.schema;
-    t.table.name = s.table;
-    t.table.qualified = maria_qualified(s.schema, s.table);
-    t.table.stream = per_table_ ? s.stream : "";
-    SKIPPR_TRY(
-        my_describe_table(**conn, t.table, key_, what_, "keys its changes (merge_by_key) and orders its snapshot"));
-    tables_.push_back(std::move(t));
-  }
+  for (auto& table : *tables) tables_.push_back(CdcTable{std::move(table), false});
   SKIPPR_TRY(check_grants(**conn));
   if (per_table_) {
     spdlog::info("{}: {} table{} from the binlog as replica {}", what_, tables_.size(), tables_.size() == 1 ? "" : "s",
@@ -693,6 +678,7 @@ Result<Poll> MysqlCdcSource::poll_stream(const Budget& budget) {
     if (!dump) return std::unexpected(dump.error());
     dump_.emplace(std::move(*dump));
     catch_up_ = 0;
+    caught_up_ = false;
     if (auto conn = sql(); conn) {
       if (auto status = (*conn)->query("SHOW MASTER STATUS"); status && !status->rows.empty()) {
         catch_up_ =
@@ -786,6 +772,12 @@ Result<Poll> MysqlCdcSource::poll_stream(const Budget& budget) {
     }
     if (!handled) return stop(handled.error());
     const bool over_time = Clock::now() - started > kMaxPollTime;
+    // Everything the binlog held when the dump began is read: drained once (a --once run ends here even while the
+    // server keeps writing, when no idle moment brings a heartbeat).
+    if (!in_tx_ && !caught_up_ && binlog_order_position(pos_.file, pos_.offset) >= catch_up_) {
+      caught_up_ = true;
+      result.drained = true;
+    }
     if (!in_tx_) {
       if (result.drained || over_time || poll_rows_ >= budget.max_rows || poll_bytes_ >= budget.max_bytes) break;
       continue;

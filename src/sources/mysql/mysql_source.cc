@@ -51,30 +51,16 @@ class MysqlSource final : public Source {
 
   Status open() override {
     SKIPPR_TRY(connect());
-    std::vector<SelectedTable> selected;
-    if (names_streams()) {
-      auto on_server = my_list_tables(*conn_);
-      if (!on_server) return std::unexpected(on_server.error());
-      auto chosen = select_tables_from(*on_server, selection_, what_);
-      if (!chosen) return std::unexpected(chosen.error());
-      selected = std::move(*chosen);
-    } else {
-      selected.push_back(selection_.single());
-    }
+    auto tables = my_selected_tables(*conn_, selection_, key_, what_, "orders the read and breaks ties between rows");
+    if (!tables) return std::unexpected(tables.error());
     tables_.clear();
-    for (auto& s : selected) {
-      TableRead read;
-      read.table.schema = s.schema;
-      read.table.name = s.table;
-      read.table.qualified = maria_qualified(s.schema, s.table);
-      read.table.stream = names_streams() ? s.stream : "";
-      SKIPPR_TRY(my_describe_table(*conn_, read.table, key_, what_, "orders the read and breaks ties between rows"));
-      if (mode_ == Mode::kIncremental && !read.table.column(cursor_)) {
+    for (auto& table : *tables) {
+      if (mode_ == Mode::kIncremental && !table.column(cursor_)) {
         return fail(ErrorKind::kConfig, fmt::format("{}: table {}.{} has no column {} (named as cursor_column); check "
                                                     "skippr.yml",
-                                                    what_, s.schema, s.table, cursor_));
+                                                    what_, table.schema, table.name, cursor_));
       }
-      tables_.push_back(std::move(read));
+      tables_.push_back(TableRead{std::move(table), {}, false});
     }
     return ok();
   }
@@ -169,16 +155,6 @@ std::string text_param(const nlohmann::json& p, const char* name) {
   return p.contains(name) && p[name].is_string() ? p[name].get<std::string>() : std::string();
 }
 
-// The database the tables are in: `database`, else the dsn's path.
-std::string default_database(const nlohmann::json& p) {
-  if (!text_param(p, "database").empty()) return text_param(p, "database");
-  const std::string dsn = text_param(p, "dsn");
-  const auto slash = dsn.find('/', dsn.find("://") == std::string::npos ? 0 : dsn.find("://") + 3);
-  if (slash == std::string::npos) return "";
-  return dsn.substr(slash + 1,
-                    dsn.find('?', slash) == std::string::npos ? std::string::npos : dsn.find('?', slash) - slash - 1);
-}
-
 }  // namespace
 
 ConnectorSpec mysql_source_spec() {
@@ -204,16 +180,7 @@ ConnectorSpec mysql_source_spec() {
   spec.params.push_back({"server_id", ParamType::kInt, false, nullptr,
                          "CDC: the replica id the binlog is read as, unique among the server's replicas (default: "
                          "from a hash of the pipeline's name)"});
-  spec.keys_streams = [](const nlohmann::json& p) {
-    const std::string mode = text_param(p, "mode");
-    if (mode != "snapshot_then_cdc" && mode != "cdc_only") return false;
-    TableSelection selection;
-    if (!p.contains("tables") || !p["tables"].is_array()) return false;
-    for (const auto& entry : p["tables"]) {
-      if (entry.is_string()) selection.include.push_back(entry.get<std::string>());
-    }
-    return selection.names_streams();
-  };
+  spec.keys_streams = cdc_keys_streams;
   spec.make_source = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Source>> {
     const std::string what = fmt::format("source '{}'", ctx.name);
     SKIPPR_TRY(check_maria_connection_params(ctx.params, what));
@@ -225,7 +192,7 @@ ConnectorSpec mysql_source_spec() {
                                                   "snapshot_then_cdc or cdc_only",
                                                   what, mode));
     }
-    TableSelection selection{default_database(p), p.value("tables", std::vector<std::string>{}),
+    TableSelection selection{maria_database(p), p.value("tables", std::vector<std::string>{}),
                              p.value("exclude_tables", std::vector<std::string>{})};
     if (selection.include.empty()) {
       return fail(ErrorKind::kConfig,

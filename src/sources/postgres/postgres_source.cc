@@ -10,6 +10,7 @@
 #include <ranges>
 
 #include "clients/postgres/pg_client.h"
+#include "core/table_selection.h"
 #include "sources/postgres/cdc_source.h"
 #include "sources/postgres/pg_table_reader.h"
 #include "sources/postgres/table_selection.h"
@@ -291,18 +292,7 @@ ConnectorSpec postgres_source_spec() {
                          "removes the older rows) | stop (exit 2, with the ways forward) | ignore (the destination "
                          "keeps the rows)"});
   // CDC of several tables merges each on its own primary key, and can read one of them again from a snapshot.
-  spec.keys_streams = [](const nlohmann::json& p) {
-    const auto text = [&](const char* name) {
-      return p.contains(name) && p[name].is_string() ? p[name].get<std::string>() : std::string();
-    };
-    if (text("mode") != "snapshot_then_cdc" && text("mode") != "cdc_only") return false;
-    TableSelection selection;
-    if (!p.contains("tables") || !p["tables"].is_array()) return false;
-    for (const auto& entry : p["tables"]) {
-      if (entry.is_string()) selection.include.push_back(entry.get<std::string>());
-    }
-    return selection.names_streams();
-  };
+  spec.keys_streams = cdc_keys_streams;
   spec.resyncs_streams = spec.keys_streams;
   spec.make_source = [](const ConnectorContext& ctx) -> Result<std::unique_ptr<Source>> {
     SKIPPR_TRY(check_pg_connection_params(ctx.params, fmt::format("source '{}'", ctx.name)));
