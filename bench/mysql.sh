@@ -15,8 +15,9 @@ SKIPPRD="$BUILD/skipprd"
 source bench/lib/mariadb.bash
 work=$(mktemp -d /tmp/skippr-bench-my.XXXXXX)
 start_mariadb "$work"
-my_ -e "CREATE DATABASE bench; CREATE TABLE bench.big (id INT PRIMARY KEY, a INT, b VARCHAR(40), c DOUBLE, \
-  d DATETIME(6)); INSERT INTO bench.big SELECT seq, seq % 1000, CONCAT('row ', seq), seq / 4, \
+my_ -e "CREATE DATABASE bench"
+my_ bench -e "CREATE TABLE big (id INT PRIMARY KEY, a INT, b VARCHAR(40), c DOUBLE, \
+  d DATETIME(6)); INSERT INTO big SELECT seq, seq % 1000, CONCAT('row ', seq), seq / 4, \
   TIMESTAMP '2024-01-01 00:00:00' + INTERVAL seq SECOND FROM seq_1_to_$ROWS"
 dsn="mysql://skippr:bench@127.0.0.1:$MY_PORT/bench"
 cat > "$work/skippr.yml" <<YML
@@ -55,6 +56,11 @@ t4=$(now)
 transactions=$("${sb[@]}" --time="$LOAD_SECONDS" run | awk '/transactions:/ {print $2}')
 t5=$(now)
 t6=$(now); run stream; t7=$(now)
+# Every change landed: one appended row each (the sysbench tables' changes, deletes included).
+sum=$(for i in $(seq 1 10); do echo -n "(SELECT count(*) FROM sbtest$i) + "; done)
+landed=$(cd "$work" && DATA_DIR="$work/data-skippr" "$SKIPPRD" query --config "$work/skippr.yml" --pipeline stream \
+  --output json --sql "SELECT ${sum}0 AS n" | python3 -c 'import json, sys; print(json.loads(sys.stdin.readline())["n"])')
+[ "$landed" = "$((4 * transactions))" ] || { echo "skipprd landed $landed of $((4 * transactions)) changes"; exit 1; }
 python3 - "$ROWS" "$t0" "$t1" "$t2" "$t3" "$transactions" "$t4" "$t5" "$t6" "$t7" "$(du -m "$work/big.sql" | cut -f1)" <<'PY'
 import sys
 rows = int(sys.argv[1]); t0, t1, t2, t3 = map(float, sys.argv[2:6]); tx = int(sys.argv[6])
