@@ -285,5 +285,45 @@ TEST(MySqlSource, ServerSettingsGrantsAndAPurgedPositionStopWithExit2) {
   EXPECT_NE(purged.err.find("RESET PIPELINE mirror"), std::string::npos) << purged.err;
 }
 
+// The dump connection cut by the server while a large transaction is being read (KILL of the Binlog Dump thread):
+// the run stops without committing part of it, and the next one reads it again from its start, whole, once.
+TEST(MySqlSource, ADumpCutInsideATransactionIsReadAgainWholeAndOnce) {
+  auto& db = SharedMariaDb();
+  const auto src = db.create_database("cut");
+  db.execute(src, "CREATE TABLE big (id INT PRIMARY KEY, v VARCHAR(20))");
+  TempDir out;
+  const auto duck = out / "c.duckdb";
+  PipelineFixture fx(mysql_config(db.dsn(src), "[big]", "cdc_only", duck.string(), "", "append"));
+  auto pin = fx.skipprd({"sync", "--pipeline", "mirror", "--once"});
+  ASSERT_EQ(pin.exit_code, 0) << pin.err;
+  db.execute(src, "INSERT INTO big SELECT seq, CONCAT('v', seq) FROM seq_1_to_300000");  // one transaction
+  ProcessResult cut;
+  std::jthread run([&] { cut = fx.skipprd({"sync", "--pipeline", "mirror", "--once"}); });
+  bool killed = false;
+  for (int i = 0; i < 400 && !killed; ++i) {
+    const auto dumps = db.query("", fmt::format("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND = "
+                                                "'Binlog Dump' AND DB = '{}'",
+                                                src));
+    if (!dumps.empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      try {
+        db.execute("", "KILL " + dumps[0][0].value_or("0"));
+        killed = true;
+      } catch (const std::exception&) {  // the dump ended by itself meanwhile
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  run.join();
+  ASSERT_TRUE(killed) << "no dump to cut: " << cut.err;
+  // The cut run stopped on the lost connection (exit 75: try again) unless it had read the whole transaction first.
+  EXPECT_TRUE(cut.exit_code == 75 || cut.exit_code == 0) << cut.exit_code << ": " << cut.err;
+  std::cout << "the cut run exited " << cut.exit_code << "\n";
+  auto again = fx.skipprd({"sync", "--pipeline", "mirror", "--once"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(duckdb_value(duck, "SELECT count(*) || '/' || count(DISTINCT id) || '/' || sum(id) FROM big"),
+            "300000/300000/45000150000");
+}
+
 }  // namespace
 }  // namespace skippr::test
