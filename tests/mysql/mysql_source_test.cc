@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -101,6 +103,21 @@ TEST(MySqlSource, SnapshotThenCdcFollowsEveryKindOfChangeAcrossTablesIntoDuckDb)
             source_text(db, src, "SELECT order_id, line, sku, qty FROM order_lines ORDER BY 1, 2"));
   EXPECT_EQ(rows_text(duckdb_rows(out / "m.duckdb", "SELECT id, body FROM notes ORDER BY id")),
             source_text(db, src, "SELECT id, body FROM notes ORDER BY id"));
+  // The committed position names the binlog file and offset after the last transaction, and beside them the GTID
+  // position the server itself gives for that point.
+  auto shown = fx.skipprd({"query", "--output", "json", "--sql", "SHOW PIPELINE mirror"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  nlohmann::json position;
+  for (size_t at = 0, end; at < shown.out.size(); at = end + 1) {
+    end = std::min(shown.out.find('\n', at), shown.out.size());
+    const auto line = nlohmann::json::parse(shown.out.substr(at, end - at), nullptr, false);
+    if (line.is_object() && line.value("property", "") == "source_position") {
+      position = nlohmann::json::parse(line.value("value", ""), nullptr, false);
+    }
+  }
+  ASSERT_TRUE(position.is_object()) << shown.out;
+  EXPECT_EQ(position.value("file", ""), db.query("", "SHOW MASTER STATUS").at(0).at(0).value_or(""));
+  EXPECT_EQ(position.value("gtid", ""), db.value("", "SELECT @@gtid_binlog_pos"));
 }
 
 // Every column type, read once by the snapshot and once from the binlog: the same values must land the same way, and

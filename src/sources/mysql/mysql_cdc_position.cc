@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <charconv>
+#include <map>
 
 namespace skippr {
 
@@ -12,6 +14,26 @@ uint64_t binlog_file_number(std::string_view file) {
   uint64_t n = 0;
   if (dot != std::string_view::npos) std::from_chars(file.data() + dot + 1, file.data() + file.size(), n);
   return n;
+}
+
+std::string gtid_position_with(const std::string& set, const std::string& gtid) {
+  auto domain_of = [](std::string_view g) {
+    uint64_t d = 0;
+    std::from_chars(g.data(), g.data() + g.size(), d);
+    return d;
+  };
+  std::map<uint64_t, std::string> by_domain;
+  size_t start = 0;
+  while (start < set.size()) {
+    const size_t comma = std::min(set.find(',', start), set.size());
+    const std::string one = set.substr(start, comma - start);
+    if (!one.empty()) by_domain[domain_of(one)] = one;
+    start = comma + 1;
+  }
+  by_domain[domain_of(gtid)] = gtid;
+  std::string out;
+  for (const auto& [domain, g] : by_domain) out += (out.empty() ? "" : ",") + g;
+  return out;
 }
 
 Position MyCdcPosition::to_position() const {

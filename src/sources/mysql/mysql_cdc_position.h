@@ -24,13 +24,19 @@ struct MyCdcPosition {
   std::string file;     // snapshot phase: the snapshot's binlog file; stream phase: the resume file
   uint64_t offset = 0;  // ... and offset (a transaction's start)
   uint64_t index = 0;   // stream phase: changes of the transaction at offset already delivered
-  std::string gtid;     // the last transaction delivered whole (MariaDB: domain-server-sequence), for people
+  // MariaDB: the GTID position the file and offset correspond to, as gtid_binlog_pos writes it (the last GTID per
+  // replication domain, domain-server-sequence, comma-separated); kept beside the file and offset, which are what a
+  // run resumes from.
+  std::string gtid;
   std::map<std::string, MyTableProgress> tables;  // by stream name ("" for a one-table source)
 
   Position to_position() const;
   // kCorruption for a token this source did not write.
   static Result<MyCdcPosition> parse(const Position& position);
 };
+
+// `set` (a GTID position as above) with `gtid` (domain-server-sequence) as its domain's last transaction.
+std::string gtid_position_with(const std::string& set, const std::string& gtid);
 
 // The number a binlog file name ends with (mysql-bin.000042 -> 42).
 uint64_t binlog_file_number(std::string_view file);

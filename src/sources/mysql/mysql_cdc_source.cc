@@ -141,6 +141,13 @@ MyColumn column_from_binlog(const BinlogColumn& b) {
   return c;
 }
 
+// MariaDB: the GTID position a binlog file and offset correspond to (BINLOG_GTID_POS); "" elsewhere.
+std::string gtid_position_at(MariaConnection& conn, const std::string& file, uint64_t offset) {
+  if (!conn.is_mariadb()) return "";
+  auto at = conn.query(fmt::format("SELECT BINLOG_GTID_POS({}, {})", conn.quote(file), offset));
+  return at && !at->rows.empty() ? at->rows[0].at(0).value_or("") : "";
+}
+
 struct CdcTable {
   MyTable table;
   bool stale = false;  // a DDL statement touched it: described again at its next table map
@@ -382,6 +389,7 @@ Status MysqlCdcSource::seek(const Position& position) {
     if (status->rows.empty()) return fail(ErrorKind::kConfig, fmt::format("{}: the server names no binlog", what_));
     pos_.file = status->rows[0].at(0).value_or("");
     pos_.offset = std::stoull(status->rows[0].at(1).value_or("4"));
+    pos_.gtid = gtid_position_at(**conn, pos_.file, pos_.offset);
     for (const auto& t : tables_) pos_.tables[t.table.stream] = MyTableProgress{};
     fresh_ = true;
     return ok();
@@ -438,7 +446,11 @@ Status MysqlCdcSource::begin_snapshot(bool fresh) {
   if (pos_.file.empty()) {
     return fail(ErrorKind::kConfig, fmt::format("{}: the server gave no binlog position for the snapshot", what_));
   }
-  if (fresh) spdlog::info("{}: snapshot at binlog {}:{}", what_, pos_.file, pos_.offset);
+  if (fresh) {
+    pos_.gtid = gtid_position_at(*snapshot_, pos_.file, pos_.offset);
+    spdlog::info("{}: snapshot at binlog {}:{}{}", what_, pos_.file, pos_.offset,
+                 pos_.gtid.empty() ? "" : " (GTID " + pos_.gtid + ")");
+  }
   return ok();
 }
 
@@ -513,7 +525,7 @@ void MysqlCdcSource::end_transaction(uint64_t next_offset) {
   pos_.file = file_;
   pos_.offset = next_offset;
   pos_.index = 0;
-  if (!tx_gtid_.empty()) pos_.gtid = tx_gtid_;
+  if (!tx_gtid_.empty()) pos_.gtid = gtid_position_with(pos_.gtid, tx_gtid_);
   skip_ = 0;
 }
 
