@@ -74,6 +74,19 @@ Result<std::vector<SelectedTable>> select_tables_from(const std::vector<std::pai
   return out;
 }
 
+void add_table_reading_params(std::vector<ParamSpec>& params, std::string tables_doc, std::string_view cdc_how) {
+  params.push_back({"tables", ParamType::kStringList, true, nullptr, std::move(tables_doc)});
+  params.push_back({"exclude_tables", ParamType::kStringList, false, nullptr,
+                    "names and patterns of tables to leave out of those `tables` selects"});
+  params.push_back({"mode", ParamType::kString, false, "incremental",
+                    fmt::format("incremental | snapshot | snapshot_then_cdc (the tables, then their changes {}) | "
+                                "cdc_only (changes from now on)",
+                                cdc_how)});
+  params.push_back({"cursor_column", ParamType::kString, false, nullptr,
+                    "incremental: a column that grows with every change (updated_at, an id); the primary key breaks "
+                    "ties"});
+}
+
 bool cdc_keys_streams(const nlohmann::json& p) {
   const auto mode = p.contains("mode") && p["mode"].is_string() ? p["mode"].get<std::string>() : std::string();
   if (mode != "snapshot_then_cdc" && mode != "cdc_only") return false;

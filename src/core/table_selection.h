@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/connector.h"
 #include "core/result.h"
 
 namespace skippr {
@@ -35,6 +36,10 @@ struct TableSelection {
 // (_skippr_*) never match a pattern.
 Result<std::vector<SelectedTable>> select_tables_from(const std::vector<std::pair<std::string, std::string>>& on_server,
                                                       const TableSelection& selection, std::string_view what);
+
+// The parameters every database source takes to choose and read its tables: tables (documented by `tables_doc`),
+// exclude_tables, mode (its CDC reading `cdc_how`) and cursor_column.
+void add_table_reading_params(std::vector<ParamSpec>& params, std::string tables_doc, std::string_view cdc_how);
 
 // A database source's parameters as written (possibly invalid): true when `mode` is a CDC mode (snapshot_then_cdc,
 // cdc_only) and `tables` may name several tables, so each table's batches carry its own key (ConnectorSpec::

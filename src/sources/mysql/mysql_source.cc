@@ -165,18 +165,11 @@ ConnectorSpec mysql_source_spec() {
       "MySQL or MariaDB tables, read incrementally by a cursor column, as a snapshot, or as a change stream "
       "from the binlog (CDC)";
   spec.params = maria_connection_params();
-  spec.params.push_back(
-      {"tables", ParamType::kStringList, true, nullptr,
-       "the tables to read: names (orders, shop.orders) and patterns (shop.*, order_*); a name without a database is "
-       "in `database`; each table is a stream of its own when there are several"});
-  spec.params.push_back({"exclude_tables", ParamType::kStringList, false, nullptr,
-                         "names and patterns of tables to leave out of those `tables` selects"});
-  spec.params.push_back({"mode", ParamType::kString, false, "incremental",
-                         "incremental | snapshot | snapshot_then_cdc (the tables, then their changes from the binlog) "
-                         "| cdc_only (changes from now on)"});
-  spec.params.push_back({"cursor_column", ParamType::kString, false, nullptr,
-                         "incremental: a column that grows with every change (updated_at, an id); the primary key "
-                         "breaks ties"});
+  add_table_reading_params(
+      spec.params,
+      "the tables to read: names (orders, shop.orders) and patterns (shop.*, order_*); a name without a database is "
+      "in `database`; each table is a stream of its own when there are several",
+      "from the binlog");
   spec.params.push_back({"server_id", ParamType::kInt, false, nullptr,
                          "CDC: the replica id the binlog is read as, unique among the server's replicas (default: "
                          "from a hash of the pipeline's name)"});

@@ -265,18 +265,11 @@ ConnectorSpec postgres_source_spec() {
       "a PostgreSQL table, read incrementally by a cursor column, as a snapshot, or as a change stream (CDC)";
   spec.params = pg_connection_params();
   spec.params.push_back({"schema", ParamType::kString, false, "public", "the tables' schema"});
-  spec.params.push_back(
-      {"tables", ParamType::kStringList, true, nullptr,
-       "the tables to read: names (orders, sales.orders) and patterns (public.*, sales.order_*); "
-       "each table is a stream of its own when there are several (CDC reads them all through one slot)"});
-  spec.params.push_back({"exclude_tables", ParamType::kStringList, false, nullptr,
-                         "names and patterns of tables to leave out of those `tables` selects"});
-  spec.params.push_back({"mode", ParamType::kString, false, "incremental",
-                         "incremental | snapshot | snapshot_then_cdc (the table, then its changes through logical "
-                         "replication) | cdc_only (changes from now on)"});
-  spec.params.push_back({"cursor_column", ParamType::kString, false, nullptr,
-                         "incremental: a column that grows with every change (updated_at, an id); the primary key "
-                         "breaks ties"});
+  add_table_reading_params(
+      spec.params,
+      "the tables to read: names (orders, sales.orders) and patterns (public.*, sales.order_*); each table is a "
+      "stream of its own when there are several (CDC reads them all through one slot)",
+      "through logical replication");
   spec.params.push_back({"slot", ParamType::kString, false, nullptr,
                          "CDC: the logical replication slot (default skippr_<pipeline>_<hash of the name>, one per "
                          "pipeline)"});
