@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "support/duckdb_probe.h"
@@ -340,6 +341,31 @@ TEST(MySqlSource, ADumpCutInsideATransactionIsReadAgainWholeAndOnce) {
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(duckdb_value(duck, "SELECT count(*) || '/' || count(DISTINCT id) || '/' || sum(id) FROM big"),
             "300000/300000/45000150000");
+}
+
+// The machine and its DATA_DIR gone: the next run resumes from the position the destination's ledger holds, so an
+// append destination receives neither the snapshot again nor a change twice.
+TEST(MySqlSource, ALostDataDirResumesFromTheDestinationsLedger) {
+  auto& db = SharedMariaDb();
+  const auto src = db.create_database("lost");
+  db.execute_all(src,
+                 {"CREATE TABLE t (id INT PRIMARY KEY, v INT)", "INSERT INTO t SELECT seq, seq FROM seq_1_to_100"});
+  TempDir out;
+  const auto duck = out / "l.duckdb";
+  PipelineFixture fx(mysql_config(db.dsn(src), "[t]", "snapshot_then_cdc", duck.string(), "", "append"));
+  auto first = fx.skipprd({"sync", "--pipeline", "mirror", "--once"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  db.execute_all(src, {"INSERT INTO t SELECT seq, seq FROM seq_101_to_110", "UPDATE t SET v = -v WHERE id <= 5"});
+  auto second = fx.skipprd({"sync", "--pipeline", "mirror", "--once"});
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  ASSERT_EQ(duckdb_value(duck, "SELECT count(*) FROM t"), "115");
+  std::filesystem::remove_all(fx.path("data"));
+  db.execute_all(src, {"INSERT INTO t VALUES (111, 111), (112, 112), (113, 113)", "DELETE FROM t WHERE id IN (1, 2)"});
+  auto third = fx.skipprd({"sync", "--pipeline", "mirror", "--once"});
+  ASSERT_EQ(third.exit_code, 0) << third.err;
+  // 100 snapshot rows, 15 changes, then 5 more: each once.
+  EXPECT_EQ(duckdb_value(duck, "SELECT count(*) FROM t"), "120");
+  EXPECT_EQ(duckdb_value(duck, "SELECT count(*) FROM t WHERE id > 110"), "3");
 }
 
 }  // namespace

@@ -96,7 +96,7 @@ pipelines:
 )",
                                  db.dsn(src), duck.string()));
   std::map<std::string, std::string> env = {
-      {"SKIPPR_CHAOS_MIN_SECONDS", "0.5"}, {"SKIPPR_CHAOS_MAX_SECONDS", "3.0"}, {"BUFFER_THRESHOLD_BYTES", "4000000"}};
+      {"SKIPPR_CHAOS_MIN_SECONDS", "0.5"}, {"SKIPPR_CHAOS_MAX_SECONDS", "3.0"}, {"BUFFER_THRESHOLD_BYTES", "2000000"}};
   // The writer starts once the first batch is committed: the snapshot's position is fixed then, so every change it
   // makes comes through the binlog after it.
   Writer writer;
