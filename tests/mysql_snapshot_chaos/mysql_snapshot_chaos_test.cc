@@ -21,6 +21,7 @@ namespace skippr::test {
 namespace {
 
 constexpr int kRows = 2'000'000;
+constexpr long kMaxChanges = 1500;
 
 // Single-row updates of `big` until stopped, each its own transaction, counted in rows changed (what the binlog
 // carries).
@@ -41,7 +42,9 @@ struct Writer {
       return;
     }
     std::mt19937 rng(7);
-    while (!stop) {
+    // A bounded number of changes (a few seconds' worth): they fall within the snapshot or just after it, and the
+    // kill loop can then catch up with a stream that ends, instead of chasing one that never does.
+    while (!stop && changes < kMaxChanges) {
       const int id = 1 + static_cast<int>(rng() % kRows);
       // Updates only: every key stays in the key range a snapshot reads it in, so the rows a snapshot commits are
       // exactly the table's (inserts and deletes during a snapshot are the ten-table chaos test's).
