@@ -227,20 +227,25 @@ TEST(MySqlSource, SnapshotAndIncrementalModesReadSeveralTables) {
   auto& db = SharedMariaDb();
   const auto src = db.create_database("plain");
   db.execute_all(src, {"CREATE TABLE a (id INT PRIMARY KEY, v INT, updated BIGINT)",
-                       "CREATE TABLE b (k VARCHAR(10) PRIMARY KEY, v INT, updated BIGINT)"});
+                       "CREATE TABLE b (k VARCHAR(10) PRIMARY KEY, v INT, updated BIGINT)",
+                       // A binary key (a UUID's 16 bytes): kept in the position as hex.
+                       "CREATE TABLE c (k BINARY(16) PRIMARY KEY, v INT, updated BIGINT)",
+                       "INSERT INTO c SELECT UNHEX(MD5(seq)), seq, seq % 3 FROM seq_1_to_300"});
   for (int i = 1; i <= 300; ++i) {
     db.execute_all(src, {fmt::format("INSERT INTO a VALUES ({0}, {0}, {1})", i, i % 7),
                          fmt::format("INSERT INTO b VALUES ('k{0:04}', {0}, {1})", i, i % 5)});
   }
   TempDir out;
-  PipelineFixture snap(mysql_config(db.dsn(src), "[a, b]", "snapshot", (out / "s.duckdb").string(), "", "append"));
+  PipelineFixture snap(mysql_config(db.dsn(src), "[a, b, c]", "snapshot", (out / "s.duckdb").string(), "", "append"));
   auto s = snap.skipprd({"sync", "--pipeline", "mirror", "--once"}, {{"BUFFER_THRESHOLD_BYTES", "4000"}});
   ASSERT_EQ(s.exit_code, 0) << s.err;
   EXPECT_EQ(duckdb_value(out / "s.duckdb", "SELECT count(*) || '/' || count(DISTINCT id) || '/' || sum(v) FROM a"),
             "300/300/45150");
   EXPECT_EQ(duckdb_value(out / "s.duckdb", "SELECT count(*) || '/' || count(DISTINCT k) FROM b"), "300/300");
+  EXPECT_EQ(duckdb_value(out / "s.duckdb", "SELECT count(*) || '/' || count(DISTINCT k) || '/' || sum(v) FROM c"),
+            "300/300/45150");
 
-  PipelineFixture inc(mysql_config(db.dsn(src), "[a, b]", "incremental", (out / "i.duckdb").string(),
+  PipelineFixture inc(mysql_config(db.dsn(src), "[a, b, c]", "incremental", (out / "i.duckdb").string(),
                                    ", cursor_column: updated", "append"));
   auto i1 = inc.skipprd({"sync", "--pipeline", "mirror", "--once"}, {{"BUFFER_THRESHOLD_BYTES", "4000"}});
   ASSERT_EQ(i1.exit_code, 0) << i1.err;
@@ -250,6 +255,7 @@ TEST(MySqlSource, SnapshotAndIncrementalModesReadSeveralTables) {
   EXPECT_EQ(duckdb_value(out / "i.duckdb", "SELECT count(*) FROM a"), "310");
   EXPECT_EQ(duckdb_value(out / "i.duckdb", "SELECT count(*) FROM a WHERE v < 0"), "10");
   EXPECT_EQ(duckdb_value(out / "i.duckdb", "SELECT count(*) FROM b"), "301");
+  EXPECT_EQ(duckdb_value(out / "i.duckdb", "SELECT count(*) || '/' || count(DISTINCT k) FROM c"), "300/300");
 }
 
 // What stops a CDC run with exit 2 before anything is read or written, each saying what to change.

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
 
@@ -209,7 +210,11 @@ std::string my_keyset_select_sql(MariaConnection& conn, const MyTable& table, co
   std::vector<std::string> order;
   for (size_t i = 0; i < ordering.size(); ++i) {
     order.push_back(maria_quote_identifier(ordering[i]));
-    select.push_back(fmt::format("{} AS `_skippr_k{}`", order.back(), i));
+    // A binary key is kept in the position as hex (its bytes are no text a JSON position can hold).
+    const MyColumn* c = table.column(ordering[i]);
+    const bool binary = c && c->family == MyFamily::kBinary;
+    select.push_back(binary ? fmt::format("HEX({}) AS `_skippr_k{}`", order.back(), i)
+                            : fmt::format("{} AS `_skippr_k{}`", order.back(), i));
   }
   std::vector<std::string> where = conditions;
   if (!after.empty()) {
@@ -218,9 +223,9 @@ std::string my_keyset_select_sql(MariaConnection& conn, const MyTable& table, co
       const MyColumn* c = table.column(ordering[i]);
       // A binary key compares byte by byte: a hex literal keeps it binary whatever the connection's charset.
       if (c && c->family == MyFamily::kBinary) {
-        std::string hex = "X'";
-        for (unsigned char b : after[i]) hex += fmt::format("{:02x}", b);
-        literals.push_back(hex + "'");
+        const bool is_hex =
+            std::ranges::all_of(after[i], [](char h) { return std::isxdigit(static_cast<unsigned char>(h)); });
+        literals.push_back(is_hex ? "X'" + after[i] + "'" : conn.quote(after[i]));
       } else {
         literals.push_back(conn.quote(after[i]));
       }
