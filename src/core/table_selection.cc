@@ -87,6 +87,29 @@ void add_table_reading_params(std::vector<ParamSpec>& params, std::string tables
                     "ties"});
 }
 
+Position table_parts_position(bool several, const std::vector<std::pair<std::string, nlohmann::json>>& parts) {
+  if (!several) return Position{parts.front().second.dump()};
+  nlohmann::json by_stream = nlohmann::json::object();
+  for (const auto& [stream, part] : parts) by_stream[stream] = part;
+  return Position{nlohmann::json{{"tables", std::move(by_stream)}}.dump()};
+}
+
+std::optional<std::vector<nlohmann::json>> table_parts_of(const Position& position, bool several,
+                                                          const std::vector<std::string>& streams) {
+  const nlohmann::json parsed =
+      position.empty() ? nlohmann::json() : nlohmann::json::parse(position.token, nullptr, false);
+  if (parsed.is_discarded()) return std::nullopt;
+  if (!several) return std::vector<nlohmann::json>{parsed};
+  if (!parsed.is_null() && (!parsed.is_object() || !parsed.contains("tables") || !parsed["tables"].is_object())) {
+    return std::nullopt;
+  }
+  std::vector<nlohmann::json> out;
+  for (const auto& stream : streams) {
+    out.push_back(parsed.is_null() ? nlohmann::json() : parsed["tables"].value(stream, nlohmann::json()));
+  }
+  return out;
+}
+
 bool cdc_keys_streams(const nlohmann::json& p) {
   const auto mode = p.contains("mode") && p["mode"].is_string() ? p["mode"].get<std::string>() : std::string();
   if (mode != "snapshot_then_cdc" && mode != "cdc_only") return false;

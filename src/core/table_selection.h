@@ -4,6 +4,7 @@
 // is in that schema and schema.table otherwise. Shared by the database sources; each lists its server's tables.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +41,14 @@ Result<std::vector<SelectedTable>> select_tables_from(const std::vector<std::pai
 // The parameters every database source takes to choose and read its tables: tables (documented by `tables_doc`),
 // exclude_tables, mode (its CDC reading `cdc_how`) and cursor_column.
 void add_table_reading_params(std::vector<ParamSpec>& params, std::string tables_doc, std::string_view cdc_how);
+
+// The position of a database source that reads tables one by one (snapshot, incremental): with several tables,
+// {"tables": {<stream>: <its part>}}; with one, its part alone (the format one-table pipelines always had).
+Position table_parts_position(bool several, const std::vector<std::pair<std::string, nlohmann::json>>& parts);
+// Each stream's part of such a position (null: none, read from its start), in the order of `streams`; nullopt when
+// the text is no such position.
+std::optional<std::vector<nlohmann::json>> table_parts_of(const Position& position, bool several,
+                                                          const std::vector<std::string>& streams);
 
 // A database source's parameters as written (possibly invalid): true when `mode` is a CDC mode (snapshot_then_cdc,
 // cdc_only) and `tables` may name several tables, so each table's batches carry its own key (ConnectorSpec::

@@ -157,8 +157,9 @@ struct CdcTable {
 struct MappedTable {
   size_t table = 0;  // index in tables_
   BinlogTableMap map;
-  std::vector<bool> is_unsigned;  // per binlog column
-  std::vector<MyColumn> columns;  // per binlog column: the catalog's (or one from the binlog type)
+  std::vector<bool> is_unsigned;   // per binlog column
+  std::vector<MyColumn> columns;   // per binlog column: the catalog's (or one from the binlog type)
+  std::vector<std::string> names;  // per binlog column
 };
 
 class MysqlCdcSource final : public Source {
@@ -568,6 +569,7 @@ Status MysqlCdcSource::on_table_map(const MARIADB_RPL_EVENT& e) {
   for (const auto& b : map->columns) {
     const MyColumn* c = table.table.column(b.name);
     mapped.columns.push_back(c ? *c : column_from_binlog(b));
+    mapped.names.push_back(b.name);
     mapped.is_unsigned.push_back(c && c->is_unsigned);
   }
   mapped.map = std::move(*map);
@@ -585,8 +587,7 @@ Status MysqlCdcSource::handle_rows(const MARIADB_RPL_EVENT& e, Poll& result) {
   const auto* p = static_cast<const unsigned char*>(rows.row_data);
   const unsigned char* end = p + rows.row_data_size;
   std::vector<std::optional<std::string>> values, after;
-  std::vector<std::string> names;
-  for (const auto& c : mapped.map.columns) names.push_back(c.name);
+  const std::vector<std::string>& names = mapped.names;
   while (p < end) {
     auto decoded = decode_row_image(mapped.map, rows.column_bitmap, mapped.is_unsigned, p, end, values);
     if (!decoded) return std::unexpected(Error{ErrorKind::kBadInput, what_ + ": " + decoded.error().message});
@@ -613,8 +614,7 @@ Status MysqlCdcSource::handle_rows(const MARIADB_RPL_EVENT& e, Poll& result) {
 Status MysqlCdcSource::append_change(const MappedTable& mapped, const char* op,
                                      std::vector<std::optional<std::string>>& values, Poll& result) {
   const MyTable& table = tables_[mapped.table].table;
-  std::vector<std::string> names;
-  for (const auto& c : mapped.map.columns) names.push_back(c.name);
+  const std::vector<std::string>& names = mapped.names;
   {
     if (skipping()) {
       ++tx_index_;

@@ -66,20 +66,14 @@ class MysqlSource final : public Source {
   }
 
   Status seek(const Position& position) override {
-    auto unreadable = [&] {
-      return fail(ErrorKind::kCorruption, fmt::format("{}: unreadable resume position '{}'", what_, position.token));
-    };
-    const nlohmann::json parsed =
-        position.empty() ? nlohmann::json() : nlohmann::json::parse(position.token, nullptr, false);
-    if (parsed.is_discarded()) return unreadable();
-    if (!names_streams()) return tables_.front().seek(parsed) ? ok() : unreadable();
-    if (!parsed.is_null() && (!parsed.is_object() || !parsed.contains("tables") || !parsed["tables"].is_object())) {
-      return unreadable();
+    std::vector<std::string> streams;
+    for (const auto& read : tables_) streams.push_back(read.table.stream);
+    auto parts = table_parts_of(position, names_streams(), streams);
+    for (size_t t = 0; parts && t < tables_.size(); ++t) {
+      if (!tables_[t].seek((*parts)[t])) parts.reset();
     }
-    for (auto& read : tables_) {
-      const nlohmann::json part =
-          parsed.is_null() ? nlohmann::json() : parsed["tables"].value(read.table.stream, nlohmann::json());
-      if (!read.seek(part)) return unreadable();
+    if (!parts) {
+      return fail(ErrorKind::kCorruption, fmt::format("{}: unreadable resume position '{}'", what_, position.token));
     }
     return ok();
   }
@@ -134,10 +128,9 @@ class MysqlSource final : public Source {
     return ok();
   }
   Position position() const {
-    if (!names_streams()) return Position{tables_.front().position().dump()};
-    nlohmann::json parts = nlohmann::json::object();
-    for (const auto& read : tables_) parts[read.table.stream] = read.position();
-    return Position{nlohmann::json{{"tables", std::move(parts)}}.dump()};
+    std::vector<std::pair<std::string, nlohmann::json>> parts;
+    for (const auto& read : tables_) parts.emplace_back(read.table.stream, read.position());
+    return table_parts_position(names_streams(), parts);
   }
 
   nlohmann::json params_;
